@@ -1,0 +1,1 @@
+//! mplab-emu (see crate docs)

@@ -1,0 +1,1 @@
+//! mplab-proto (see crate docs)

@@ -1,0 +1,1 @@
+//! mplab-sim (see crate docs)

@@ -1,0 +1,19 @@
+//! # mplab-wire
+//!
+//! The bytes layer of mplab: TCP header options including every MPTCP v1
+//! subtype (RFC 8684), MPTCP key/token/IDSN/HMAC/checksum crypto, and IP+TCP
+//! packet parsing/serialisation on top of etherparse.
+//!
+//! Typed values in, bytes out, and back; malformed input yields a
+//! [`WireError`], never a panic, and the hot path never allocates.
+
+pub mod crypto;
+pub mod error;
+pub mod mptcp;
+pub mod packet;
+pub mod tcp;
+
+pub use error::WireError;
+pub use mptcp::{AddAddr, AddrIdList, DataAck, Dss, DssMapping, MpCapable, MpJoin, MptcpOption, RawBytes};
+pub use packet::{Datalink, TcpHeader, TcpPacket};
+pub use tcp::{SackBlock, TcpOptions, Timestamps};

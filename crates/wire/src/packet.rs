@@ -1,0 +1,284 @@
+//! IP + TCP packets: parsing captured frames (Ethernet, Linux cooked SLL and
+//! SLL2, raw IP) into typed headers, and serialising typed headers to bytes
+//! with correct checksums. IP and the fixed TCP header go through etherparse;
+//! the options go through our own codec ([`TcpOptions`]).
+
+use core::net::IpAddr;
+
+use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+
+use crate::error::WireError;
+use crate::tcp::{flags, TcpOptions};
+
+/// A TCP header, typed; the payload travels separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TcpHeader {
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    /// Flag octet; see [`crate::tcp::flags`].
+    pub flags: u8,
+    pub window: u16,
+    pub urgent: u16,
+    pub options: TcpOptions,
+}
+
+impl TcpHeader {
+    pub fn syn(&self) -> bool {
+        self.flags & flags::SYN != 0
+    }
+    pub fn ack_flag(&self) -> bool {
+        self.flags & flags::ACK != 0
+    }
+    pub fn fin(&self) -> bool {
+        self.flags & flags::FIN != 0
+    }
+    pub fn rst(&self) -> bool {
+        self.flags & flags::RST != 0
+    }
+
+    /// Header length on the wire: 20 bytes plus padded options.
+    pub fn wire_len(&self) -> Result<usize, WireError> {
+        Ok(20 + self.options.wire_len()?)
+    }
+
+    /// Writes the header into `buf` with a zero checksum; returns its length.
+    pub fn encode(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        let len = self.wire_len()?;
+        if buf.len() < len {
+            return Err(WireError::BufferTooSmall { need: len, have: buf.len() });
+        }
+        buf[0..2].copy_from_slice(&self.src_port.to_be_bytes());
+        buf[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
+        buf[4..8].copy_from_slice(&self.seq.to_be_bytes());
+        buf[8..12].copy_from_slice(&self.ack.to_be_bytes());
+        buf[12] = ((len / 4) as u8) << 4;
+        buf[13] = self.flags;
+        buf[14..16].copy_from_slice(&self.window.to_be_bytes());
+        buf[16..18].copy_from_slice(&[0, 0]);
+        buf[18..20].copy_from_slice(&self.urgent.to_be_bytes());
+        self.options.encode(&mut buf[20..len])?;
+        Ok(len)
+    }
+
+    /// Parses a TCP header from the start of `buf` (the IP payload);
+    /// returns the header and its length. Options are parsed strictly.
+    pub fn decode(buf: &[u8]) -> Result<(TcpHeader, usize), WireError> {
+        Self::decode_with(buf, TcpOptions::parse)
+    }
+
+    /// As [`decode`](Self::decode) but malformed MPTCP options are skipped.
+    pub fn decode_lenient(buf: &[u8]) -> Result<(TcpHeader, usize), WireError> {
+        Self::decode_with(buf, TcpOptions::parse_lenient)
+    }
+
+    fn decode_with(
+        buf: &[u8],
+        parse: fn(&[u8]) -> Result<TcpOptions, WireError>,
+    ) -> Result<(TcpHeader, usize), WireError> {
+        if buf.len() < 20 {
+            return Err(WireError::Truncated { need: 20, have: buf.len() });
+        }
+        let hlen = ((buf[12] >> 4) as usize) * 4;
+        if hlen < 20 {
+            return Err(WireError::Packet("TCP data offset below 5"));
+        }
+        if buf.len() < hlen {
+            return Err(WireError::Truncated { need: hlen, have: buf.len() });
+        }
+        let h = TcpHeader {
+            src_port: u16::from_be_bytes([buf[0], buf[1]]),
+            dst_port: u16::from_be_bytes([buf[2], buf[3]]),
+            seq: u32::from_be_bytes([buf[4], buf[5], buf[6], buf[7]]),
+            ack: u32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]),
+            flags: buf[13],
+            window: u16::from_be_bytes([buf[14], buf[15]]),
+            urgent: u16::from_be_bytes([buf[18], buf[19]]),
+            options: parse(&buf[20..hlen])?,
+        };
+        Ok((h, hlen))
+    }
+}
+
+/// Link-layer framing of a capture (pcap LINKTYPE values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Datalink {
+    Ethernet,
+    /// Linux cooked capture v1 (LINKTYPE_LINUX_SLL, 113).
+    LinuxSll,
+    /// Linux cooked capture v2 (LINKTYPE_LINUX_SLL2, 276).
+    LinuxSll2,
+    /// Raw IPv4 or IPv6 (LINKTYPE_RAW 101, IPV4 228, IPV6 229).
+    RawIp,
+}
+
+impl Datalink {
+    pub fn from_linktype(lt: u32) -> Option<Datalink> {
+        match lt {
+            1 => Some(Datalink::Ethernet),
+            113 => Some(Datalink::LinuxSll),
+            276 => Some(Datalink::LinuxSll2),
+            101 | 228 | 229 | 12 | 14 => Some(Datalink::RawIp),
+            _ => None,
+        }
+    }
+    pub fn linktype(self) -> u32 {
+        match self {
+            Datalink::Ethernet => 1,
+            Datalink::LinuxSll => 113,
+            Datalink::LinuxSll2 => 276,
+            Datalink::RawIp => 101,
+        }
+    }
+}
+
+/// A TCP segment inside an IP packet, borrowed from the frame bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct TcpPacket<'a> {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub ttl: u8,
+    pub tcp: TcpHeader,
+    /// Bytes after the TCP header that the capture holds (may be shorter than
+    /// `payload_len` if the capture was truncated by a snap length).
+    pub payload: &'a [u8],
+    /// Payload length according to the IP header.
+    pub payload_len: usize,
+}
+
+/// Why a frame did not yield a TCP packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotTcp {
+    /// Valid frame but not IP/TCP (ARP, UDP, ICMP, a fragment, ...).
+    Other,
+    /// Malformed frame or TCP header.
+    Malformed(WireError),
+}
+
+impl<'a> TcpPacket<'a> {
+    /// Parses a captured frame of the given framing.
+    pub fn parse_frame(link: Datalink, frame: &'a [u8]) -> Result<TcpPacket<'a>, NotTcp> {
+        let ip = match link {
+            Datalink::Ethernet => SlicedPacket::from_ethernet(frame),
+            Datalink::LinuxSll => SlicedPacket::from_linux_sll(frame),
+            Datalink::RawIp => SlicedPacket::from_ip(frame),
+            Datalink::LinuxSll2 => {
+                // SLL2: protocol (2), reserved (2), ifindex (4), hatype (2),
+                // pkttype (1), addr len (1), addr (8): 20 bytes, then the packet.
+                if frame.len() < 20 {
+                    return Err(NotTcp::Malformed(WireError::Truncated { need: 20, have: frame.len() }));
+                }
+                match u16::from_be_bytes([frame[0], frame[1]]) {
+                    0x0800 | 0x86dd => SlicedPacket::from_ip(&frame[20..]),
+                    _ => return Err(NotTcp::Other),
+                }
+            }
+        };
+        let sliced = ip.map_err(|_| NotTcp::Malformed(WireError::Packet("IP layer")))?;
+        let (src, dst, ttl, ip_payload_len) = match &sliced.net {
+            Some(NetSlice::Ipv4(v4)) => {
+                let h = v4.header();
+                (IpAddr::V4(h.source_addr()), IpAddr::V4(h.destination_addr()), h.ttl(), v4.payload().payload.len())
+            }
+            Some(NetSlice::Ipv6(v6)) => {
+                let h = v6.header();
+                (IpAddr::V6(h.source_addr()), IpAddr::V6(h.destination_addr()), h.hop_limit(), v6.payload().payload.len())
+            }
+            _ => return Err(NotTcp::Other),
+        };
+        match &sliced.transport {
+            Some(TransportSlice::Tcp(t)) => {
+                let raw = t.slice();
+                let (tcp, hlen) = TcpHeader::decode(raw).map_err(NotTcp::Malformed)?;
+                let payload = &raw[hlen..];
+                Ok(TcpPacket { src, dst, ttl, tcp, payload, payload_len: ip_payload_len.saturating_sub(hlen) })
+            }
+            _ => Err(NotTcp::Other),
+        }
+    }
+
+    /// Parses a raw IPv4/IPv6 packet.
+    pub fn parse_ip(packet: &'a [u8]) -> Result<TcpPacket<'a>, NotTcp> {
+        Self::parse_frame(Datalink::RawIp, packet)
+    }
+}
+
+/// One's-complement sum helper for the TCP checksum.
+fn sum16(mut acc: u32, data: &[u8]) -> u32 {
+    let mut it = data.chunks_exact(2);
+    for c in &mut it {
+        acc += u16::from_be_bytes([c[0], c[1]]) as u32;
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    if let [b] = it.remainder() {
+        acc += (*b as u32) << 8;
+    }
+    acc
+}
+
+fn finish(mut acc: u32) -> u16 {
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    !(acc as u16)
+}
+
+/// Serialises an IP packet carrying `tcp` and `payload` into `out` (cleared
+/// first), with IP and TCP checksums filled in. IPv4 or IPv6 follows the
+/// address family; both addresses must be of the same family.
+pub fn build_ip_tcp(src: IpAddr, dst: IpAddr, ttl: u8, ip_id: u16, tcp: &TcpHeader, payload: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
+    use etherparse::{IpNumber, Ipv4Header, Ipv6Header};
+    out.clear();
+    let thl = tcp.wire_len()?;
+    let tcp_len = thl + payload.len();
+    let pseudo_sum = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let mut h = Ipv4Header::new(tcp_len as u16, ttl, IpNumber::TCP, s.octets(), d.octets())
+                .map_err(|_| WireError::Packet("IPv4 payload too long"))?;
+            h.identification = ip_id;
+            h.dont_fragment = true;
+            h.header_checksum = h.calc_header_checksum();
+            h.write(out).map_err(|_| WireError::Packet("IPv4 header"))?;
+            let mut acc = sum16(0, &s.octets());
+            acc = sum16(acc, &d.octets());
+            acc + 6 + tcp_len as u32
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let h = Ipv6Header {
+                traffic_class: 0,
+                flow_label: Default::default(),
+                payload_length: tcp_len as u16,
+                next_header: IpNumber::TCP,
+                hop_limit: ttl,
+                source: s.octets(),
+                destination: d.octets(),
+            };
+            h.write(out).map_err(|_| WireError::Packet("IPv6 header"))?;
+            let mut acc = sum16(0, &s.octets());
+            acc = sum16(acc, &d.octets());
+            acc + 6 + (tcp_len as u32 & 0xffff) + ((tcp_len as u32) >> 16)
+        }
+        _ => return Err(WireError::Inconsistent("mixed IPv4/IPv6 addresses")),
+    };
+    let start = out.len();
+    out.resize(start + thl, 0);
+    tcp.encode(&mut out[start..])?;
+    out.extend_from_slice(payload);
+    let ck = finish(sum16(pseudo_sum, &out[start..]));
+    out[start + 16..start + 18].copy_from_slice(&ck.to_be_bytes());
+    Ok(())
+}
+
+/// Verifies the TCP checksum of a raw IPv4/IPv6 packet; `None` when the
+/// packet is not complete IP/TCP.
+pub fn tcp_checksum_ok(src: IpAddr, dst: IpAddr, tcp_segment: &[u8]) -> bool {
+    let len = tcp_segment.len() as u32;
+    let mut acc = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => sum16(sum16(0, &s.octets()), &d.octets()),
+        (IpAddr::V6(s), IpAddr::V6(d)) => sum16(sum16(0, &s.octets()), &d.octets()),
+        _ => return false,
+    };
+    acc += 6 + (len & 0xffff) + (len >> 16);
+    finish(sum16(acc, tcp_segment)) == 0
+}
