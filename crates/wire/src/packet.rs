@@ -5,7 +5,7 @@
 
 use core::net::IpAddr;
 
-use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+use etherparse::{EtherType, IpNumber, LaxNetSlice, LaxSlicedPacket};
 
 use crate::error::WireError;
 use crate::tcp::{flags, TcpOptions};
@@ -157,45 +157,66 @@ pub enum NotTcp {
 }
 
 impl<'a> TcpPacket<'a> {
-    /// Parses a captured frame of the given framing.
+    /// Parses a captured frame of the given framing. Frames cut short by the
+    /// capture's snap length still parse as long as the TCP header is whole
+    /// (`payload` is then shorter than `payload_len`).
     pub fn parse_frame(link: Datalink, frame: &'a [u8]) -> Result<TcpPacket<'a>, NotTcp> {
-        let ip = match link {
-            Datalink::Ethernet => SlicedPacket::from_ethernet(frame),
-            Datalink::LinuxSll => SlicedPacket::from_linux_sll(frame),
-            Datalink::RawIp => SlicedPacket::from_ip(frame),
+        let trunc = |need: usize| NotTcp::Malformed(WireError::Truncated { need, have: frame.len() });
+        let sliced = match link {
+            Datalink::Ethernet => LaxSlicedPacket::from_ethernet(frame).map_err(|_| trunc(14))?,
+            Datalink::RawIp => match frame.first().map(|b| b >> 4) {
+                Some(4) | Some(6) => LaxSlicedPacket::from_ip(frame)
+                    .map_err(|_| NotTcp::Malformed(WireError::Packet("IP header")))?,
+                _ => return Err(NotTcp::Malformed(WireError::Packet("not an IP version"))),
+            },
+            // SLL: packet type, ARPHRD, addr len, addr (8), protocol (2): 16 bytes.
+            Datalink::LinuxSll => {
+                if frame.len() < 16 {
+                    return Err(trunc(16));
+                }
+                let proto = u16::from_be_bytes([frame[14], frame[15]]);
+                LaxSlicedPacket::from_ether_type(EtherType(proto), &frame[16..])
+            }
+            // SLL2: protocol (2), reserved (2), ifindex (4), hatype (2),
+            // pkttype (1), addr len (1), addr (8): 20 bytes.
             Datalink::LinuxSll2 => {
-                // SLL2: protocol (2), reserved (2), ifindex (4), hatype (2),
-                // pkttype (1), addr len (1), addr (8): 20 bytes, then the packet.
                 if frame.len() < 20 {
-                    return Err(NotTcp::Malformed(WireError::Truncated { need: 20, have: frame.len() }));
+                    return Err(trunc(20));
                 }
-                match u16::from_be_bytes([frame[0], frame[1]]) {
-                    0x0800 | 0x86dd => SlicedPacket::from_ip(&frame[20..]),
-                    _ => return Err(NotTcp::Other),
-                }
+                let proto = u16::from_be_bytes([frame[0], frame[1]]);
+                LaxSlicedPacket::from_ether_type(EtherType(proto), &frame[20..])
             }
         };
-        let sliced = ip.map_err(|_| NotTcp::Malformed(WireError::Packet("IP layer")))?;
-        let (src, dst, ttl, ip_payload_len) = match &sliced.net {
-            Some(NetSlice::Ipv4(v4)) => {
+        let (src, dst, ttl, proto, payload, incomplete, full_len) = match &sliced.net {
+            Some(LaxNetSlice::Ipv4(v4)) => {
                 let h = v4.header();
-                (IpAddr::V4(h.source_addr()), IpAddr::V4(h.destination_addr()), h.ttl(), v4.payload().payload.len())
+                let p = v4.payload();
+                let full = (h.total_len() as usize).saturating_sub(h.ihl() as usize * 4);
+                (IpAddr::V4(h.source_addr()), IpAddr::V4(h.destination_addr()), h.ttl(), p.ip_number, p.payload, p.incomplete, full)
             }
-            Some(NetSlice::Ipv6(v6)) => {
+            Some(LaxNetSlice::Ipv6(v6)) => {
                 let h = v6.header();
-                (IpAddr::V6(h.source_addr()), IpAddr::V6(h.destination_addr()), h.hop_limit(), v6.payload().payload.len())
+                let p = v6.payload();
+                let exts = v6.extensions().slice().len();
+                let full = (h.payload_length() as usize).saturating_sub(exts);
+                (IpAddr::V6(h.source_addr()), IpAddr::V6(h.destination_addr()), h.hop_limit(), p.ip_number, p.payload, p.incomplete, full)
             }
-            _ => return Err(NotTcp::Other),
+            None => {
+                return Err(match sliced.stop_err {
+                    Some(_) if matches!(link, Datalink::RawIp) => NotTcp::Malformed(WireError::Packet("IP header")),
+                    _ => NotTcp::Other,
+                })
+            }
         };
-        match &sliced.transport {
-            Some(TransportSlice::Tcp(t)) => {
-                let raw = t.slice();
-                let (tcp, hlen) = TcpHeader::decode(raw).map_err(NotTcp::Malformed)?;
-                let payload = &raw[hlen..];
-                Ok(TcpPacket { src, dst, ttl, tcp, payload, payload_len: ip_payload_len.saturating_sub(hlen) })
-            }
-            _ => Err(NotTcp::Other),
+        if proto != IpNumber::TCP {
+            return Err(NotTcp::Other);
         }
+        if sliced.net.as_ref().is_some_and(|n| matches!(n, LaxNetSlice::Ipv4(v) if v.is_payload_fragmented())) {
+            return Err(NotTcp::Other);
+        }
+        let (tcp, hlen) = TcpHeader::decode(payload).map_err(NotTcp::Malformed)?;
+        let full_len = if incomplete { full_len } else { payload.len() };
+        Ok(TcpPacket { src, dst, ttl, tcp, payload: &payload[hlen..], payload_len: full_len.saturating_sub(hlen) })
     }
 
     /// Parses a raw IPv4/IPv6 packet.
