@@ -11,6 +11,7 @@ pub mod crypto;
 pub mod error;
 pub mod mptcp;
 pub mod packet;
+pub mod samples;
 pub mod tcp;
 
 pub use error::WireError;
