@@ -11,6 +11,7 @@ pub mod crypto;
 pub mod error;
 pub mod mptcp;
 pub mod packet;
+pub mod pcap;
 pub mod samples;
 pub mod tcp;
 

@@ -11,7 +11,7 @@ use mplab_wire::{MpJoin, MptcpOption};
 use pcap_file::pcap::PcapReader;
 
 fn vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../captures")
 }
 
 /// Frames of a capture; None when the shared vectors are not checked out.

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Fuzz the TCP/MPTCP segment parser for N seconds (default 60) with cargo-fuzz
+# (libFuzzer). Needs the nightly toolchain; installs cargo-fuzz if missing.
+# Skips with a message (exit 0) when no nightly toolchain is available.
+set -euo pipefail
+cd "$(dirname "$0")/../crates/wire"
+secs=${1:-60}
+if ! rustup toolchain list 2>/dev/null | grep -q nightly; then
+  echo "fuzz: no nightly toolchain (rustup toolchain install nightly); skipped"
+  exit 0
+fi
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
+mkdir -p fuzz/corpus/segment
+# Seed the corpus with the kernel's own frames (selector byte 3 = SLL2).
+python3 - <<'PY'
+import struct, pathlib
+for name in ["linux-6.18-mptcp-join-addaddr.pcap", "linux-6.18-mptcp-dss-checksum.pcap"]:
+    p = pathlib.Path("../../captures") / name
+    if not p.exists(): continue
+    b = p.read_bytes(); off = 24; i = 0
+    while off + 16 <= len(b) and i < 64:
+        incl = struct.unpack("<I", b[off+8:off+12])[0]
+        pathlib.Path(f"fuzz/corpus/segment/{name[:-5]}-{i}").write_bytes(b"\x03" + b[off+16:off+16+incl])
+        off += 16 + incl; i += 1
+PY
+cargo +nightly fuzz run segment fuzz/corpus/segment -- -max_total_time="$secs" -max_len=400 2>&1 | tail -5

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what the tests need, runs every crate's
+# tests (root-only namespace tests included when run as root), and a short
+# bounded fuzz run of the segment parser.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cargo test --workspace --release
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
