@@ -1,0 +1,472 @@
+//! The resolved, backend-neutral network: what every backend consumes.
+//!
+//! Everything is concrete (numbers in ns, bit/s, bytes; addresses assigned;
+//! routes computed), ordered (Vecs indexed by id, no hash maps) and
+//! `Serialize`, so a result file can embed exactly what was run and two
+//! resolutions of the same file serialise to identical bytes.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+
+use serde::{Serialize, Serializer};
+
+pub use crate::schema::{Direction, EndpointFlag, NodeKind, PathManager, ResegmentMode, StripOn, TransportKind};
+
+pub type NodeId = usize;
+pub type LinkId = usize;
+pub type FlowId = usize;
+
+/// Routing table id of the main table (as in Linux).
+pub const MAIN_TABLE: u32 = 254;
+/// Per-interface policy tables of multi-homed hosts are `POLICY_TABLE_BASE + iface index`.
+pub const POLICY_TABLE_BASE: u32 = 100;
+/// Their `ip rule` priorities are `POLICY_RULE_PRIORITY_BASE + iface index`,
+/// ahead of the main table's 32766.
+pub const POLICY_RULE_PRIORITY_BASE: u32 = 1000;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Network {
+    pub name: String,
+    pub description: Option<String>,
+    pub seed: u64,
+    pub duration_ns: u64,
+    pub nodes: Vec<Node>,
+    pub links: Vec<Link>,
+    pub flows: Vec<Flow>,
+    /// Sorted by time; events at the same time keep file order.
+    pub events: Vec<Event>,
+    pub middleboxes: Vec<Middlebox>,
+    pub mptcp_endpoints: Vec<MptcpEndpoint>,
+    pub probes: Probes,
+}
+
+impl Network {
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+    pub fn link(&self, name: &str) -> Option<&Link> {
+        self.links.iter().find(|l| l.name == name)
+    }
+    pub fn flow(&self, name: &str) -> Option<&Flow> {
+        self.flows.iter().find(|f| f.name == name)
+    }
+    /// The node and interface that own `addr`.
+    pub fn owner_of(&self, addr: Ipv4Addr) -> Option<(NodeId, usize)> {
+        self.nodes.iter().find_map(|n| n.interfaces.iter().find(|i| i.addr == addr).map(|i| (n.id, i.index)))
+    }
+}
+
+/// An IPv4 prefix, serialised as `"10.0.1.0/24"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Prefix {
+    pub addr: Ipv4Addr,
+    pub len: u8,
+}
+
+impl Prefix {
+    /// The prefix containing `addr`, host bits cleared.
+    pub fn new(addr: Ipv4Addr, len: u8) -> Self {
+        Prefix { addr: Ipv4Addr::from(u32::from(addr) & Self::mask(len)), len }
+    }
+    pub const DEFAULT: Prefix = Prefix { addr: Ipv4Addr::UNSPECIFIED, len: 0 };
+    pub fn host(addr: Ipv4Addr) -> Self {
+        Prefix { addr, len: 32 }
+    }
+    pub fn mask(len: u8) -> u32 {
+        if len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - len.min(32) as u32)
+        }
+    }
+    pub fn contains(&self, ip: Ipv4Addr) -> bool {
+        u32::from(ip) & Self::mask(self.len) == u32::from(self.addr)
+    }
+    pub fn overlaps(&self, other: &Prefix) -> bool {
+        self.contains(other.addr) || other.contains(self.addr)
+    }
+    /// The `n`th address in the prefix (`n = 1` is `.1` of a /24).
+    pub fn nth(&self, n: u32) -> Option<Ipv4Addr> {
+        let size = 1u64 << (32 - self.len as u32);
+        (u64::from(n) < size).then(|| Ipv4Addr::from(u32::from(self.addr) + n))
+    }
+    /// Whether `ip` is usable by an interface: not the network or broadcast
+    /// address, except on /31 (RFC 3021) where both are.
+    pub fn is_usable_host(&self, ip: Ipv4Addr) -> bool {
+        if !self.contains(ip) || self.len == 32 {
+            return false;
+        }
+        if self.len == 31 {
+            return true;
+        }
+        let host = u32::from(ip) & !Self::mask(self.len);
+        host != 0 && host != !Self::mask(self.len)
+    }
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.len == 0 && self.addr == Ipv4Addr::UNSPECIFIED {
+            return f.write_str("default");
+        }
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+impl Serialize for Prefix {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+// ------------------------------------------------------------------ nodes
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Node {
+    pub id: NodeId,
+    pub name: String,
+    pub kind: NodeKind,
+    pub stack: Option<String>,
+    /// In the order of the links that create them; `index` is the position.
+    pub interfaces: Vec<Interface>,
+    pub routing: Routing,
+}
+
+impl Node {
+    pub fn iface(&self, name: &str) -> Option<&Interface> {
+        self.interfaces.iter().find(|i| i.name == name)
+    }
+    pub fn owns(&self, addr: Ipv4Addr) -> bool {
+        self.interfaces.iter().any(|i| i.addr == addr)
+    }
+    /// The route a packet from `src` (if bound) to `dst` takes: policy rules
+    /// in priority order, then the main table; longest prefix wins.
+    pub fn lookup(&self, src: Option<Ipv4Addr>, dst: Ipv4Addr) -> Option<&Route> {
+        let mut rules: Vec<&Rule> = self.routing.rules.iter().collect();
+        rules.sort_by_key(|r| r.priority);
+        for rule in rules {
+            if src.is_some_and(|s| rule.from.contains(s)) {
+                let table = self.routing.tables.iter().find(|t| t.id == rule.table);
+                if let Some(route) = table.and_then(|t| longest_match(&t.routes, dst)) {
+                    return Some(route);
+                }
+            }
+        }
+        longest_match(&self.routing.main, dst)
+    }
+}
+
+fn longest_match(routes: &[Route], dst: Ipv4Addr) -> Option<&Route> {
+    routes.iter().filter(|r| r.dst.contains(dst)).max_by_key(|r| r.dst.len)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interface {
+    pub index: usize,
+    pub name: String,
+    pub addr: Ipv4Addr,
+    pub prefix: u8,
+    pub link: LinkId,
+    pub peer: NodeId,
+    pub peer_iface: usize,
+    pub mtu: u32,
+}
+
+impl Interface {
+    pub fn subnet(&self) -> Prefix {
+        Prefix::new(self.addr, self.prefix)
+    }
+}
+
+// ---------------------------------------------------------------- routing
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Routing {
+    /// The main table (id 254).
+    pub main: Vec<Route>,
+    /// Other tables: per-interface policy tables of multi-homed hosts and
+    /// tables named by explicit `[[routes]]`.
+    pub tables: Vec<RouteTable>,
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteOrigin {
+    /// The subnet of one of the node's own interfaces.
+    Connected,
+    /// Shortest path (hop count) computed by `resolve`.
+    Computed,
+    /// An explicit `[[routes]]` entry.
+    Static,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Route {
+    /// `default` (0.0.0.0/0) or a subnet.
+    pub dst: Prefix,
+    /// One entry except on routers with equal-cost paths (ECMP).
+    pub nexthops: Vec<NextHop>,
+    /// Hops to the destination subnet (0 for connected routes).
+    pub metric: u32,
+    pub origin: RouteOrigin,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct NextHop {
+    pub iface: usize,
+    pub iface_name: String,
+    /// `None` for connected routes (the destination is on the link).
+    pub gateway: Option<Ipv4Addr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteTable {
+    pub id: u32,
+    pub routes: Vec<Route>,
+}
+
+/// `ip rule add from <from> lookup <table> priority <priority>`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rule {
+    pub priority: u32,
+    pub from: Prefix,
+    pub table: u32,
+}
+
+// ------------------------------------------------------------------ links
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link {
+    pub id: LinkId,
+    pub name: String,
+    pub a: LinkEnd,
+    pub b: LinkEnd,
+    pub subnet: Prefix,
+    /// Parameters of traffic from `a` to `b` ...
+    pub ab: LinkDirection,
+    /// ... and from `b` to `a`.
+    pub ba: LinkDirection,
+    /// Whether the link starts up (events may change it).
+    pub up: bool,
+    pub mtu: u32,
+}
+
+impl Link {
+    /// The end on `node`, if the link touches it.
+    pub fn end_on(&self, node: NodeId) -> Option<&LinkEnd> {
+        [&self.a, &self.b].into_iter().find(|e| e.node == node)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkEnd {
+    pub node: NodeId,
+    pub node_name: String,
+    pub iface: usize,
+    pub iface_name: String,
+    pub addr: Ipv4Addr,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkDirection {
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    pub jitter_ns: u64,
+    /// Independent (Bernoulli) loss probability; 0 when `gilbert_elliott` is set.
+    pub loss: f64,
+    pub gilbert_elliott: Option<GilbertElliott>,
+    pub queue: Queue,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GilbertElliott {
+    pub p_gb: f64,
+    pub p_bg: f64,
+    pub loss_good: f64,
+    pub loss_bad: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Queue {
+    Droptail { limit: QueueLimit },
+    Red { min_th_bytes: u64, max_th_bytes: u64, limit_bytes: u64, max_p: f64, weight: f64, gentle: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueLimit {
+    Packets(u64),
+    Bytes(u64),
+}
+
+/// 1000 packets, Linux's default txqueuelen and netem's default limit.
+pub const DEFAULT_QUEUE: Queue = Queue::Droptail { limit: QueueLimit::Packets(1000) };
+pub const DEFAULT_MTU: u32 = 1500;
+
+// ------------------------------------------------------------------ flows
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Flow {
+    pub id: FlowId,
+    pub name: String,
+    pub transport: TransportKind,
+    pub from: NodeId,
+    pub from_name: String,
+    pub to: NodeId,
+    pub to_name: String,
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    /// Client port: 49152 + flow id (backends that let the OS pick may ignore it).
+    pub sport: u16,
+    /// Listening port on `to`.
+    pub dport: u16,
+    pub app: App,
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    pub tcp: TcpConfig,
+    /// Present for MPTCP flows.
+    pub mptcp: Option<MptcpConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum App {
+    /// `from` sends to `to` as fast as possible: `bytes`, or until stop.
+    Bulk { bytes: Option<u64> },
+    /// `from` sends to `to` at `rate_bps` (iperf3 -b), `bytes` or until stop.
+    Rate { rate_bps: u64, bytes: Option<u64> },
+    /// `to` sends `bytes` to `from`; measured: completion time.
+    Download { bytes: u64 },
+    /// Request/response exchanges started every `interval_ns`.
+    Request { request_bytes: u64, response_bytes: u64, count: Option<u64>, interval_ns: u64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TcpConfig {
+    pub cc: String,
+    pub rcv_buf: Option<u64>,
+    pub snd_buf: Option<u64>,
+    pub mss: Option<u32>,
+    pub sack: bool,
+    pub timestamps: bool,
+    pub delayed_ack: bool,
+    pub wscale: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MptcpConfig {
+    pub path_manager: PathManager,
+    pub subflows: Option<u32>,
+    pub checksum: bool,
+    pub scheduler: String,
+    /// Congestion control of the subflows (the TCP `cc` unless set).
+    pub cc: String,
+    pub max_subflows: Option<u32>,
+    pub add_addr_accepted: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MptcpEndpoint {
+    pub node: NodeId,
+    pub node_name: String,
+    /// 1-based per node, in file order (the kernel's endpoint id).
+    pub id: u8,
+    pub addr: Ipv4Addr,
+    pub iface: usize,
+    pub iface_name: String,
+    pub flags: Vec<EndpointFlag>,
+}
+
+// ---------------------------------------------------------------- events
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub at_ns: u64,
+    pub link: LinkId,
+    pub link_name: String,
+    pub action: LinkAction,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LinkAction {
+    Down,
+    Up,
+    /// Change parameters; `None` keeps the current value.
+    Set { direction: Direction, rate_bps: Option<u64>, delay_ns: Option<u64>, jitter_ns: Option<u64>, loss: Option<f64> },
+}
+
+// ------------------------------------------------------------ middleboxes
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Middlebox {
+    pub id: usize,
+    pub action: MiddleboxAction,
+    pub placement: Placement,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum MiddleboxAction {
+    StripMptcp { on: StripOn },
+    Nat { addr: Option<Ipv4Addr> },
+    Resegment { mode: ResegmentMode, size: Option<u64> },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Placement {
+    Link { link: LinkId, link_name: String, direction: Direction },
+    Node { node: NodeId, node_name: String },
+}
+
+// ----------------------------------------------------------------- probes
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Probes {
+    pub interval_ns: u64,
+    pub pcap: Vec<CapturePoint>,
+    pub cwnd: bool,
+    pub srtt: bool,
+    /// Flows whose cwnd/srtt are sampled.
+    pub flows: Vec<FlowId>,
+    /// Links whose queue lengths are sampled.
+    pub queues: Vec<LinkId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CapturePoint {
+    pub node: NodeId,
+    pub node_name: String,
+    pub iface: usize,
+    pub iface_name: String,
+}
+
+impl Network {
+    /// The nodes a packet from `src` (an address of node `from`) to `dst`
+    /// visits, following the first next hop of each route (ECMP spreads
+    /// flows over the others). `Err` says where delivery fails.
+    pub fn trace(&self, from: NodeId, src: Ipv4Addr, dst: Ipv4Addr) -> Result<Vec<NodeId>, String> {
+        let mut at = from;
+        let mut path = vec![from];
+        // A loop-free path visits each node at most once.
+        for _ in 0..=self.nodes.len() {
+            let node = self.nodes.get(at).ok_or_else(|| format!("no node {at}"))?;
+            if node.owns(dst) {
+                return Ok(path);
+            }
+            if at != from && node.kind == NodeKind::Host {
+                return Err(format!("{} is a host and does not forward to {dst}", node.name));
+            }
+            let bound = (at == from).then_some(src);
+            let route = node.lookup(bound, dst).ok_or_else(|| format!("{} has no route to {dst}", node.name))?;
+            let hop = route.nexthops.first().ok_or_else(|| format!("{}'s route to {} has no next hop", node.name, route.dst))?;
+            let iface = node.interfaces.get(hop.iface).ok_or_else(|| format!("{} has no interface {}", node.name, hop.iface))?;
+            at = iface.peer;
+            path.push(at);
+        }
+        Err(format!("routing loop towards {dst}"))
+    }
+}

@@ -1,0 +1,770 @@
+//! The scenario file as written: serde types mirroring the TOML schema.
+//!
+//! Everything here is `deny_unknown_fields` so a typo (`rtae = ...`) is an
+//! error with a line number instead of a silently ignored setting. Checks
+//! that need more than one field (does the node exist, do subnets overlap)
+//! live in `resolve`; this module only describes shapes and defaults.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use serde::de::{self, Deserializer, IgnoredAny, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::topology::Topology;
+use crate::units::{Duration, Probability, Rate, Size};
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_duration() -> Duration {
+    Duration::from_secs(30)
+}
+fn yes() -> bool {
+    true
+}
+
+/// A whole scenario file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Seeds every random choice a backend makes (loss, jitter, ECMP hash
+    /// salt, initial sequence numbers), so a run can be repeated exactly.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_duration")]
+    pub duration: Duration,
+    /// Filled in by a second, kind-specific pass (see `load`): serde's
+    /// internally tagged enums buffer their content and lose the spans that
+    /// give errors their line numbers.
+    #[serde(skip)]
+    pub topology: Option<Topology>,
+    #[serde(default, rename = "topology")]
+    pub(crate) topology_raw: Option<toml::Value>,
+    #[serde(default)]
+    pub nodes: Vec<NodeSpec>,
+    #[serde(default)]
+    pub links: Vec<LinkSpec>,
+    #[serde(default)]
+    pub routes: Vec<RouteSpec>,
+    #[serde(default)]
+    pub transport: TransportSpec,
+    #[serde(default)]
+    pub flows: Vec<FlowSpec>,
+    #[serde(default)]
+    pub events: Vec<EventSpec>,
+    #[serde(default)]
+    pub middleboxes: Vec<MiddleboxSpec>,
+    #[serde(default)]
+    pub probes: ProbesSpec,
+}
+
+// ------------------------------------------------------------------ nodes
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// An end system: runs applications, never forwards.
+    #[default]
+    Host,
+    /// Forwards packets; keeps every equal-cost next hop (ECMP).
+    Router,
+}
+
+impl fmt::Display for NodeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NodeKind::Host => "host",
+            NodeKind::Router => "router",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    #[serde(default)]
+    pub kind: NodeKind,
+    /// Which stack runs on this node when a backend can mix them
+    /// (`"kernel"`, `"mplab"`); free text checked by the backend.
+    #[serde(default)]
+    pub stack: Option<String>,
+}
+
+// ------------------------------------------------------------------ links
+
+/// `"node"` or `"node:ifname"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointRef {
+    pub node: String,
+    pub iface: Option<String>,
+}
+
+impl FromStr for EndpointRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (node, iface) = match s.split_once(':') {
+            Some((n, i)) => (n, Some(i)),
+            None => (s, None),
+        };
+        if node.is_empty() || iface.is_some_and(str::is_empty) {
+            return Err(format!("invalid endpoint {s:?}: expected \"node\" or \"node:ifname\""));
+        }
+        Ok(EndpointRef { node: node.to_string(), iface: iface.map(str::to_string) })
+    }
+}
+
+impl fmt::Display for EndpointRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.iface {
+            Some(i) => write!(f, "{}:{i}", self.node),
+            None => f.write_str(&self.node),
+        }
+    }
+}
+
+/// An IPv4 address with a prefix length: `"10.0.1.2/24"`. Without `/len`
+/// the prefix is taken from the link's `subnet`, or /24.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cidr {
+    pub addr: Ipv4Addr,
+    pub prefix: Option<u8>,
+}
+
+impl Cidr {
+    pub fn new(addr: Ipv4Addr, prefix: u8) -> Self {
+        Cidr { addr, prefix: Some(prefix) }
+    }
+}
+
+impl FromStr for Cidr {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("invalid address {s:?}: expected an IPv4 address like \"10.0.1.2/24\"");
+        let (a, p) = match s.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (s, None),
+        };
+        let addr: Ipv4Addr = a.trim().parse().map_err(|_| bad())?;
+        let prefix = match p {
+            Some(p) => {
+                let n: u8 = p.trim().parse().map_err(|_| bad())?;
+                if n > 32 {
+                    return Err(format!("invalid address {s:?}: prefix length must be at most 32"));
+                }
+                Some(n)
+            }
+            None => None,
+        };
+        Ok(Cidr { addr, prefix })
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.prefix {
+            Some(p) => write!(f, "{}/{p}", self.addr),
+            None => write!(f, "{}", self.addr),
+        }
+    }
+}
+
+/// Deserialises any `FromStr<Err = String>` type from a TOML string.
+macro_rules! string_deserialize {
+    ($ty:ty, $expecting:expr) => {
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_str<E: de::Error>(self, v: &str) -> Result<$ty, E> {
+                        v.parse().map_err(E::custom)
+                    }
+                }
+                d.deserialize_str(V)
+            }
+        }
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+    };
+}
+
+string_deserialize!(EndpointRef, "a node name or \"node:ifname\"");
+string_deserialize!(Cidr, "an IPv4 address like \"10.0.1.2/24\"");
+
+/// Loss process on a link direction.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum LossModel {
+    /// Each packet is lost independently with probability `loss`.
+    #[default]
+    Bernoulli,
+    /// Two-state Markov chain (netem `loss gemodel`): `p_gb` good→bad,
+    /// `p_bg` bad→good, and the loss probability in each state.
+    GilbertElliott { p_gb: Probability, p_bg: Probability, loss_good: Probability, loss_bad: Probability },
+}
+
+/// Queue at the sending side of a link direction.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum QueueSpec {
+    /// Tail drop with a limit in packets or in bytes (exactly one).
+    Droptail {
+        #[serde(default)]
+        packets: Option<u64>,
+        #[serde(default)]
+        bytes: Option<Size>,
+    },
+    /// Random Early Detection (Floyd & Jacobson), thresholds in bytes like
+    /// tc-red: `min_th`, `max_th`, hard `limit`, `max_p` at `max_th`,
+    /// EWMA `weight` (default 0.002) and `gentle` (default false).
+    Red {
+        min_th: Size,
+        max_th: Size,
+        max_p: Probability,
+        limit: Size,
+        #[serde(default)]
+        weight: Option<f64>,
+        #[serde(default)]
+        gentle: bool,
+    },
+}
+
+/// Per-direction overrides of a link (`[links.ab]`, `[links.ba]`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectionSpec {
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    #[serde(default)]
+    pub delay: Option<Duration>,
+    #[serde(default)]
+    pub jitter: Option<Duration>,
+    #[serde(default)]
+    pub loss: Option<Probability>,
+    #[serde(default)]
+    pub loss_model: Option<LossModel>,
+    #[serde(default)]
+    pub queue: Option<QueueSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Defaults to `"a-b"` with the node names.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub a: EndpointRef,
+    pub b: EndpointRef,
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    /// One-way, applied in each direction (like netem on both ends).
+    #[serde(default)]
+    pub delay: Option<Duration>,
+    #[serde(default)]
+    pub jitter: Option<Duration>,
+    #[serde(default)]
+    pub loss: Option<Probability>,
+    #[serde(default)]
+    pub loss_model: Option<LossModel>,
+    #[serde(default)]
+    pub queue: Option<QueueSpec>,
+    #[serde(default)]
+    pub a_addr: Option<Cidr>,
+    #[serde(default)]
+    pub b_addr: Option<Cidr>,
+    #[serde(default)]
+    pub subnet: Option<Cidr>,
+    #[serde(default)]
+    pub mtu: Option<u32>,
+    #[serde(default)]
+    pub ab: Option<DirectionSpec>,
+    #[serde(default)]
+    pub ba: Option<DirectionSpec>,
+    #[serde(default = "yes")]
+    pub up: bool,
+}
+
+// ----------------------------------------------------------------- routes
+
+/// `"main"` or a table number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableRef {
+    Main,
+    Id(u32),
+}
+
+impl<'de> Deserialize<'de> for TableRef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TableRef;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"main\" or a routing table number")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<TableRef, E> {
+                match v {
+                    "main" => Ok(TableRef::Main),
+                    _ => v.parse().map(TableRef::Id).map_err(|_| E::custom(format!("invalid table {v:?}: expected \"main\" or a number"))),
+                }
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<TableRef, E> {
+                u32::try_from(v).map(TableRef::Id).map_err(|_| E::custom(format!("invalid table {v}: expected 1..=4294967295")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An explicit route; replaces a computed route to the same destination in
+/// the same table, or adds one.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    pub node: String,
+    /// `"10.0.2.0/24"` or `"default"`.
+    pub dst: String,
+    #[serde(default)]
+    pub via: Option<Ipv4Addr>,
+    #[serde(default)]
+    pub dev: Option<String>,
+    #[serde(default)]
+    pub table: Option<TableRef>,
+}
+
+// -------------------------------------------------------------- transport
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransportSpec {
+    #[serde(default)]
+    pub tcp: TcpSpec,
+    #[serde(default)]
+    pub mptcp: MptcpSpec,
+}
+
+fn default_cc() -> String {
+    "cubic".to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    /// Congestion control name (`"cubic"`, `"reno"`, `"bbr"`, ...); the
+    /// backend says which it has.
+    #[serde(default = "default_cc")]
+    pub cc: String,
+    /// Socket buffers, like `iperf -w`; unset means the stack autotunes.
+    #[serde(default)]
+    pub rcv_buf: Option<Size>,
+    #[serde(default)]
+    pub snd_buf: Option<Size>,
+    #[serde(default)]
+    pub mss: Option<Size>,
+    #[serde(default = "yes")]
+    pub sack: bool,
+    #[serde(default = "yes")]
+    pub timestamps: bool,
+    #[serde(default = "yes")]
+    pub delayed_ack: bool,
+    #[serde(default = "yes")]
+    pub wscale: bool,
+}
+
+impl Default for TcpSpec {
+    fn default() -> Self {
+        TcpSpec { cc: default_cc(), rcv_buf: None, snd_buf: None, mss: None, sack: true, timestamps: true, delayed_ack: true, wscale: true }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathManager {
+    /// The backend's stock behaviour.
+    #[default]
+    Default,
+    /// A subflow between every pair of local and remote addresses.
+    Fullmesh,
+    /// `subflows` subflows over the same address pair, different ports.
+    Ndiffports,
+    /// Exactly what `[[transport.mptcp.endpoints]]` says (`ip mptcp endpoint`).
+    Endpoints,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpLimits {
+    /// Extra subflows per connection (`ip mptcp limits subflows`).
+    #[serde(default)]
+    pub subflows: Option<u32>,
+    #[serde(default)]
+    pub add_addr_accepted: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndpointFlag {
+    Signal,
+    Subflow,
+    Backup,
+    Fullmesh,
+}
+
+/// An MPTCP endpoint (`ip mptcp endpoint add ADDR dev IFACE FLAGS`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    pub node: String,
+    #[serde(default)]
+    pub addr: Option<Ipv4Addr>,
+    #[serde(default)]
+    pub iface: Option<String>,
+    #[serde(default)]
+    pub flags: Vec<EndpointFlag>,
+}
+
+fn default_scheduler() -> String {
+    "default".to_string()
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpSpec {
+    #[serde(default)]
+    pub path_manager: PathManager,
+    /// ndiffports: how many subflows to open; other path managers: the most
+    /// subflows a connection may have.
+    #[serde(default)]
+    pub subflows: Option<u32>,
+    #[serde(default)]
+    pub checksum: bool,
+    /// Packet scheduler name (`"default"`, `"minrtt"`, `"roundrobin"`, ...),
+    /// validated by the backend.
+    #[serde(default = "default_scheduler")]
+    pub scheduler: String,
+    /// Coupled congestion control for MPTCP subflows (`"lia"`, `"olia"`,
+    /// ...); unset means the TCP `cc`.
+    #[serde(default)]
+    pub cc: Option<String>,
+    #[serde(default)]
+    pub limits: MptcpLimits,
+    #[serde(default)]
+    pub endpoints: Vec<EndpointSpec>,
+}
+
+impl Default for MptcpSpec {
+    fn default() -> Self {
+        MptcpSpec {
+            path_manager: PathManager::Default,
+            subflows: None,
+            checksum: false,
+            scheduler: default_scheduler(),
+            cc: None,
+            limits: MptcpLimits::default(),
+            endpoints: Vec::new(),
+        }
+    }
+}
+
+// ------------------------------------------------------------------ flows
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportKind {
+    Tcp,
+    Mptcp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppKind {
+    /// Send as fast as possible, `bytes` or until `stop` (iperf).
+    #[default]
+    Bulk,
+    /// Send at `rate` (iperf3 -b).
+    Rate,
+    /// `to` sends `bytes` back to `from`; the result is the completion time.
+    Download,
+    /// `count` request/response exchanges of `request_size`/`response_size`,
+    /// one every `interval`.
+    Request,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// Defaults to `flow{index}`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The node that opens the connection (the iperf client).
+    pub from: String,
+    /// The node that listens.
+    pub to: String,
+    #[serde(default)]
+    pub from_addr: Option<Ipv4Addr>,
+    #[serde(default)]
+    pub to_addr: Option<Ipv4Addr>,
+    pub transport: TransportKind,
+    #[serde(default)]
+    pub app: AppKind,
+    #[serde(default)]
+    pub bytes: Option<Size>,
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    #[serde(default)]
+    pub request_size: Option<Size>,
+    #[serde(default)]
+    pub response_size: Option<Size>,
+    #[serde(default)]
+    pub count: Option<u64>,
+    #[serde(default)]
+    pub interval: Option<Duration>,
+    #[serde(default)]
+    pub start: Option<Duration>,
+    #[serde(default)]
+    pub stop: Option<Duration>,
+    /// Listening port on `to`; assigned from 5001 up when unset.
+    #[serde(default)]
+    pub port: Option<u16>,
+    // Per-flow overrides of [transport].
+    #[serde(default)]
+    pub cc: Option<String>,
+    #[serde(default)]
+    pub rcv_buf: Option<Size>,
+    #[serde(default)]
+    pub snd_buf: Option<Size>,
+    #[serde(default)]
+    pub path_manager: Option<PathManager>,
+    #[serde(default)]
+    pub subflows: Option<u32>,
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    #[serde(default)]
+    pub checksum: Option<bool>,
+}
+
+// ----------------------------------------------------------------- events
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventAction {
+    Down,
+    Up,
+    Set,
+}
+
+/// Which direction(s) of a link something applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// From endpoint `a` to endpoint `b`.
+    Ab,
+    Ba,
+    #[default]
+    Both,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    pub at: Duration,
+    /// The link by name ...
+    #[serde(default)]
+    pub link: Option<String>,
+    /// ... or by one of its interfaces.
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default)]
+    pub iface: Option<String>,
+    pub action: EventAction,
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    #[serde(default)]
+    pub delay: Option<Duration>,
+    #[serde(default)]
+    pub jitter: Option<Duration>,
+    #[serde(default)]
+    pub loss: Option<Probability>,
+}
+
+// ------------------------------------------------------------ middleboxes
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MiddleboxKind {
+    /// Removes TCP option 30 (like a Cisco ASA without `tcp-options range 30 30 allow`).
+    StripMptcp,
+    /// Source NAT.
+    Nat,
+    /// Splits or coalesces segments (TSO/GRO, proxies).
+    Resegment,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StripOn {
+    /// Only SYN and SYN/ACK: the handshake falls back to plain TCP.
+    Syn,
+    /// Every segment.
+    #[default]
+    All,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResegmentMode {
+    Coalesce,
+    Split,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MiddleboxSpec {
+    pub kind: MiddleboxKind,
+    /// Placement on a link (and `direction`) ...
+    #[serde(default)]
+    pub link: Option<String>,
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    /// ... or on a router.
+    #[serde(default)]
+    pub node: Option<String>,
+    /// strip_mptcp: which segments lose the option (default all).
+    #[serde(default)]
+    pub on: Option<StripOn>,
+    /// resegment: coalesce or split.
+    #[serde(default)]
+    pub mode: Option<ResegmentMode>,
+    /// resegment: largest coalesced / split segment payload.
+    #[serde(default)]
+    pub size: Option<Size>,
+    /// nat: the address sources are rewritten to (default: the outgoing
+    /// interface's address).
+    #[serde(default)]
+    pub addr: Option<Ipv4Addr>,
+}
+
+// ----------------------------------------------------------------- probes
+
+fn default_interval() -> Duration {
+    Duration::from_millis(100)
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbesSpec {
+    #[serde(default = "default_interval")]
+    pub interval: Duration,
+    /// `"node:iface"` or `"node"` (every interface of the node).
+    #[serde(default)]
+    pub pcap: Vec<EndpointRef>,
+    /// Sample congestion windows / smoothed RTTs of the probed flows.
+    #[serde(default = "yes")]
+    pub cwnd: bool,
+    #[serde(default = "yes")]
+    pub srtt: bool,
+    /// Flows to sample (default: all).
+    #[serde(default)]
+    pub flows: Option<Vec<String>>,
+    /// Links whose queue lengths are sampled.
+    #[serde(default)]
+    pub queues: Vec<String>,
+}
+
+impl Default for ProbesSpec {
+    fn default() -> Self {
+        ProbesSpec { interval: default_interval(), pcap: Vec::new(), cwnd: true, srtt: true, flows: None, queues: Vec::new() }
+    }
+}
+
+// ------------------------------------------------------------- per-path
+
+/// A generator parameter given once for every path or as a list with one
+/// entry per path: `rate = "10Mbit"` or `rate = ["10Mbit", "5Mbit"]`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PerPath<T> {
+    All(T),
+    Each(Vec<T>),
+}
+
+impl<T> PerPath<T> {
+    /// The value for path `i`; callers check the length first.
+    pub fn get(&self, i: usize) -> Option<&T> {
+        match self {
+            PerPath::All(v) => Some(v),
+            PerPath::Each(v) => v.get(i),
+        }
+    }
+    pub fn len(&self) -> Option<usize> {
+        match self {
+            PerPath::All(_) => None,
+            PerPath::Each(v) => Some(v.len()),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for PerPath<T> {
+    // Hand-written instead of `#[serde(untagged)]`, which would replace the
+    // element's own error ("invalid rate ...") with "did not match any
+    // variant" and lose the span.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::value::{BoolDeserializer, F64Deserializer, I64Deserializer, MapAccessDeserializer, StrDeserializer, U64Deserializer};
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = PerPath<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a value or a list with one value per path")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PerPath<T>, E> {
+                T::deserialize(StrDeserializer::<E>::new(v)).map(PerPath::All)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<PerPath<T>, E> {
+                T::deserialize(I64Deserializer::<E>::new(v)).map(PerPath::All)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<PerPath<T>, E> {
+                T::deserialize(U64Deserializer::<E>::new(v)).map(PerPath::All)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<PerPath<T>, E> {
+                T::deserialize(F64Deserializer::<E>::new(v)).map(PerPath::All)
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<PerPath<T>, E> {
+                T::deserialize(BoolDeserializer::<E>::new(v)).map(PerPath::All)
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<PerPath<T>, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(PerPath::All)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<PerPath<T>, A::Error> {
+                let mut v = Vec::new();
+                while let Some(x) = seq.next_element()? {
+                    v.push(x);
+                }
+                Ok(PerPath::Each(v))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// Accepts and ignores the `kind` key inside a generator table: the kind
+/// was already read to choose the struct.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct KindTag;
+
+impl<'de> Deserialize<'de> for KindTag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        IgnoredAny::deserialize(d).map(|_| KindTag)
+    }
+}

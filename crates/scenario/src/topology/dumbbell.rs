@@ -1,0 +1,58 @@
+//! `kind = "dumbbell"`: N sender/receiver pairs sharing one bottleneck.
+//!
+//! Hosts `l0..l{N-1}` hang off router `left`, hosts `r0..r{N-1}` off router
+//! `right`; `left`–`right` is the bottleneck. Links are named `l{i}-left`,
+//! `left-right` and `right-r{i}`.
+
+use serde::Deserialize;
+
+use super::{check_count, params, resolve_queue, Draft};
+use crate::error::Diag;
+use crate::schema::{KindTag, NodeKind, QueueSpec};
+use crate::units::{Duration, Probability, Rate};
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DumbbellSpec {
+    #[serde(rename = "kind", default)]
+    _kind: KindTag,
+    pub pairs: u32,
+    pub access_rate: Rate,
+    #[serde(default)]
+    pub access_delay: Option<Duration>,
+    #[serde(default)]
+    pub access_queue: Option<QueueSpec>,
+    pub bottleneck_rate: Rate,
+    #[serde(default)]
+    pub bottleneck_delay: Option<Duration>,
+    #[serde(default)]
+    pub bottleneck_loss: Option<Probability>,
+    #[serde(default)]
+    pub bottleneck_queue: Option<QueueSpec>,
+}
+
+impl DumbbellSpec {
+    pub(crate) fn generate(&self) -> Result<Draft, Diag> {
+        check_count(self.pairs, 1, 1024, "topology.pairs", "pairs")?;
+        let access_queue = self.access_queue.as_ref().map(|q| resolve_queue(q, "topology.access_queue")).transpose()?;
+        let bottleneck_queue = self.bottleneck_queue.as_ref().map(|q| resolve_queue(q, "topology.bottleneck_queue")).transpose()?;
+        let access = params(self.access_rate, self.access_delay, None, access_queue);
+        let mut d = Draft::default();
+        for i in 0..self.pairs {
+            d.node(format!("l{i}"), NodeKind::Host);
+        }
+        for i in 0..self.pairs {
+            d.node(format!("r{i}"), NodeKind::Host);
+        }
+        d.node("left", NodeKind::Router);
+        d.node("right", NodeKind::Router);
+        for i in 0..self.pairs {
+            d.link(&format!("l{i}"), "left", access.clone());
+        }
+        d.link("left", "right", params(self.bottleneck_rate, self.bottleneck_delay, self.bottleneck_loss, bottleneck_queue));
+        for i in 0..self.pairs {
+            d.link("right", &format!("r{i}"), access.clone());
+        }
+        Ok(d)
+    }
+}

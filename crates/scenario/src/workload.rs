@@ -1,0 +1,503 @@
+//! What runs on the network: transport settings, flows, MPTCP endpoints,
+//! timed events, middleboxes and probes, checked against the resolved
+//! nodes and links.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::error::{diag, Diag};
+use crate::network::{
+    App, CapturePoint, Event, FlowId, LinkAction, LinkId, Middlebox, MiddleboxAction, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
+    Probes, TcpConfig,
+};
+use crate::network::Flow;
+use crate::schema::{
+    AppKind, Direction, EventAction, FlowSpec, MiddleboxKind, MptcpSpec, NodeKind, PathManager, Spec, StripOn, TcpSpec, TransportKind,
+};
+use crate::units::Duration;
+
+/// First listening port handed out (iperf's default).
+const FIRST_PORT: u16 = 5001;
+/// Client ports are `FIRST_SPORT + flow id`, in the IANA dynamic range.
+const FIRST_SPORT: u16 = 49152;
+
+pub(crate) fn resolve(spec: &Spec, net: &mut Network) -> Result<(), Diag> {
+    check_tcp(&spec.transport.tcp, "transport.tcp")?;
+    check_mptcp(&spec.transport.mptcp, "transport.mptcp")?;
+    net.mptcp_endpoints = endpoints(&spec.transport.mptcp, &net.nodes)?;
+    net.flows = flows(spec, net)?;
+    net.events = events(spec, net)?;
+    net.middleboxes = middleboxes(spec, net)?;
+    net.probes = probes(spec, net)?;
+    Ok(())
+}
+
+// -------------------------------------------------------------- transport
+
+/// Congestion-control and scheduler names are the backend's to check, but
+/// they must at least look like a kernel module name.
+fn check_ident(s: &str, path: &str, what: &str) -> Result<(), Diag> {
+    if s.is_empty() || !s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+        return diag(path, format!("invalid {what} {s:?}: expected a name like \"cubic\" (lower-case letters, digits, '_')"));
+    }
+    Ok(())
+}
+
+fn check_buf(b: Option<crate::units::Size>, path: &str) -> Result<(), Diag> {
+    if b.is_some_and(|b| b.bytes() == 0) {
+        return diag(path, "must be greater than 0 (leave it out to let the stack autotune)");
+    }
+    Ok(())
+}
+
+fn check_subflows(n: Option<u32>, path: &str) -> Result<(), Diag> {
+    if n.is_some_and(|n| !(1..=32).contains(&n)) {
+        return diag(path, format!("must be between 1 and 32, got {}", n.unwrap_or_default()));
+    }
+    Ok(())
+}
+
+fn check_tcp(t: &TcpSpec, path: &str) -> Result<(), Diag> {
+    check_ident(&t.cc, &format!("{path}.cc"), "congestion control")?;
+    check_buf(t.rcv_buf, &format!("{path}.rcv_buf"))?;
+    check_buf(t.snd_buf, &format!("{path}.snd_buf"))?;
+    if let Some(mss) = t.mss {
+        // 88 is Linux's TCP_MIN_MSS; 65495 fits a 64 KiB IP datagram.
+        if !(88..=65495).contains(&mss.bytes()) {
+            return diag(format!("{path}.mss"), format!("must be between 88 and 65495 bytes, got {mss}"));
+        }
+    }
+    Ok(())
+}
+
+fn check_mptcp(m: &MptcpSpec, path: &str) -> Result<(), Diag> {
+    check_ident(&m.scheduler, &format!("{path}.scheduler"), "scheduler")?;
+    if let Some(cc) = &m.cc {
+        check_ident(cc, &format!("{path}.cc"), "congestion control")?;
+    }
+    check_subflows(m.subflows, &format!("{path}.subflows"))?;
+    Ok(())
+}
+
+fn endpoints(m: &MptcpSpec, nodes: &[Node]) -> Result<Vec<MptcpEndpoint>, Diag> {
+    let mut out: Vec<MptcpEndpoint> = Vec::new();
+    for (i, e) in m.endpoints.iter().enumerate() {
+        let path = format!("transport.mptcp.endpoints[{i}]");
+        let node = find_node(nodes, &e.node, &format!("{path}.node"))?;
+        let iface = match (e.addr, &e.iface) {
+            (Some(addr), iface) => {
+                let found = node.interfaces.iter().find(|x| x.addr == addr);
+                let Some(found) = found else {
+                    return diag(format!("{path}.addr"), format!("{addr} is not an address of {}", node.name));
+                };
+                if iface.as_ref().is_some_and(|n| *n != found.name) {
+                    return diag(format!("{path}.iface"), format!("{addr} is on {}, not {}", found.name, iface.as_deref().unwrap_or_default()));
+                }
+                found
+            }
+            (None, Some(name)) => node.iface(name).ok_or_else(|| Diag::new(format!("{path}.iface"), format!("{} has no interface {name:?}", node.name)))?,
+            (None, None) => return diag(path, "give the endpoint an `addr` or an `iface`"),
+        };
+        if out.iter().any(|x| x.node == node.id && x.addr == iface.addr) {
+            return diag(path, format!("{} already has an endpoint for {}", node.name, iface.addr));
+        }
+        let id = out.iter().filter(|x| x.node == node.id).count() + 1;
+        let id = u8::try_from(id).map_err(|_| Diag::new(&path, "too many endpoints on one node"))?;
+        let flags: BTreeSet<_> = e.flags.iter().copied().collect();
+        out.push(MptcpEndpoint {
+            node: node.id,
+            node_name: node.name.clone(),
+            id,
+            addr: iface.addr,
+            iface: iface.index,
+            iface_name: iface.name.clone(),
+            flags: flags.into_iter().collect(),
+        });
+    }
+    Ok(out)
+}
+
+// ------------------------------------------------------------------ flows
+
+fn find_node<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, Diag> {
+    nodes.iter().find(|n| n.name == name).ok_or_else(|| Diag::new(path, format!("unknown node {name:?}")))
+}
+
+/// A flow endpoint must be a host with at least one interface.
+fn flow_host<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, Diag> {
+    let node = find_node(nodes, name, path)?;
+    if node.kind == NodeKind::Router {
+        return diag(path, format!("{name:?} is a router; flows run between hosts"));
+    }
+    if node.interfaces.is_empty() {
+        return diag(path, format!("{name:?} has no links"));
+    }
+    Ok(node)
+}
+
+fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
+    let duration = spec.duration;
+    let mut names: BTreeMap<String, usize> = BTreeMap::new();
+    // Explicit ports first, so automatic ones step around them.
+    let mut ports: BTreeMap<(NodeId, u16), String> = BTreeMap::new();
+    for (i, f) in spec.flows.iter().enumerate() {
+        if let (Some(port), Some(to)) = (f.port, net.node(&f.to)) {
+            let path = format!("flows[{i}].port");
+            if port == 0 {
+                return diag(path, "port 0 is not a listening port");
+            }
+            if let Some(other) = ports.insert((to.id, port), format!("flows[{i}]")) {
+                return diag(path, format!("port {port} on {} is already used by {other}", f.to));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (i, f) in spec.flows.iter().enumerate() {
+        let path = format!("flows[{i}]");
+        let name = f.name.clone().unwrap_or_else(|| format!("flow{i}"));
+        if let Some(first) = names.insert(name.clone(), i) {
+            return diag(format!("{path}.name"), format!("duplicate flow name {name:?} (also flows[{first}])"));
+        }
+        let from = flow_host(&net.nodes, &f.from, &format!("{path}.from"))?;
+        let to = flow_host(&net.nodes, &f.to, &format!("{path}.to"))?;
+        if from.id == to.id {
+            return diag(format!("{path}.to"), "a flow needs two different hosts");
+        }
+        let dst = match f.to_addr {
+            Some(a) if !to.owns(a) => return diag(format!("{path}.to_addr"), format!("{a} is not an address of {}", to.name)),
+            Some(a) => a,
+            None => to.interfaces[0].addr,
+        };
+        let src = match f.from_addr {
+            Some(a) if !from.owns(a) => return diag(format!("{path}.from_addr"), format!("{a} is not an address of {}", from.name)),
+            Some(a) => a,
+            // The address the kernel would pick: that of the interface the
+            // main table sends `dst` out of.
+            None => {
+                let route = from.lookup(None, dst).ok_or_else(|| Diag::new(&path, format!("{} has no route to {} ({dst})", from.name, to.name)))?;
+                let iface = route.nexthops.first().map_or(0, |h| h.iface);
+                from.interfaces[iface].addr
+            }
+        };
+        if let Err(why) = net.trace(from.id, src, dst) {
+            return diag(&path, format!("{} ({dst}) is unreachable from {} ({src}): {why}", to.name, from.name));
+        }
+        let start = f.start.unwrap_or(Duration::ZERO);
+        let stop = f.stop.unwrap_or(duration);
+        if start >= duration {
+            return diag(format!("{path}.start"), format!("{start} is not before the end of the scenario (duration = {duration})"));
+        }
+        if stop > duration {
+            return diag(format!("{path}.stop"), format!("{stop} is after the end of the scenario (duration = {duration})"));
+        }
+        if stop <= start {
+            return diag(format!("{path}.stop"), format!("stop ({stop}) must be after start ({start})"));
+        }
+        let dport = match f.port {
+            Some(p) => p,
+            None => {
+                let mut p = u16::try_from(i).ok().and_then(|i| FIRST_PORT.checked_add(i)).ok_or_else(|| Diag::new(&path, "too many flows"))?;
+                while ports.contains_key(&(to.id, p)) {
+                    p = p.checked_add(1).ok_or_else(|| Diag::new(&path, "no free port left"))?;
+                }
+                ports.insert((to.id, p), path.clone());
+                p
+            }
+        };
+        let sport = u16::try_from(i).ok().and_then(|i| FIRST_SPORT.checked_add(i)).ok_or_else(|| Diag::new(&path, "too many flows"))?;
+        let (tcp, mptcp) = flow_transport(spec, f, &path)?;
+        out.push(Flow {
+            id: i,
+            name,
+            transport: f.transport,
+            from: from.id,
+            from_name: from.name.clone(),
+            to: to.id,
+            to_name: to.name.clone(),
+            src,
+            dst,
+            sport,
+            dport,
+            app: app(f, &path)?,
+            start_ns: start.as_nanos(),
+            stop_ns: stop.as_nanos(),
+            tcp,
+            mptcp,
+        });
+    }
+    Ok(out)
+}
+
+/// The flow's application, with fields that don't apply to it rejected so
+/// `rate = ...` on a bulk flow isn't silently ignored.
+fn app(f: &FlowSpec, path: &str) -> Result<App, Diag> {
+    let kind_name = match f.app {
+        AppKind::Bulk => "bulk",
+        AppKind::Rate => "rate",
+        AppKind::Download => "download",
+        AppKind::Request => "request",
+    };
+    let given = [
+        ("bytes", f.bytes.is_some(), &[AppKind::Bulk, AppKind::Rate, AppKind::Download][..]),
+        ("rate", f.rate.is_some(), &[AppKind::Rate][..]),
+        ("request_size", f.request_size.is_some(), &[AppKind::Request][..]),
+        ("response_size", f.response_size.is_some(), &[AppKind::Request][..]),
+        ("count", f.count.is_some(), &[AppKind::Request][..]),
+        ("interval", f.interval.is_some(), &[AppKind::Request][..]),
+    ];
+    for (field, present, apps) in given {
+        if present && !apps.contains(&f.app) {
+            return diag(format!("{path}.{field}"), format!("does not apply to app = {kind_name:?}"));
+        }
+    }
+    let need = |v: Option<crate::units::Size>, field: &str| -> Result<u64, Diag> {
+        match v {
+            Some(s) if s.bytes() > 0 => Ok(s.bytes()),
+            Some(_) => diag(format!("{path}.{field}"), "must be greater than 0"),
+            None => diag(path, format!("app = {kind_name:?} needs `{field}`")),
+        }
+    };
+    if f.bytes.is_some_and(|b| b.bytes() == 0) {
+        return diag(format!("{path}.bytes"), "must be greater than 0 (leave it out to send until stop)");
+    }
+    Ok(match f.app {
+        AppKind::Bulk => App::Bulk { bytes: f.bytes.map(|b| b.bytes()) },
+        AppKind::Rate => {
+            let rate = f.rate.ok_or_else(|| Diag::new(path, "app = \"rate\" needs `rate`"))?;
+            if rate.bps() == 0 {
+                return diag(format!("{path}.rate"), "must be greater than 0");
+            }
+            App::Rate { rate_bps: rate.bps(), bytes: f.bytes.map(|b| b.bytes()) }
+        }
+        AppKind::Download => App::Download { bytes: need(f.bytes, "bytes")? },
+        AppKind::Request => {
+            if f.count == Some(0) {
+                return diag(format!("{path}.count"), "must be at least 1 (leave it out to repeat until stop)");
+            }
+            App::Request {
+                request_bytes: need(f.request_size, "request_size")?,
+                response_bytes: need(f.response_size, "response_size")?,
+                count: f.count,
+                interval_ns: f.interval.unwrap_or_default().as_nanos(),
+            }
+        }
+    })
+}
+
+/// `[transport]` defaults with the flow's overrides applied.
+fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str) -> Result<(TcpConfig, Option<MptcpConfig>), Diag> {
+    let t = &spec.transport.tcp;
+    let m = &spec.transport.mptcp;
+    if let Some(cc) = &f.cc {
+        check_ident(cc, &format!("{path}.cc"), "congestion control")?;
+    }
+    check_buf(f.rcv_buf, &format!("{path}.rcv_buf"))?;
+    check_buf(f.snd_buf, &format!("{path}.snd_buf"))?;
+    check_subflows(f.subflows, &format!("{path}.subflows"))?;
+    if let Some(s) = &f.scheduler {
+        check_ident(s, &format!("{path}.scheduler"), "scheduler")?;
+    }
+    let tcp = TcpConfig {
+        cc: f.cc.clone().unwrap_or_else(|| t.cc.clone()),
+        rcv_buf: f.rcv_buf.or(t.rcv_buf).map(|b| b.bytes()),
+        snd_buf: f.snd_buf.or(t.snd_buf).map(|b| b.bytes()),
+        mss: t.mss.map(|m| m.bytes() as u32),
+        sack: t.sack,
+        timestamps: t.timestamps,
+        delayed_ack: t.delayed_ack,
+        wscale: t.wscale,
+    };
+    if f.transport == TransportKind::Tcp {
+        let mptcp_only = [
+            ("path_manager", f.path_manager.is_some()),
+            ("subflows", f.subflows.is_some()),
+            ("scheduler", f.scheduler.is_some()),
+            ("checksum", f.checksum.is_some()),
+        ];
+        if let Some((field, _)) = mptcp_only.iter().find(|(_, set)| *set) {
+            return diag(format!("{path}.{field}"), "only applies to transport = \"mptcp\"");
+        }
+        return Ok((tcp, None));
+    }
+    // A per-flow cc is the flow's subflow cc too; otherwise mptcp.cc, else tcp.cc.
+    let cc = f.cc.clone().or_else(|| m.cc.clone()).unwrap_or_else(|| t.cc.clone());
+    let path_manager = f.path_manager.unwrap_or(m.path_manager);
+    let subflows = f.subflows.or(m.subflows);
+    let subflows = match (path_manager, subflows) {
+        // ndiffports without a count opens 2 subflows, like the out-of-tree kernel.
+        (PathManager::Ndiffports, None) => Some(2),
+        (_, n) => n,
+    };
+    Ok((
+        tcp,
+        Some(MptcpConfig {
+            path_manager,
+            subflows,
+            checksum: f.checksum.unwrap_or(m.checksum),
+            scheduler: f.scheduler.clone().unwrap_or_else(|| m.scheduler.clone()),
+            cc,
+            max_subflows: m.limits.subflows,
+            add_addr_accepted: m.limits.add_addr_accepted,
+        }),
+    ))
+}
+
+// ----------------------------------------------------------------- events
+
+/// The link named by `link = "..."` or by `node` + `iface`.
+fn link_ref(net: &Network, link: &Option<String>, node: &Option<String>, iface: &Option<String>, path: &str) -> Result<LinkId, Diag> {
+    match (link, node, iface) {
+        (Some(name), None, None) => net.link(name).map(|l| l.id).ok_or_else(|| Diag::new(format!("{path}.link"), format!("unknown link {name:?}"))),
+        (None, Some(node), Some(iface)) => {
+            let n = find_node(&net.nodes, node, &format!("{path}.node"))?;
+            n.iface(iface).map(|i| i.link).ok_or_else(|| Diag::new(format!("{path}.iface"), format!("{node} has no interface {iface:?}")))
+        }
+        (Some(_), _, _) => diag(path, "name the link with `link` or with `node` and `iface`, not both"),
+        _ => diag(path, "name the link with `link` or with `node` and `iface`"),
+    }
+}
+
+fn events(spec: &Spec, net: &Network) -> Result<Vec<Event>, Diag> {
+    let mut out = Vec::new();
+    for (i, e) in spec.events.iter().enumerate() {
+        let path = format!("events[{i}]");
+        let link = link_ref(net, &e.link, &e.node, &e.iface, &path)?;
+        if e.at > spec.duration {
+            return diag(format!("{path}.at"), format!("{} is after the end of the scenario (duration = {})", e.at, spec.duration));
+        }
+        let params = [
+            ("rate", e.rate.is_some()),
+            ("delay", e.delay.is_some()),
+            ("jitter", e.jitter.is_some()),
+            ("loss", e.loss.is_some()),
+            ("direction", e.direction.is_some()),
+        ];
+        let action = match e.action {
+            EventAction::Down | EventAction::Up => {
+                if let Some((field, _)) = params.iter().find(|(_, set)| *set) {
+                    return diag(format!("{path}.{field}"), "only applies to action = \"set\"");
+                }
+                if e.action == EventAction::Down {
+                    LinkAction::Down
+                } else {
+                    LinkAction::Up
+                }
+            }
+            EventAction::Set => {
+                if !params[..4].iter().any(|(_, set)| *set) {
+                    return diag(path, "action = \"set\" needs at least one of rate, delay, jitter, loss");
+                }
+                if e.rate.is_some_and(|r| r.bps() == 0) {
+                    return diag(format!("{path}.rate"), "must be greater than 0 (use action = \"down\")");
+                }
+                LinkAction::Set {
+                    direction: e.direction.unwrap_or(Direction::Both),
+                    rate_bps: e.rate.map(|r| r.bps()),
+                    delay_ns: e.delay.map(|d| d.as_nanos()),
+                    jitter_ns: e.jitter.map(|d| d.as_nanos()),
+                    loss: e.loss.map(|p| p.value()),
+                }
+            }
+        };
+        out.push(Event { at_ns: e.at.as_nanos(), link, link_name: net.links[link].name.clone(), action });
+    }
+    // Stable: same-time events keep file order.
+    out.sort_by_key(|e| e.at_ns);
+    Ok(out)
+}
+
+// ------------------------------------------------------------ middleboxes
+
+fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
+    let mut out = Vec::new();
+    for (i, m) in spec.middleboxes.iter().enumerate() {
+        let path = format!("middleboxes[{i}]");
+        let allowed: &[&str] = match m.kind {
+            MiddleboxKind::StripMptcp => &["on"],
+            MiddleboxKind::Nat => &["addr"],
+            MiddleboxKind::Resegment => &["mode", "size"],
+        };
+        for (field, set) in [("on", m.on.is_some()), ("addr", m.addr.is_some()), ("mode", m.mode.is_some()), ("size", m.size.is_some())] {
+            if set && !allowed.contains(&field) {
+                return diag(format!("{path}.{field}"), format!("does not apply to kind = {:?}", kind_name(m.kind)));
+            }
+        }
+        let action = match m.kind {
+            MiddleboxKind::StripMptcp => MiddleboxAction::StripMptcp { on: m.on.unwrap_or(StripOn::All) },
+            MiddleboxKind::Nat => MiddleboxAction::Nat { addr: m.addr },
+            MiddleboxKind::Resegment => {
+                let mode = m.mode.ok_or_else(|| Diag::new(&path, "kind = \"resegment\" needs `mode` (\"coalesce\" or \"split\")"))?;
+                if m.size.is_some_and(|s| s.bytes() == 0) {
+                    return diag(format!("{path}.size"), "must be greater than 0");
+                }
+                MiddleboxAction::Resegment { mode, size: m.size.map(|s| s.bytes()) }
+            }
+        };
+        let placement = match (&m.link, &m.node) {
+            (Some(name), None) => {
+                let link = net.link(name).ok_or_else(|| Diag::new(format!("{path}.link"), format!("unknown link {name:?}")))?;
+                Placement::Link { link: link.id, link_name: link.name.clone(), direction: m.direction.unwrap_or(Direction::Both) }
+            }
+            (None, Some(name)) => {
+                if m.direction.is_some() {
+                    return diag(format!("{path}.direction"), "only applies to a middlebox on a `link`");
+                }
+                let node = find_node(&net.nodes, name, &format!("{path}.node"))?;
+                if node.kind != NodeKind::Router {
+                    return diag(format!("{path}.node"), format!("{name:?} is a host; put middleboxes on a router or a link"));
+                }
+                Placement::Node { node: node.id, node_name: node.name.clone() }
+            }
+            (Some(_), Some(_)) => return diag(path, "place the middlebox on a `link` or a `node`, not both"),
+            (None, None) => return diag(path, "place the middlebox on a `link` (with optional `direction`) or a router `node`"),
+        };
+        out.push(Middlebox { id: i, action, placement });
+    }
+    Ok(out)
+}
+
+fn kind_name(k: MiddleboxKind) -> &'static str {
+    match k {
+        MiddleboxKind::StripMptcp => "strip_mptcp",
+        MiddleboxKind::Nat => "nat",
+        MiddleboxKind::Resegment => "resegment",
+    }
+}
+
+// ----------------------------------------------------------------- probes
+
+fn probes(spec: &Spec, net: &Network) -> Result<Probes, Diag> {
+    let p = &spec.probes;
+    if p.interval == Duration::ZERO {
+        return diag("probes.interval", "must be greater than 0");
+    }
+    let mut pcap = Vec::new();
+    for (i, ep) in p.pcap.iter().enumerate() {
+        let path = format!("probes.pcap[{i}]");
+        let node = find_node(&net.nodes, &ep.node, &path)?;
+        let ifaces: Vec<_> = match &ep.iface {
+            Some(name) => vec![node.iface(name).ok_or_else(|| Diag::new(&path, format!("{} has no interface {name:?}", node.name)))?],
+            None => node.interfaces.iter().collect(),
+        };
+        for iface in ifaces {
+            let point = CapturePoint { node: node.id, node_name: node.name.clone(), iface: iface.index, iface_name: iface.name.clone() };
+            if !pcap.contains(&point) {
+                pcap.push(point);
+            }
+        }
+    }
+    let flows: Vec<FlowId> = match &p.flows {
+        None => net.flows.iter().map(|f| f.id).collect(),
+        Some(names) => names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| net.flow(n).map(|f| f.id).ok_or_else(|| Diag::new(format!("probes.flows[{i}]"), format!("unknown flow {n:?}"))))
+            .collect::<Result<_, _>>()?,
+    };
+    let queues = p
+        .queues
+        .iter()
+        .enumerate()
+        .map(|(i, n)| net.link(n).map(|l| l.id).ok_or_else(|| Diag::new(format!("probes.queues[{i}]"), format!("unknown link {n:?}"))))
+        .collect::<Result<_, _>>()?;
+    Ok(Probes { interval_ns: p.interval.as_nanos(), pcap, cwnd: p.cwnd, srtt: p.srtt, flows, queues })
+}

@@ -1,0 +1,253 @@
+//! Bad files produce one error naming file, line, column and field.
+
+mod common;
+
+use common::error;
+
+/// Two hosts and a link: lines 1-12. Cases append from line 13 on.
+const BASE: &str = r#"name = "bad"
+
+[[nodes]]
+name = "c"
+
+[[nodes]]
+name = "s"
+
+[[links]]
+a = "c"
+b = "s"
+rate = "10Mbit"
+"#;
+
+fn with(extra: &str) -> String {
+    format!("{BASE}{extra}")
+}
+
+#[test]
+fn base_is_valid() {
+    common::net(BASE);
+}
+
+#[test]
+fn invalid_unit_value() {
+    let e = error(&with("\n[[links]]\nname = \"two\"\na = \"c\"\nb = \"s\"\nrate = \"10Mbt\"\n"));
+    assert_eq!(e, r#"scenario.toml:18:8: links[1].rate: invalid rate "10Mbt": expected a number with unit bit/kbit/Mbit/Gbit (e.g. "10Mbit")"#);
+}
+
+#[test]
+fn unit_errors_say_what_was_expected() {
+    assert_eq!(
+        error("name = \"x\"\nduration = \"30\"\n"),
+        r#"scenario.toml:2:12: duration: invalid duration "30": missing unit; expected a number with unit ns/us/ms/s/m/h (e.g. "20ms", "1.5s")"#
+    );
+    assert_eq!(
+        error(&with("delay = \"-3ms\"\n")),
+        r#"scenario.toml:13:9: links[0].delay: invalid duration "-3ms": must not be negative"#
+    );
+    assert_eq!(
+        error(&with("loss = \"150%\"\n")),
+        r#"scenario.toml:13:8: links[0].loss: invalid probability "150%": expected a probability between 0 and 1 or a percentage (e.g. 0.01 or "1%")"#
+    );
+    assert_eq!(
+        error("name = \"x\"\n[transport.tcp]\nrcv_buf = \"256K\"\n"),
+        r#"scenario.toml:3:11: transport.tcp.rcv_buf: invalid size "256K": ambiguous unit "K": write KB (powers of 1000) or KiB (powers of 1024)"#
+    );
+    assert_eq!(
+        error("name = \"x\"\nduration = [1]\n"),
+        r#"scenario.toml:2:12: duration: invalid type: sequence, expected a duration such as "20ms" or a number of seconds"#
+    );
+}
+
+#[test]
+fn unknown_field_points_at_the_key() {
+    let e = error(&with("ratee = \"10Mbit\"\n"));
+    assert!(e.starts_with("scenario.toml:13:1: links[0].ratee: unknown field `ratee`, expected one of `name`, `a`, `b`, `rate`"), "{e}");
+    let e = error("name = \"x\"\nduratoin = \"3s\"\n");
+    assert!(e.starts_with("scenario.toml:2:1: duratoin: unknown field `duratoin`"), "{e}");
+}
+
+#[test]
+fn unknown_enum_value_inside_dotted_table() {
+    let e = error("name = \"x\"\n\n[transport.mptcp]\npath_manager = \"fullmess\"\n");
+    assert_eq!(e, "scenario.toml:4:16: transport.mptcp.path_manager: unknown variant `fullmess`, expected one of `default`, `fullmesh`, `ndiffports`, `endpoints`");
+}
+
+#[test]
+fn missing_fields() {
+    assert_eq!(error("duration = \"3s\"\n"), "scenario.toml:1:1: missing field `name`");
+    // A link without a rate points at its [[links]] header.
+    assert_eq!(
+        error(&with("\n[[links]]\nname = \"two\"\na = \"c\"\nb = \"s\"\n")),
+        r#"scenario.toml:14:1: links[1].rate: missing: every link needs a rate (e.g. rate = "10Mbit")"#
+    );
+    assert_eq!(error(&with("\n[[links]]\nname = \"two\"\na = \"c\"\nrate = 1\n")), "scenario.toml:14:1: links[1]: missing field `b`");
+}
+
+#[test]
+fn syntax_error() {
+    assert_eq!(error("name = \"x\"\nduration = \"3s\n"), "scenario.toml:2:15: invalid basic string");
+}
+
+#[test]
+fn unknown_node_in_link() {
+    let e = error(&with("\n[[links]]\nname = \"two\"\na = \"c\"\nb = \"nowhere\"\nrate = \"1Mbit\"\n"));
+    assert_eq!(e, r#"scenario.toml:17:5: links[1].b: unknown node "nowhere""#);
+}
+
+#[test]
+fn unknown_interface_syntax() {
+    let e = error(&with("\n[[links]]\nname = \"two\"\na = \"c:\"\nb = \"s\"\nrate = \"1Mbit\"\n"));
+    assert_eq!(e, r#"scenario.toml:16:5: links[1].a: invalid endpoint "c:": expected "node" or "node:ifname""#);
+}
+
+#[test]
+fn duplicate_names() {
+    assert_eq!(error(&with("\n[[nodes]]\nname = \"c\"\n")), r#"scenario.toml:15:8: nodes[2].name: duplicate node name "c" (already defined by nodes[0])"#);
+    assert_eq!(
+        error(&with("\n[[links]]\na = \"c\"\nb = \"s\"\nrate = \"1Mbit\"\n")),
+        r#"scenario.toml:14:1: links[1].name: duplicate link name "c-s" (also links[0]); give one of them a `name`"#
+    );
+    let e = error("name = \"x\"\n[topology]\nkind = \"parallel\"\npaths = 1\nrate = \"1Mbit\"\n\n[[nodes]]\nname = \"server\"\n");
+    assert_eq!(e, r#"scenario.toml:8:8: nodes[0].name: duplicate node name "server" (already defined by the topology generator)"#);
+    let flows = "\n[[flows]]\nname = \"f\"\nfrom = \"c\"\nto = \"s\"\ntransport = \"tcp\"\n";
+    let e = error(&with(&format!("{flows}{flows}")));
+    assert_eq!(e, r#"scenario.toml:21:8: flows[1].name: duplicate flow name "f" (also flows[0])"#);
+}
+
+#[test]
+fn duplicate_interface() {
+    let link = |n: &str| format!("\n[[links]]\nname = \"{n}\"\na = \"c:wlan0\"\nb = \"s\"\nrate = \"1Mbit\"\n");
+    let e = error(&with(&format!("{}{}", link("l1"), link("l2"))));
+    assert_eq!(e, "scenario.toml:22:5: links[2].a: interface c:wlan0 is already used by links[1]");
+}
+
+#[test]
+fn flow_from_a_router() {
+    let e = error(&with("\n[[nodes]]\nname = \"r\"\nkind = \"router\"\n\n[[flows]]\nfrom = \"r\"\nto = \"s\"\ntransport = \"tcp\"\n"));
+    assert_eq!(e, r#"scenario.toml:19:8: flows[0].from: "r" is a router; flows run between hosts"#);
+}
+
+#[test]
+fn flow_checks() {
+    let flow = "\n[[flows]]\nfrom = \"c\"\nto = \"s\"\ntransport = \"tcp\"\n";
+    assert_eq!(error(&with(&format!("{flow}subflows = 2\n"))), r#"scenario.toml:18:12: flows[0].subflows: only applies to transport = "mptcp""#);
+    assert_eq!(error(&with(&format!("{flow}stop = \"40s\"\n"))), "scenario.toml:18:8: flows[0].stop: 40s is after the end of the scenario (duration = 30s)");
+    assert_eq!(error(&with(&format!("{flow}app = \"rate\"\n"))), r#"scenario.toml:14:1: flows[0]: app = "rate" needs `rate`"#);
+    assert_eq!(error(&with(&format!("{flow}rate = \"1Mbit\"\n"))), r#"scenario.toml:18:8: flows[0].rate: does not apply to app = "bulk""#);
+    assert_eq!(error(&with(&format!("{flow}to_addr = \"10.9.9.9\"\n"))), "scenario.toml:18:11: flows[0].to_addr: 10.9.9.9 is not an address of s");
+    assert_eq!(error(&with(&format!("{flow}cc = \"Cubic!\"\n"))), r#"scenario.toml:18:6: flows[0].cc: invalid congestion control "Cubic!": expected a name like "cubic" (lower-case letters, digits, '_')"#);
+    let e = error(&with(&format!("{flow}port = 6000\n{flow}port = 6000\n")));
+    assert_eq!(e, "scenario.toml:24:8: flows[1].port: port 6000 on s is already used by flows[0]");
+}
+
+#[test]
+fn unreachable_flow() {
+    // Two islands: c-s and x-y.
+    let e = error(&with("\n[[nodes]]\nname = \"x\"\n\n[[nodes]]\nname = \"y\"\n\n[[links]]\na = \"x\"\nb = \"y\"\nrate = 1000\n\n[[flows]]\nfrom = \"c\"\nto = \"y\"\ntransport = \"tcp\"\n"));
+    assert_eq!(e, "scenario.toml:25:1: flows[0]: c has no route to y (10.0.1.2)");
+}
+
+#[test]
+fn events_on_unknown_links_and_late_events() {
+    let ev = "\n[[events]]\nat = \"5s\"\naction = \"down\"\n";
+    assert_eq!(error(&with(&format!("{ev}link = \"nolink\"\n"))), r#"scenario.toml:17:8: events[0].link: unknown link "nolink""#);
+    assert_eq!(
+        error(&with("\n[[events]]\nat = \"50s\"\nlink = \"c-s\"\naction = \"down\"\n")),
+        "scenario.toml:15:6: events[0].at: 50s is after the end of the scenario (duration = 30s)"
+    );
+    assert_eq!(error(&with(&format!("{ev}link = \"c-s\"\nrate = \"1Mbit\"\n"))), r#"scenario.toml:18:8: events[0].rate: only applies to action = "set""#);
+    assert_eq!(error(&with(&format!("{ev}node = \"c\"\niface = \"eth7\"\n"))), r#"scenario.toml:18:9: events[0].iface: c has no interface "eth7""#);
+    assert_eq!(error(&with(&format!("{ev}"))), "scenario.toml:14:1: events[0]: name the link with `link` or with `node` and `iface`");
+}
+
+#[test]
+fn overlapping_addresses() {
+    let e = error(&with("subnet = \"10.0.0.0/16\"\n\n[[links]]\nname = \"l2\"\na = \"c\"\nb = \"s\"\nrate = \"1Mbit\"\nsubnet = \"10.0.5.0/24\"\n"));
+    assert_eq!(e, "scenario.toml:20:10: links[1].subnet: subnet 10.0.5.0/24 overlaps 10.0.0.0/16 of links[0]");
+    let e = error(&with("a_addr = \"10.1.0.1/24\"\nb_addr = \"10.1.1.2/24\"\n"));
+    assert_eq!(e, "scenario.toml:14:10: links[0].b_addr: 10.1.1.2/24 is not in a_addr's subnet 10.1.0.0/24");
+    let e = error(&with("subnet = \"10.1.0.5/24\"\n"));
+    assert_eq!(e, "scenario.toml:13:10: links[0].subnet: subnet 10.1.0.5/24 has host bits set; did you mean 10.1.0.0/24?");
+    let e = error(&with("a_addr = \"10.1.0.255/24\"\n"));
+    assert_eq!(e, "scenario.toml:13:10: links[0].a_addr: 10.1.0.255 is the network or broadcast address of 10.1.0.0/24");
+}
+
+#[test]
+fn queue_errors_name_the_queue() {
+    let e = error(&with("queue = { kind = \"red\", min_th = \"30KB\", max_th = \"20KB\", max_p = 0.1, limit = \"400KB\" }\n"));
+    assert_eq!(e, "scenario.toml:13:9: links[0].queue: RED needs 0 < min_th < max_th (min_th = 30KB, max_th = 20KB)");
+    let e = error(&with("queue = { kind = \"droptail\", packets = 10, bytes = \"10KB\" }\n"));
+    assert_eq!(e, "scenario.toml:13:9: links[0].queue: give a droptail queue `packets` or `bytes`, not both");
+    let e = error(&with("queue = { kind = \"fifo\" }\n"));
+    assert_eq!(e, "scenario.toml:13:18: links[0].queue.kind: unknown variant `fifo`, expected `droptail` or `red`");
+}
+
+#[test]
+fn per_direction_override_errors() {
+    let e = error(&with("\n[links.ba]\nrate = \"0Mbit\"\n"));
+    assert_eq!(e, "scenario.toml:15:8: links[0].ba.rate: must be greater than 0 (use up = false or a `down` event for a dead link)");
+    let e = error(&with("\n[links.ab]\nqueue = { kind = \"droptail\" }\n"));
+    assert_eq!(e, "scenario.toml:15:9: links[0].ab.queue: a droptail queue needs `packets` or `bytes`");
+}
+
+#[test]
+fn topology_errors() {
+    let t = |body: &str| error(&format!("name = \"t\"\n\n[topology]\n{body}"));
+    assert_eq!(t("kind = \"star\"\n"), r#"scenario.toml:4:8: topology.kind: unknown topology kind "star": expected one of parallel, dumbbell, khalili, fattree"#);
+    assert_eq!(t("paths = 2\n"), "scenario.toml:3:1: topology: missing field `kind` (one of parallel, dumbbell, khalili, fattree)");
+    assert_eq!(t("kind = \"parallel\"\npaths = 2\n"), "scenario.toml:3:1: topology: missing field `rate`");
+    assert_eq!(
+        t("kind = \"parallel\"\npaths = 2\nrate = [\"1Mbit\", \"2Mbt\"]\n"),
+        r#"scenario.toml:6:18: topology.rate[1]: invalid rate "2Mbt": expected a number with unit bit/kbit/Mbit/Gbit (e.g. "10Mbit")"#
+    );
+    let e = t("kind = \"parallel\"\npaths = 2\nrate = \"1Mbit\"\nbottleneck_rate = \"1Mbit\"\n");
+    assert!(e.starts_with("scenario.toml:7:1: topology.bottleneck_rate: unknown field `bottleneck_rate`, expected one of `kind`, `paths`"), "{e}");
+    assert_eq!(t("kind = \"parallel\"\npaths = 0\nrate = \"1Mbit\"\n"), "scenario.toml:5:9: topology.paths: paths must be between 1 and 256, got 0");
+    assert_eq!(t("kind = \"khalili\"\nn1 = 0\nn2 = 0\nap1_rate = 1\nap2_rate = 1\n"), "scenario.toml:3:1: topology: n1 + n2 must be at least 1");
+}
+
+#[test]
+fn middlebox_errors() {
+    let e = error(&with("\n[[middleboxes]]\nkind = \"strip_mptcp\"\nnode = \"c\"\n"));
+    assert_eq!(e, r#"scenario.toml:16:8: middleboxes[0].node: "c" is a host; put middleboxes on a router or a link"#);
+    let e = error(&with("\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"c-s\"\nmode = \"split\"\n"));
+    assert_eq!(e, r#"scenario.toml:17:8: middleboxes[0].mode: does not apply to kind = "strip_mptcp""#);
+}
+
+#[test]
+fn probe_errors() {
+    let e = error(&with("\n[probes]\npcap = [\"c:eth0\", \"s:eth9\"]\n"));
+    assert_eq!(e, r#"scenario.toml:15:19: probes.pcap[1]: s has no interface "eth9""#);
+    let e = error(&with("\n[probes]\nflows = [\"nope\"]\n"));
+    assert_eq!(e, r#"scenario.toml:15:10: probes.flows[0]: unknown flow "nope""#);
+}
+
+#[test]
+fn static_route_errors() {
+    let e = error(&with("\n[[routes]]\nnode = \"c\"\ndst = \"10.9.0.0/16\"\nvia = \"10.7.0.1\"\n"));
+    assert_eq!(e, "scenario.toml:17:7: routes[0].via: 10.7.0.1 is not on any subnet of c");
+    let e = error(&with("\n[[routes]]\nnode = \"c\"\ndst = \"10.9.0.0\"\ndev = \"eth0\"\n"));
+    assert_eq!(e, r#"scenario.toml:16:7: routes[0].dst: "10.9.0.0" needs a prefix length (e.g. "10.9.0.0/24", or "10.9.0.0/32" for one host)"#);
+}
+
+#[test]
+fn errors_keep_the_file_name() {
+    let e = mplab_scenario::Scenario::from_str("name = 1\n", "exp/sweep.toml").unwrap_err();
+    assert_eq!(e.to_string(), "exp/sweep.toml:1:8: name: invalid type: integer `1`, expected a string");
+    assert_eq!(e.line(), Some(1));
+    assert_eq!(e.path, "name");
+    let e = mplab_scenario::Scenario::from_file("/nonexistent/x.toml").unwrap_err();
+    assert!(e.to_string().starts_with("/nonexistent/x.toml: cannot read: "), "{e}");
+}
+
+proptest::proptest! {
+    /// Arbitrary edits never panic the parser or the resolver.
+    #[test]
+    fn mangled_files_never_panic(cut in 0usize..400, junk in "[a-z0-9=\"\\[\\]. \n]{0,12}") {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/two-paths.toml")).unwrap();
+        let cut = cut.min(text.len());
+        let cut = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        let mangled = format!("{}{}{}", &text[..cut], junk, &text[cut..]);
+        let _ = mplab_scenario::Scenario::from_str(&mangled, "m.toml").and_then(|s| s.resolve());
+    }
+}
