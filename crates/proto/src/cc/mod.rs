@@ -1,0 +1,114 @@
+//! Congestion control behind one trait, so that a TCP connection or an
+//! MPTCP subflow can run any algorithm and a user can add one in one file.
+//!
+//! The connection owns the window ([`CcState`]: cwnd, ssthresh, MSS, all in
+//! bytes) and tells the algorithm what happened: data acknowledged, a
+//! congestion event (fast retransmit), a retransmission timeout, the end of
+//! recovery. The algorithm moves cwnd and ssthresh; it never sees segments.
+
+use core::fmt::Debug;
+use core::time::Duration;
+
+use crate::time::Instant;
+
+mod cubic;
+mod reno;
+
+pub use cubic::Cubic;
+pub use reno::Reno;
+
+/// Initial window: 10 segments (RFC 6928, Linux's default).
+pub const INITIAL_WINDOW_SEGMENTS: u64 = 10;
+
+/// The congestion window as the connection and the algorithm share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CcState {
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Slow-start threshold, bytes (`u64::MAX` until the first loss).
+    pub ssthresh: u64,
+    /// Payload bytes of a full segment.
+    pub mss: u64,
+}
+
+impl CcState {
+    pub fn new(mss: u64) -> Self {
+        CcState { cwnd: INITIAL_WINDOW_SEGMENTS * mss, ssthresh: u64::MAX, mss }
+    }
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+    /// The floor every algorithm keeps: two segments.
+    pub fn min_cwnd(&self) -> u64 {
+        2 * self.mss
+    }
+}
+
+/// New data was cumulatively acknowledged.
+#[derive(Debug, Clone, Copy)]
+pub struct AckEvent {
+    pub now: Instant,
+    /// Bytes newly acknowledged by this ACK.
+    pub acked: u64,
+    /// Smoothed and minimum RTT of the connection, when measured.
+    pub srtt: Option<Duration>,
+    pub min_rtt: Option<Duration>,
+    /// Whether the sender was limited by cwnd (not by the application or
+    /// the receive window) since the last ACK: windows grow only then
+    /// (RFC 7661's idea; Linux's `tcp_is_cwnd_limited`).
+    pub cwnd_limited: bool,
+}
+
+/// A congestion-control algorithm. One instance per connection (subflow).
+pub trait CongestionControl: Debug {
+    /// Name as scenario files write it (`"reno"`, `"cubic"`, ...).
+    fn name(&self) -> &'static str;
+    /// Grow the window on new acknowledged data (outside loss recovery).
+    fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent);
+    /// Loss detected by duplicate ACKs / SACK: set ssthresh and cwnd for the
+    /// recovery period.
+    fn on_congestion_event(&mut self, s: &mut CcState, now: Instant, in_flight: u64);
+    /// Retransmission timeout: collapse the window.
+    fn on_rto(&mut self, s: &mut CcState, now: Instant, in_flight: u64) {
+        self.on_congestion_event(s, now, in_flight);
+        s.cwnd = s.mss;
+    }
+    /// Fast recovery ended (all data outstanding at its start is acked).
+    fn on_recovery_end(&mut self, s: &mut CcState, _now: Instant) {
+        s.cwnd = s.ssthresh.max(s.min_cwnd());
+    }
+}
+
+/// Slow start (RFC 5681 with RFC 3465 byte counting, as Linux does it: no
+/// L limit), capped at ssthresh; returns the bytes left for congestion
+/// avoidance when the ACK crossed ssthresh.
+pub fn slow_start(s: &mut CcState, acked: u64) -> u64 {
+    let room = s.ssthresh.saturating_sub(s.cwnd);
+    let grow = acked.min(room);
+    s.cwnd += grow;
+    acked - grow
+}
+
+/// The algorithms mplab ships, by scenario name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CcAlgorithm {
+    Reno,
+    #[default]
+    Cubic,
+}
+
+impl CcAlgorithm {
+    pub fn from_name(name: &str) -> Option<CcAlgorithm> {
+        match name {
+            "reno" => Some(CcAlgorithm::Reno),
+            "cubic" => Some(CcAlgorithm::Cubic),
+            _ => None,
+        }
+    }
+    pub fn build(self) -> Box<dyn CongestionControl> {
+        match self {
+            CcAlgorithm::Reno => Box::new(Reno::default()),
+            CcAlgorithm::Cubic => Box::new(Cubic::default()),
+        }
+    }
+}

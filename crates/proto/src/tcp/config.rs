@@ -1,0 +1,48 @@
+//! Per-connection TCP settings (what `sysctl net.ipv4.tcp_*` and socket
+//! options set on Linux).
+
+use core::time::Duration;
+
+use crate::cc::CcAlgorithm;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TcpConfig {
+    /// MSS we advertise: the largest segment (header-less) we accept.
+    pub mss: u16,
+    pub sack: bool,
+    pub timestamps: bool,
+    pub wscale: bool,
+    /// ACK every second full segment or after `delayed_ack_timeout`.
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout: Duration,
+    /// Receive buffer: the most the receiver advertises (like iperf -w).
+    pub rcv_buf: u64,
+    /// Send buffer: data written but not yet acknowledged.
+    pub snd_buf: u64,
+    pub cc: CcAlgorithm,
+    pub initial_rto: Duration,
+    pub min_rto: Duration,
+    /// SYN / SYN-ACK retransmissions before the attempt fails.
+    pub syn_retries: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1460,
+            sack: true,
+            timestamps: true,
+            wscale: true,
+            delayed_ack: true,
+            // Linux's TCP_DELACK_MIN.
+            delayed_ack_timeout: Duration::from_millis(40),
+            // Linux's tcp_rmem / tcp_wmem maxima are 6 MiB and 4 MiB.
+            rcv_buf: 6 << 20,
+            snd_buf: 4 << 20,
+            cc: CcAlgorithm::Cubic,
+            initial_rto: Duration::from_secs(1),
+            min_rto: Duration::from_millis(200),
+            syn_retries: 6,
+        }
+    }
+}

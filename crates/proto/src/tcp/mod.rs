@@ -1,0 +1,920 @@
+//! A sans-IO TCP connection (RFC 9293): segments and time in, segments and
+//! one timer deadline out. It is the subflow engine MPTCP reuses.
+//!
+//! Data is never copied here: the connection works in stream offsets. The
+//! application (or the MPTCP layer above) says how many bytes it queued;
+//! [`Connection::poll_transmit`] says which byte range each segment
+//! carries; [`Connection::handle_segment`] says at which stream offsets a
+//! received payload belongs. A driver with real bytes keeps them in its own
+//! buffers at those offsets; the simulator keeps none at all.
+//!
+//! Implemented: three-way handshake with MSS / window scale / SACK /
+//! timestamps negotiation, SYN retransmission, RFC 6298 RTO with backoff,
+//! SACK-based loss recovery (RFC 6675 with FACK-style loss marking) or
+//! NewReno without SACK, delayed ACKs, receive window and buffer limits,
+//! zero-window probing, congestion control behind a trait, FIN and RST.
+
+mod config;
+pub mod reassembly;
+pub mod rtt;
+pub mod scoreboard;
+pub mod seq;
+
+use core::ops::Range;
+use core::time::Duration;
+use std::net::SocketAddr;
+
+use mplab_wire::tcp::flags;
+use mplab_wire::{SackBlock, TcpHeader, TcpOptions, Timestamps};
+
+use crate::cc::{AckEvent, CcState, CongestionControl};
+use crate::time::Instant;
+
+pub use config::TcpConfig;
+use reassembly::Reassembly;
+use rtt::RttEstimator;
+use scoreboard::Scoreboard;
+
+/// RFC 9293 connection states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+    Closed,
+}
+
+/// Loss-recovery state (Linux's CA states, reduced).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Recovery {
+    Open,
+    /// Fast recovery until everything sent before it is acknowledged.
+    Fast { recover: u64 },
+    /// After an RTO: slow start from one segment, resending what was lost.
+    Loss { recover: u64 },
+}
+
+/// Why `accept` refused a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcceptError {
+    NotASyn,
+}
+
+/// A segment to send: the header, and the stream bytes it carries.
+#[derive(Debug, Clone)]
+pub struct Transmit {
+    pub header: TcpHeader,
+    /// Stream offsets of the payload (empty for control segments).
+    pub payload: Range<u64>,
+    pub retransmission: bool,
+}
+
+/// Counters and the current state, for probes and results.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TcpStats {
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    pub srtt: Option<Duration>,
+    pub min_rtt: Option<Duration>,
+    pub rto: Duration,
+    pub in_flight: u64,
+    /// The peer's receive window, bytes.
+    pub peer_window: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    pub bytes_retransmitted: u64,
+    /// Payload bytes cumulatively acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Payload bytes received in order.
+    pub bytes_received: u64,
+    pub segments_sent: u64,
+    pub segments_received: u64,
+    pub segments_retransmitted: u64,
+    pub rto_count: u64,
+    pub fast_recoveries: u64,
+}
+
+/// What kind of ACK the receiver owes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AckDue {
+    None,
+    At(Instant),
+    Now,
+}
+
+#[derive(Debug)]
+pub struct Connection {
+    cfg: TcpConfig,
+    state: State,
+    local_port: u16,
+    remote_port: u16,
+    /// Set once the handshake completed (the state may have moved on).
+    synced: bool,
+    reset: bool,
+
+    iss: u32,
+    irs: u32,
+    /// Payload bytes per full-sized segment.
+    mss: u64,
+    sack_ok: bool,
+    ts_ok: bool,
+    /// Shift applied to windows the peer advertises / we advertise.
+    snd_wscale: u8,
+    rcv_wscale: u8,
+    /// Whether the peer sent window scale / SACK / timestamps / MSS in its SYN.
+    peer_syn: TcpOptions,
+
+    // ---- send side (data offsets; the FIN takes offset `app_end`)
+    app_end: u64,
+    snd_una: u64,
+    snd_nxt: u64,
+    fin_queued: bool,
+    fin_sent: bool,
+    board: Scoreboard,
+    peer_wnd: u64,
+    cc_state: CcState,
+    cc: Box<dyn CongestionControl>,
+    recovery: Recovery,
+    dupacks: u32,
+    /// Without SACK, each duplicate ACK means a segment left the network
+    /// (Linux's "reno sacks"): bytes credited against the pipe.
+    dup_credit: u64,
+    /// A fast retransmit may go out once regardless of cwnd.
+    rexmit_allowance: bool,
+    cwnd_limited: bool,
+    rtt: RttEstimator,
+    rto_at: Option<Instant>,
+    backoff: u32,
+    persist_at: Option<Instant>,
+    probe_due: bool,
+    /// SYN or SYN-ACK to (re)send.
+    syn_due: bool,
+    syn_sent_at: Option<Instant>,
+    syn_retransmitted: bool,
+    syn_tries: u32,
+    rst_due: bool,
+
+    // ---- receive side (data offsets)
+    rcv: Reassembly,
+    read_off: u64,
+    rcv_fin: Option<u64>,
+    fin_received: bool,
+    ack_due: AckDue,
+    unacked_segments: u32,
+    ts_recent: u32,
+    /// Right edge of the window last advertised (never shrinks).
+    adv_right: u64,
+    stats: TcpStats,
+}
+
+fn now_ms(now: Instant) -> u32 {
+    (now.0 / 1_000_000) as u32
+}
+
+impl Connection {
+    fn new(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, state: State) -> Connection {
+        let cc = cfg.cc.build();
+        let rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto);
+        let rcv_wscale = if cfg.wscale { wscale_for(cfg.rcv_buf) } else { 0 };
+        let mss = cfg.mss as u64;
+        Connection {
+            state,
+            local_port: local.port(),
+            remote_port: remote.port(),
+            synced: false,
+            reset: false,
+            iss,
+            irs: 0,
+            mss,
+            sack_ok: false,
+            ts_ok: false,
+            snd_wscale: 0,
+            rcv_wscale,
+            peer_syn: TcpOptions::new(),
+            app_end: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            fin_queued: false,
+            fin_sent: false,
+            board: Scoreboard::default(),
+            peer_wnd: 0,
+            cc_state: CcState::new(mss),
+            cc,
+            recovery: Recovery::Open,
+            dupacks: 0,
+            dup_credit: 0,
+            rexmit_allowance: false,
+            cwnd_limited: false,
+            rtt,
+            rto_at: None,
+            backoff: 0,
+            persist_at: None,
+            probe_due: false,
+            syn_due: true,
+            syn_sent_at: None,
+            syn_retransmitted: false,
+            syn_tries: 0,
+            rst_due: false,
+            rcv: Reassembly::new(0),
+            read_off: 0,
+            rcv_fin: None,
+            fin_received: false,
+            ack_due: AckDue::None,
+            unacked_segments: 0,
+            ts_recent: 0,
+            adv_right: 0,
+            stats: TcpStats::default(),
+            cfg,
+        }
+    }
+
+    /// Opens a connection: the first `poll_transmit` yields the SYN.
+    pub fn connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, _now: Instant) -> Connection {
+        Connection::new(cfg, local, remote, iss, State::SynSent)
+    }
+
+    /// Answers a SYN that reached a listener: the first `poll_transmit`
+    /// yields the SYN-ACK.
+    pub fn accept(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, iss: u32, _now: Instant) -> Result<Connection, AcceptError> {
+        if !syn.syn() || syn.ack_flag() || syn.rst() {
+            return Err(AcceptError::NotASyn);
+        }
+        let mut c = Connection::new(cfg, local, remote, iss, State::SynReceived);
+        c.irs = syn.seq;
+        c.negotiate(&syn.options);
+        if let Some(ts) = syn.options.timestamps {
+            c.ts_recent = ts.tsval;
+        }
+        c.peer_wnd = syn.window as u64;
+        Ok(c)
+    }
+
+    /// Applies the options of the peer's SYN (or SYN-ACK) to ours.
+    fn negotiate(&mut self, o: &TcpOptions) {
+        self.peer_syn = *o;
+        self.sack_ok = self.cfg.sack && o.sack_permitted;
+        self.ts_ok = self.cfg.timestamps && o.timestamps.is_some();
+        match (self.cfg.wscale, o.wscale) {
+            (true, Some(s)) => self.snd_wscale = s.min(14),
+            _ => {
+                self.snd_wscale = 0;
+                self.rcv_wscale = 0;
+            }
+        }
+        let peer_mss = o.mss.unwrap_or(536) as u64;
+        let ts_space = if self.ts_ok { 12 } else { 0 };
+        self.mss = (self.cfg.mss as u64).min(peer_mss).saturating_sub(ts_space).max(64);
+        self.cc_state = CcState::new(self.mss);
+    }
+
+    // ------------------------------------------------------------ accessors
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+    /// The handshake completed (data may flow).
+    pub fn is_established(&self) -> bool {
+        self.synced && self.state != State::Closed
+    }
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+    /// The peer reset the connection (or it timed out).
+    pub fn was_reset(&self) -> bool {
+        self.reset
+    }
+    /// The peer sent its FIN and every byte before it was read.
+    pub fn peer_closed(&self) -> bool {
+        self.fin_received && self.read_off == self.rcv.nxt()
+    }
+    /// Payload bytes per full segment, after negotiation.
+    pub fn mss(&self) -> u64 {
+        self.mss
+    }
+    /// The options of the peer's SYN / SYN-ACK.
+    pub fn peer_syn_options(&self) -> &TcpOptions {
+        &self.peer_syn
+    }
+    pub fn cc_state(&self) -> &CcState {
+        &self.cc_state
+    }
+    pub fn srtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+    pub fn in_flight(&self) -> u64 {
+        self.board.in_flight(self.snd_nxt - self.snd_una).saturating_sub(self.dup_credit)
+    }
+    pub fn stats(&self) -> TcpStats {
+        let mut s = self.stats.clone();
+        s.cwnd = self.cc_state.cwnd;
+        s.ssthresh = self.cc_state.ssthresh;
+        s.srtt = self.rtt.srtt();
+        s.min_rtt = self.rtt.min_rtt();
+        s.rto = self.rtt.backed_off(self.backoff);
+        s.in_flight = self.in_flight();
+        s.peer_window = self.peer_wnd;
+        s
+    }
+
+    // --------------------------------------------------------- application
+
+    /// Bytes the send buffer accepts now.
+    pub fn send_space(&self) -> u64 {
+        if self.fin_queued || matches!(self.state, State::Closed) {
+            return 0;
+        }
+        self.cfg.snd_buf.saturating_sub(self.app_end - self.snd_una)
+    }
+
+    /// Queues `n` more stream bytes; returns how many were taken.
+    pub fn send(&mut self, n: u64) -> u64 {
+        let n = n.min(self.send_space());
+        self.app_end += n;
+        n
+    }
+
+    /// Stream offset of the next byte `send` will queue.
+    pub fn send_offset(&self) -> u64 {
+        self.app_end
+    }
+
+    /// In-order bytes ready for the application.
+    pub fn readable(&self) -> u64 {
+        self.rcv.nxt() - self.read_off
+    }
+
+    /// Consumes up to `max` in-order bytes; returns their stream offsets.
+    pub fn recv(&mut self, max: u64) -> Range<u64> {
+        let n = max.min(self.readable());
+        let r = self.read_off..self.read_off + n;
+        self.read_off += n;
+        r
+    }
+
+    /// Closes the sending direction after the queued data (FIN).
+    pub fn close(&mut self) {
+        if self.fin_queued {
+            return;
+        }
+        self.fin_queued = true;
+        self.state = match self.state {
+            State::Established => State::FinWait1,
+            State::CloseWait => State::LastAck,
+            // Before the handshake completes the FIN waits for it (the data
+            // queued so far is still sent).
+            s => s,
+        };
+    }
+
+    /// Aborts: the next `poll_transmit` is a RST, then nothing.
+    pub fn abort(&mut self) {
+        if self.state != State::Closed {
+            self.rst_due = self.synced || self.state == State::SynReceived;
+            self.state = State::Closed;
+        }
+    }
+
+    // -------------------------------------------------------------- timers
+
+    /// The earliest time [`handle_timeout`](Self::handle_timeout) must run.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.state == State::Closed {
+            return None;
+        }
+        let delack = match self.ack_due {
+            AckDue::At(t) => Some(t),
+            _ => None,
+        };
+        [self.rto_at, self.persist_at, delack].into_iter().flatten().min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let AckDue::At(t) = self.ack_due {
+            if t <= now {
+                self.ack_due = AckDue::Now;
+            }
+        }
+        if self.persist_at.is_some_and(|t| t <= now) {
+            self.persist_at = None;
+            self.probe_due = true;
+        }
+        if self.rto_at.is_some_and(|t| t <= now) {
+            self.rto_at = None;
+            self.on_rto(now);
+        }
+    }
+
+    fn on_rto(&mut self, now: Instant) {
+        match self.state {
+            State::SynSent | State::SynReceived => {
+                self.syn_tries += 1;
+                if self.syn_tries > self.cfg.syn_retries {
+                    self.state = State::Closed;
+                    self.reset = true;
+                    return;
+                }
+                self.backoff += 1;
+                self.syn_due = true;
+                self.syn_retransmitted = true;
+            }
+            State::Closed | State::TimeWait => {}
+            _ => {
+                if self.board.is_empty() {
+                    return;
+                }
+                self.stats.rto_count += 1;
+                let in_flight = self.in_flight();
+                self.cc.on_rto(&mut self.cc_state, now, in_flight);
+                self.board.mark_all_lost();
+                self.recovery = Recovery::Loss { recover: self.snd_nxt };
+                self.dupacks = 0;
+                self.dup_credit = 0;
+                self.backoff += 1;
+                // 15 consecutive timeouts (Linux's tcp_retries2): give up.
+                if self.backoff > 15 {
+                    self.state = State::Closed;
+                    self.reset = true;
+                    return;
+                }
+                self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------- receive
+
+    /// Processes one segment addressed to this connection. Returns the
+    /// stream offsets its payload belongs at, when it carried payload the
+    /// connection accepted (even partly); the driver places the bytes there.
+    pub fn handle_segment(&mut self, now: Instant, h: &TcpHeader, payload_len: u32) -> Option<Range<u64>> {
+        self.stats.segments_received += 1;
+        match self.state {
+            State::Closed => None,
+            State::SynSent => {
+                self.on_syn_sent(now, h);
+                None
+            }
+            State::SynReceived => {
+                if h.rst() {
+                    self.state = State::Closed;
+                    self.reset = true;
+                    return None;
+                }
+                if h.syn() && !h.ack_flag() {
+                    self.syn_due = true; // our SYN-ACK was lost
+                    return None;
+                }
+                if !h.ack_flag() || h.ack != self.iss.wrapping_add(1) {
+                    return None;
+                }
+                self.handshake_done(now);
+                self.state = if self.fin_queued { State::FinWait1 } else { State::Established };
+                self.on_synced_segment(now, h, payload_len)
+            }
+            _ => self.on_synced_segment(now, h, payload_len),
+        }
+    }
+
+    fn on_syn_sent(&mut self, now: Instant, h: &TcpHeader) {
+        let ack_ok = h.ack_flag() && h.ack == self.iss.wrapping_add(1);
+        if h.rst() {
+            if ack_ok {
+                self.state = State::Closed;
+                self.reset = true;
+            }
+            return;
+        }
+        if !(h.syn() && ack_ok) {
+            return;
+        }
+        self.irs = h.seq;
+        self.negotiate(&h.options);
+        if let Some(ts) = h.options.timestamps {
+            self.ts_recent = ts.tsval;
+        }
+        self.peer_wnd = h.window as u64; // never scaled in a SYN
+        self.handshake_done(now);
+        self.state = if self.fin_queued { State::FinWait1 } else { State::Established };
+        self.ack_due = AckDue::Now;
+    }
+
+    fn handshake_done(&mut self, now: Instant) {
+        self.synced = true;
+        self.syn_due = false;
+        if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
+            self.rtt.sample(now - t);
+        }
+        self.backoff = 0;
+        self.rto_at = None;
+    }
+
+    fn on_synced_segment(&mut self, now: Instant, h: &TcpHeader, payload_len: u32) -> Option<Range<u64>> {
+        let rcv_base = self.irs.wrapping_add(1);
+        let seg_start = seq::unwrap(h.seq, rcv_base, self.rcv.nxt());
+        if h.rst() {
+            // Accept a RST whose sequence number is in the window (RFC 5961's
+            // exact-match refinement is not needed in a closed world).
+            if seg_start.is_some_and(|s| s >= self.rcv.nxt() && s <= self.adv_right.max(self.rcv.nxt())) {
+                self.state = State::Closed;
+                self.reset = true;
+            }
+            return None;
+        }
+        if h.syn() {
+            // A retransmitted SYN-ACK: our handshake ACK was lost.
+            self.ack_due = AckDue::Now;
+            return None;
+        }
+        if h.ack_flag() {
+            self.on_ack(now, h, payload_len == 0 && !h.fin());
+        }
+        let seg_start = seg_start?;
+        let len = payload_len as u64;
+        if let (Some(ts), true) = (h.options.timestamps, self.ts_ok) {
+            if seg_start <= self.rcv.nxt() {
+                self.ts_recent = ts.tsval;
+            }
+        }
+        let mut placed = None;
+        if len > 0 {
+            placed = Some(seg_start..seg_start + len);
+            self.on_payload(now, seg_start..seg_start + len);
+        }
+        if h.fin() {
+            self.rcv_fin = Some(seg_start + len);
+            self.ack_due = AckDue::Now;
+        }
+        self.check_fin_received();
+        placed
+    }
+
+    fn on_payload(&mut self, now: Instant, r: Range<u64>) {
+        // Accept what fits in the window we advertised (or could advertise).
+        let right = self.adv_right.max(self.rcv.nxt() + self.rcv_window());
+        if r.start >= right {
+            self.ack_due = AckDue::Now;
+            return;
+        }
+        let r = r.start..r.end.min(right);
+        let ins = self.rcv.insert(r);
+        self.stats.bytes_received += ins.advanced;
+        if ins.duplicate || ins.out_of_order || ins.had_holes || !self.cfg.delayed_ack {
+            self.ack_due = AckDue::Now;
+            return;
+        }
+        self.unacked_segments += 1;
+        if self.unacked_segments >= 2 {
+            self.ack_due = AckDue::Now;
+        } else if self.ack_due == AckDue::None {
+            self.ack_due = AckDue::At(now + self.cfg.delayed_ack_timeout);
+        }
+    }
+
+    fn check_fin_received(&mut self) {
+        if self.fin_received || self.rcv_fin != Some(self.rcv.nxt()) {
+            return;
+        }
+        self.fin_received = true;
+        self.ack_due = AckDue::Now;
+        self.state = match self.state {
+            State::Established => State::CloseWait,
+            State::FinWait1 if self.fin_acked() => State::TimeWait,
+            State::FinWait1 => State::Closing,
+            State::FinWait2 => State::TimeWait,
+            s => s,
+        };
+    }
+
+    fn fin_acked(&self) -> bool {
+        self.fin_sent && self.snd_una > self.app_end
+    }
+
+    /// The ACK field and window of a segment (the sender's half).
+    fn on_ack(&mut self, now: Instant, h: &TcpHeader, pure: bool) {
+        let Some(ack) = seq::unwrap(h.ack, self.iss.wrapping_add(1), self.snd_una) else { return };
+        if ack > self.snd_nxt {
+            self.ack_due = AckDue::Now; // acks what we never sent
+            return;
+        }
+        if ack < self.snd_una {
+            return; // old
+        }
+        let old_wnd = self.peer_wnd;
+        self.peer_wnd = (h.window as u64) << self.snd_wscale;
+        if self.peer_wnd > 0 {
+            self.persist_at = None;
+        }
+        let outstanding_before = self.snd_nxt - self.snd_una;
+        let mut newly_sacked = 0;
+        if self.sack_ok && !h.options.sack().is_empty() {
+            let mut blocks: [Range<u64>; 4] = Default::default();
+            let mut n = 0;
+            for b in h.options.sack() {
+                let (Some(l), Some(r)) = (seq::unwrap(b.left, self.iss.wrapping_add(1), self.snd_una), seq::unwrap(b.right, self.iss.wrapping_add(1), self.snd_una)) else {
+                    continue;
+                };
+                let (l, r) = (l.max(ack), r.min(self.snd_nxt));
+                if l < r {
+                    blocks[n] = l..r;
+                    n += 1;
+                }
+            }
+            newly_sacked = self.board.sack(&blocks[..n]);
+        }
+
+        if ack > self.snd_una {
+            let a = self.board.ack(ack);
+            let payload = a.bytes - u64::from(self.fin_sent && ack > self.app_end && self.snd_una <= self.app_end);
+            self.stats.bytes_acked += payload;
+            self.snd_una = ack;
+            self.dupacks = 0;
+            self.dup_credit = self.dup_credit.saturating_sub(a.bytes);
+            if let Some(t) = a.rtt_from {
+                self.rtt.sample(now - t);
+            }
+            self.backoff = 0;
+            self.rto_at = if self.board.is_empty() { None } else { Some(now + self.rtt.rto()) };
+            self.after_new_ack(now, a.bytes);
+        } else if pure && outstanding_before > 0 && self.peer_wnd == old_wnd {
+            self.dupacks += 1;
+            if !self.sack_ok {
+                self.dup_credit = (self.dup_credit + self.mss).min(outstanding_before);
+            }
+        } else if newly_sacked > 0 {
+            // A SACK with a window update still reports a hole.
+            self.dupacks += 1;
+        }
+
+        self.detect_loss(now);
+
+        if self.fin_acked() {
+            self.state = match self.state {
+                State::FinWait1 => State::FinWait2,
+                State::Closing => State::TimeWait,
+                State::LastAck => State::Closed,
+                s => s,
+            };
+        }
+    }
+
+    fn after_new_ack(&mut self, now: Instant, acked: u64) {
+        match self.recovery {
+            Recovery::Fast { recover } => {
+                if self.snd_una >= recover {
+                    self.recovery = Recovery::Open;
+                    self.cc.on_recovery_end(&mut self.cc_state, now);
+                } else if !self.sack_ok {
+                    // NewReno partial ACK: the next hole is lost too.
+                    self.board.mark_head_lost();
+                }
+                return; // no window growth during fast recovery
+            }
+            Recovery::Loss { recover } if self.snd_una >= recover => self.recovery = Recovery::Open,
+            _ => {}
+        }
+        let ev = AckEvent { now, acked, srtt: self.rtt.srtt(), min_rtt: self.rtt.min_rtt(), cwnd_limited: self.cwnd_limited };
+        self.cc.on_ack(&mut self.cc_state, &ev);
+        self.cwnd_limited = false;
+    }
+
+    fn detect_loss(&mut self, now: Instant) {
+        if self.board.is_empty() {
+            return;
+        }
+        if self.sack_ok {
+            self.board.mark_lost_by_sack(3 * self.mss);
+        }
+        if self.recovery == Recovery::Open && self.dupacks >= 3 && self.board.lost() == 0 {
+            self.board.mark_head_lost();
+        }
+        if self.recovery == Recovery::Open && self.board.lost() > 0 {
+            let in_flight = self.in_flight() + self.board.lost();
+            self.cc.on_congestion_event(&mut self.cc_state, now, in_flight);
+            self.recovery = Recovery::Fast { recover: self.snd_nxt };
+            self.rexmit_allowance = true;
+            self.stats.fast_recoveries += 1;
+        }
+    }
+
+    // ------------------------------------------------------------ transmit
+
+    /// The window we can advertise now: buffer space not held by data the
+    /// application has not read.
+    fn rcv_window(&self) -> u64 {
+        self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off)
+    }
+
+    /// The next segment to send, if any. Call until it returns `None`.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        match self.state {
+            State::Closed if self.rst_due => {
+                self.rst_due = false;
+                let mut t = self.segment(now, self.snd_nxt, 0, flags::RST | flags::ACK, false);
+                t.header.options = TcpOptions::new();
+                return Some(t);
+            }
+            State::Closed => return None,
+            State::SynSent | State::SynReceived if !self.synced => {
+                if !self.syn_due {
+                    return None;
+                }
+                return Some(self.syn_segment(now));
+            }
+            _ => {}
+        }
+        if let Some(t) = self.retransmit(now) {
+            return Some(t);
+        }
+        if let Some(t) = self.new_data(now) {
+            return Some(t);
+        }
+        if self.probe_due {
+            self.probe_due = false;
+            return Some(self.zero_window_probe(now));
+        }
+        if self.ack_due == AckDue::Now || self.window_update_due() {
+            return Some(self.segment(now, self.snd_nxt, 0, flags::ACK, false));
+        }
+        None
+    }
+
+    fn syn_segment(&mut self, now: Instant) -> Transmit {
+        self.syn_due = false;
+        if self.syn_sent_at.is_none() {
+            self.syn_sent_at = Some(now);
+        }
+        let mut o = TcpOptions::new();
+        let server = self.state == State::SynReceived;
+        o.mss = Some(self.cfg.mss);
+        // A SYN-ACK carries an option only if the SYN offered it.
+        if self.cfg.wscale && (!server || self.peer_syn.wscale.is_some()) {
+            o.wscale = Some(self.rcv_wscale);
+        }
+        o.sack_permitted = self.cfg.sack && (!server || self.peer_syn.sack_permitted);
+        if self.cfg.timestamps && (!server || self.peer_syn.timestamps.is_some()) {
+            o.timestamps = Some(Timestamps { tsval: now_ms(now), tsecr: if server { self.ts_recent } else { 0 } });
+        }
+        let mut fl = flags::SYN;
+        let mut ack = 0;
+        if server {
+            fl |= flags::ACK;
+            ack = self.irs.wrapping_add(1);
+        }
+        let header = TcpHeader {
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+            seq: self.iss,
+            ack,
+            flags: fl,
+            window: self.cfg.rcv_buf.min(65535) as u16,
+            urgent: 0,
+            options: o,
+        };
+        self.adv_right = self.cfg.rcv_buf.min(65535);
+        self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+        self.stats.segments_sent += 1;
+        Transmit { header, payload: 0..0, retransmission: self.syn_tries > 0 }
+    }
+
+    fn retransmit(&mut self, now: Instant) -> Option<Transmit> {
+        let r = self.board.next_resend()?;
+        let len = r.range.end - r.range.start;
+        if self.in_flight() + len > self.cc_state.cwnd && !self.rexmit_allowance {
+            self.cwnd_limited = true;
+            return None;
+        }
+        self.rexmit_allowance = false;
+        self.board.resent(r.range.start, now);
+        let payload = len - u64::from(r.fin);
+        self.stats.segments_retransmitted += 1;
+        self.stats.bytes_retransmitted += payload;
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+        }
+        let fl = flags::ACK | if r.fin { flags::FIN } else { 0 };
+        let mut t = self.segment(now, r.range.start, payload, fl, true);
+        t.retransmission = true;
+        Some(t)
+    }
+
+    fn new_data(&mut self, now: Instant) -> Option<Transmit> {
+        let avail = self.app_end.saturating_sub(self.snd_nxt);
+        let fin_now = self.fin_queued && !self.fin_sent;
+        if avail == 0 && !(fin_now && self.snd_nxt == self.app_end) {
+            return None;
+        }
+        let mut len = avail.min(self.mss);
+        let wnd_end = self.snd_una + self.peer_wnd;
+        if len > 0 && self.snd_nxt + len > wnd_end {
+            if self.snd_nxt >= wnd_end || (wnd_end - self.snd_nxt < self.mss && self.snd_nxt > self.snd_una) {
+                // Receiver-limited. With nothing in flight no ACK will come
+                // to reopen the window: probe it when the persist timer fires.
+                if self.board.is_empty() && self.persist_at.is_none() {
+                    self.persist_at = Some(now + self.rtt.backed_off(self.backoff));
+                }
+                return None;
+            }
+            len = wnd_end - self.snd_nxt;
+        }
+        if len > 0 && self.in_flight() + len > self.cc_state.cwnd {
+            self.cwnd_limited = true;
+            return None;
+        }
+        let fin = fin_now && self.snd_nxt + len == self.app_end;
+        let start = self.snd_nxt;
+        let seq_len = len + u64::from(fin);
+        self.board.push(start..start + seq_len, fin, now);
+        self.snd_nxt += seq_len;
+        if fin {
+            self.fin_sent = true;
+        }
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+        }
+        let fl = flags::ACK | if fin { flags::FIN } else { 0 } | if len > 0 && self.snd_nxt >= self.app_end { flags::PSH } else { 0 };
+        Some(self.segment(now, start, len, fl, false))
+    }
+
+    /// One byte beyond a zero window (RFC 9293 3.8.6.1); it is sent as new
+    /// data and retransmitted like any other when the window reopens.
+    fn zero_window_probe(&mut self, now: Instant) -> Transmit {
+        self.persist_at = Some(now + self.rtt.backed_off(self.backoff + 1));
+        self.backoff = (self.backoff + 1).min(15);
+        if self.snd_nxt < self.app_end && self.board.is_empty() {
+            let start = self.snd_nxt;
+            self.board.push(start..start + 1, false, now);
+            self.snd_nxt += 1;
+            self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+            return self.segment(now, start, 1, flags::ACK, false);
+        }
+        self.segment(now, self.snd_nxt, 0, flags::ACK, false)
+    }
+
+    /// After the application read a lot, tell a sender that may be stalled.
+    fn window_update_due(&self) -> bool {
+        if !self.synced || self.fin_received {
+            return false;
+        }
+        let right = self.rcv.nxt() + self.rcv_window();
+        let last_wnd = self.adv_right.saturating_sub(self.rcv.nxt());
+        right >= self.adv_right + 2 * self.mss && last_wnd < self.cfg.rcv_buf / 2
+    }
+
+    /// Builds a segment starting at data offset `start` with `len` payload
+    /// bytes; every segment carries the current ACK and window.
+    fn segment(&mut self, now: Instant, start: u64, len: u64, fl: u8, retransmission: bool) -> Transmit {
+        let mut o = TcpOptions::new();
+        if self.ts_ok {
+            o.timestamps = Some(Timestamps { tsval: now_ms(now), tsecr: self.ts_recent });
+        }
+        if self.sack_ok && self.rcv.has_holes() {
+            let mut r: [Range<u64>; 4] = Default::default();
+            let max = if self.ts_ok { 3 } else { 4 };
+            let n = self.rcv.sack_blocks(&mut r[..max]);
+            let base = self.irs.wrapping_add(1);
+            let mut blocks = [SackBlock::default(); 4];
+            for (b, x) in blocks.iter_mut().zip(&r[..n]) {
+                *b = SackBlock { left: seq::wrap(x.start, base), right: seq::wrap(x.end, base) };
+            }
+            o.set_sack(&blocks[..n]);
+        }
+        let wnd = self.rcv_window();
+        let right = (self.rcv.nxt() + wnd).max(self.adv_right);
+        self.adv_right = right;
+        let field = ((right - self.rcv.nxt()) >> self.rcv_wscale).min(65535) as u16;
+        let rcv_seq = self.rcv.nxt() + u64::from(self.fin_received);
+        let header = TcpHeader {
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+            seq: seq::wrap(start, self.iss.wrapping_add(1)),
+            ack: seq::wrap(rcv_seq, self.irs.wrapping_add(1)),
+            flags: fl,
+            window: field,
+            urgent: 0,
+            options: o,
+        };
+        self.ack_due = AckDue::None;
+        self.unacked_segments = 0;
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += len;
+        Transmit { header, payload: start..start + len, retransmission }
+    }
+}
+
+/// The smallest window-scale shift that lets `buf` be advertised.
+fn wscale_for(buf: u64) -> u8 {
+    let mut s = 0;
+    while s < 14 && (buf >> s) > 65535 {
+        s += 1;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

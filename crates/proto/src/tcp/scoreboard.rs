@@ -1,0 +1,353 @@
+//! The sender's record of every segment in flight: what was sent when,
+//! what the peer SACKed, what is deemed lost and what was retransmitted
+//! (RFC 6675's scoreboard). Byte counters are kept incrementally so that
+//! the bytes in flight ("pipe") cost O(1) per ACK even with thousands of
+//! segments outstanding.
+
+use std::collections::VecDeque;
+use core::ops::Range;
+
+use crate::time::Instant;
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+/// Retransmitted and not yet acknowledged or SACKed.
+const RETRANS: u8 = 4;
+/// Retransmitted at least once: no RTT sample from it (Karn).
+const EVER_RETRANS: u8 = 8;
+
+#[derive(Debug, Clone, Copy)]
+struct Seg {
+    /// Sequence offsets; a FIN occupies the last one.
+    start: u64,
+    end: u64,
+    sent_at: Instant,
+    fin: bool,
+    flags: u8,
+}
+
+impl Seg {
+    fn len(&self) -> u64 {
+        self.end - self.start
+    }
+    fn has(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// A segment to retransmit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resend {
+    pub range: Range<u64>,
+    pub fin: bool,
+}
+
+/// What a cumulative ACK removed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Acked {
+    /// Sequence bytes (payload plus a FIN).
+    pub bytes: u64,
+    /// Send time of the newest segment acked that was never retransmitted.
+    pub rtt_from: Option<Instant>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Scoreboard {
+    segs: VecDeque<Seg>,
+    sacked: u64,
+    lost: u64,
+    retrans_out: u64,
+    highest_sack: u64,
+    /// Loss marking has decided every segment below this offset.
+    lost_scan: u64,
+    /// Retransmission has considered every segment below this offset.
+    rexmit_scan: u64,
+    /// SACK blocks of the previous ACK: only what is new gets walked.
+    sack_cache: [Range<u64>; 4],
+}
+
+impl Scoreboard {
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+    pub fn sacked(&self) -> u64 {
+        self.sacked
+    }
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+    pub fn highest_sack(&self) -> u64 {
+        self.highest_sack
+    }
+
+    /// Bytes believed to be in the network (RFC 6675 "pipe").
+    pub fn in_flight(&self, outstanding: u64) -> u64 {
+        (outstanding + self.retrans_out).saturating_sub(self.sacked + self.lost)
+    }
+
+    pub fn push(&mut self, range: Range<u64>, fin: bool, now: Instant) {
+        self.segs.push_back(Seg { start: range.start, end: range.end, sent_at: now, fin, flags: 0 });
+    }
+
+    fn index_of(&self, off: u64) -> usize {
+        self.segs.partition_point(|s| s.end <= off)
+    }
+
+    fn forget(&mut self, s: &Seg) {
+        let n = s.len();
+        if s.has(SACKED) {
+            self.sacked -= n;
+        }
+        if s.has(LOST) {
+            self.lost -= n;
+        }
+        if s.has(RETRANS) {
+            self.retrans_out -= n;
+        }
+    }
+
+    /// Everything below `upto` is cumulatively acknowledged.
+    pub fn ack(&mut self, upto: u64) -> Acked {
+        let mut a = Acked::default();
+        while let Some(front) = self.segs.front().copied() {
+            if front.end <= upto {
+                self.forget(&front);
+                a.bytes += front.len();
+                if !front.has(EVER_RETRANS) {
+                    a.rtt_from = Some(front.sent_at);
+                }
+                self.segs.pop_front();
+            } else {
+                if front.start < upto {
+                    // Acked in the middle (the peer's segmentation differs):
+                    // keep the rest, its flags and counters adjusted.
+                    self.forget(&front);
+                    let seg = self.segs.front_mut().expect("front exists");
+                    a.bytes += upto - seg.start;
+                    seg.start = upto;
+                    let s = *seg;
+                    self.count(&s);
+                }
+                break;
+            }
+        }
+        self.highest_sack = self.highest_sack.max(upto);
+        self.lost_scan = self.lost_scan.max(upto);
+        self.rexmit_scan = self.rexmit_scan.max(upto);
+        a
+    }
+
+    fn count(&mut self, s: &Seg) {
+        let n = s.len();
+        if s.has(SACKED) {
+            self.sacked += n;
+        }
+        if s.has(LOST) {
+            self.lost += n;
+        }
+        if s.has(RETRANS) {
+            self.retrans_out += n;
+        }
+    }
+
+    /// Applies the SACK blocks of one ACK (already clipped to the
+    /// outstanding window); returns the bytes newly SACKed.
+    pub fn sack(&mut self, blocks: &[Range<u64>]) -> u64 {
+        let mut newly = 0;
+        for b in blocks {
+            // Walk only the parts not covered by last ACK's blocks.
+            let mut parts: [Range<u64>; 5] = Default::default();
+            let mut np = 0;
+            let mut cur = b.start;
+            let mut cached: [Range<u64>; 4] = self.sack_cache.clone();
+            cached.sort_by_key(|c| c.start);
+            for c in cached.iter().filter(|c| !c.is_empty() && c.end > b.start && c.start < b.end) {
+                if c.start > cur {
+                    parts[np] = cur..c.start;
+                    np += 1;
+                }
+                cur = cur.max(c.end);
+            }
+            if cur < b.end {
+                parts[np] = cur..b.end;
+                np += 1;
+            }
+            for p in &parts[..np] {
+                newly += self.mark_sacked(p.clone());
+            }
+            self.highest_sack = self.highest_sack.max(b.end);
+        }
+        for (slot, b) in self.sack_cache.iter_mut().zip(blocks.iter().chain(core::iter::repeat(&(0..0)))) {
+            *slot = b.clone();
+        }
+        newly
+    }
+
+    fn mark_sacked(&mut self, r: Range<u64>) -> u64 {
+        let mut i = self.index_of(r.start);
+        let mut newly = 0;
+        while i < self.segs.len() && self.segs[i].start < r.end {
+            let s = self.segs[i];
+            if s.start >= r.start && s.end <= r.end && !s.has(SACKED) {
+                self.forget(&s);
+                let seg = &mut self.segs[i];
+                seg.flags = (seg.flags | SACKED) & !(LOST | RETRANS);
+                let s = *seg;
+                self.count(&s);
+                newly += s.len();
+            }
+            i += 1;
+        }
+        newly
+    }
+
+    /// FACK-style loss inference: a segment not SACKed with at least
+    /// `thresh` bytes SACKed above it is lost. Returns bytes newly marked.
+    pub fn mark_lost_by_sack(&mut self, thresh: u64) -> u64 {
+        let limit = self.highest_sack.saturating_sub(thresh);
+        if limit <= self.lost_scan {
+            return 0;
+        }
+        let mut i = self.index_of(self.lost_scan);
+        let mut newly = 0;
+        while i < self.segs.len() && self.segs[i].end <= limit {
+            let s = self.segs[i];
+            if !s.has(SACKED | LOST) {
+                self.segs[i].flags |= LOST;
+                self.lost += s.len();
+                newly += s.len();
+            }
+            self.lost_scan = s.end;
+            i += 1;
+        }
+        newly
+    }
+
+    /// The first unacknowledged segment is lost (NewReno, without SACK).
+    pub fn mark_head_lost(&mut self) {
+        if let Some(s) = self.segs.front().copied() {
+            if !s.has(SACKED | LOST) {
+                self.segs[0].flags |= LOST;
+                self.segs[0].flags &= !RETRANS;
+                if s.has(RETRANS) {
+                    self.retrans_out -= s.len();
+                }
+                self.lost += s.len();
+            }
+            self.lost_scan = self.lost_scan.max(s.end);
+            self.rexmit_scan = self.rexmit_scan.min(s.start);
+        }
+    }
+
+    /// Retransmission timeout: everything not SACKed is lost, and earlier
+    /// retransmissions are presumed lost too.
+    pub fn mark_all_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.flags &= !RETRANS;
+            if s.flags & SACKED == 0 {
+                s.flags |= LOST;
+            }
+        }
+        self.retrans_out = 0;
+        self.lost = self.segs.iter().filter(|s| s.has(LOST)).map(Seg::len).sum();
+        self.lost_scan = self.segs.back().map_or(0, |s| s.end);
+        self.rexmit_scan = self.segs.front().map_or(0, |s| s.start);
+    }
+
+    /// The next segment marked lost and not yet retransmitted.
+    pub fn next_resend(&mut self) -> Option<Resend> {
+        let mut i = self.index_of(self.rexmit_scan);
+        while i < self.segs.len() && self.segs[i].start < self.lost_scan {
+            let s = self.segs[i];
+            if s.has(LOST) && !s.has(RETRANS) {
+                return Some(Resend { range: s.start..s.end, fin: s.fin });
+            }
+            self.rexmit_scan = s.end;
+            i += 1;
+        }
+        None
+    }
+
+    /// Records that the segment starting at `start` was retransmitted.
+    pub fn resent(&mut self, start: u64, now: Instant) {
+        let i = self.index_of(start);
+        if let Some(s) = self.segs.get_mut(i) {
+            if s.start == start && s.flags & RETRANS == 0 {
+                s.flags |= RETRANS | EVER_RETRANS;
+                s.sent_at = now;
+                let n = s.len();
+                self.retrans_out += n;
+                self.rexmit_scan = self.rexmit_scan.max(s.end);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(n: u64) -> Scoreboard {
+        let mut b = Scoreboard::default();
+        for i in 0..n {
+            b.push(i * 100..(i + 1) * 100, false, Instant(i));
+        }
+        b
+    }
+
+    #[test]
+    fn sack_loss_and_retransmit() {
+        let mut b = board(10);
+        assert_eq!(b.in_flight(1000), 1000);
+        // Segment 0 lost; 1..5 SACKed.
+        assert_eq!(b.sack(&[100..500]), 400);
+        assert_eq!(b.sack(&[100..600]), 100, "only the new part is walked");
+        assert_eq!(b.mark_lost_by_sack(300), 100);
+        assert_eq!(b.in_flight(1000), 1000 - 500 - 100);
+        let r = b.next_resend().unwrap();
+        assert_eq!(r.range, 0..100);
+        b.resent(0, Instant(50));
+        assert_eq!(b.in_flight(1000), 500);
+        assert!(b.next_resend().is_none());
+        let a = b.ack(600);
+        assert_eq!(a.bytes, 600);
+        assert_eq!(a.rtt_from, Some(Instant(5)), "newest never-retransmitted segment");
+        assert_eq!((b.sacked(), b.lost()), (0, 0));
+        assert_eq!(b.in_flight(400), 400);
+    }
+
+    #[test]
+    fn rto_marks_everything_unsacked() {
+        let mut b = board(5);
+        b.sack(&[200..300]);
+        b.mark_all_lost();
+        assert_eq!(b.lost(), 400);
+        assert_eq!(b.in_flight(500), 0);
+        let mut got = vec![];
+        while let Some(r) = b.next_resend() {
+            got.push(r.range.start);
+            b.resent(r.range.start, Instant(9));
+        }
+        assert_eq!(got, vec![0, 100, 300, 400]);
+        assert_eq!(b.in_flight(500), 400);
+    }
+
+    #[test]
+    fn newreno_head_loss_and_partial_ack() {
+        let mut b = board(4);
+        b.mark_head_lost();
+        assert_eq!(b.next_resend().unwrap().range, 0..100);
+        b.resent(0, Instant(7));
+        b.ack(100);
+        b.mark_head_lost();
+        assert_eq!(b.next_resend().unwrap().range, 100..200);
+    }
+
+    #[test]
+    fn ack_in_the_middle_of_a_segment() {
+        let mut b = board(2);
+        let a = b.ack(150);
+        assert_eq!(a.bytes, 150);
+        assert_eq!(b.in_flight(50), 50);
+    }
+}

@@ -1,0 +1,338 @@
+//! Two connections joined by a lossy, delaying, rate-limited pipe: the
+//! whole state machine exercised without any simulator.
+
+use super::*;
+use proptest::prelude::*;
+
+const MS: u64 = 1_000_000;
+
+fn addr(p: u16) -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, (p % 200) as u8 + 1], p))
+}
+
+struct InFlight {
+    at: Instant,
+    to_server: bool,
+    h: TcpHeader,
+    payload: Range<u64>,
+}
+
+/// One-way delay `delay`, a serialisation rate, and a drop rule deciding by
+/// (direction, sequence of the packet in that direction, header).
+struct Pipe<'a> {
+    client: Connection,
+    server: Option<Connection>,
+    server_cfg: TcpConfig,
+    delay: u64,
+    /// Nanoseconds per byte (0 = infinitely fast).
+    ns_per_byte: u64,
+    busy_until: [Instant; 2],
+    wire: Vec<InFlight>,
+    now: Instant,
+    sent: [u64; 2],
+    drop: Box<dyn FnMut(bool, u64, &TcpHeader, u64) -> bool + 'a>,
+    to_send: u64,
+    received: u64,
+    server_reads: bool,
+    misplaced: u64,
+}
+
+impl<'a> Pipe<'a> {
+    fn new(cfg: TcpConfig, server_cfg: TcpConfig, iss: u32, delay_ms: u64, rate_mbit: u64) -> Self {
+        let client = Connection::connect(cfg, addr(40000), addr(5001), iss, Instant(0));
+        Pipe {
+            client,
+            server: None,
+            server_cfg,
+            delay: delay_ms * MS,
+            ns_per_byte: if rate_mbit == 0 { 0 } else { 8000 / rate_mbit },
+            busy_until: [Instant(0); 2],
+            wire: Vec::new(),
+            now: Instant(0),
+            sent: [0; 2],
+            drop: Box::new(|_, _, _, _| false),
+            to_send: 0,
+            received: 0,
+            server_reads: true,
+            misplaced: 0,
+        }
+    }
+
+    fn emit(&mut self, from_client: bool) {
+        loop {
+            let c = if from_client { Some(&mut self.client) } else { self.server.as_mut() };
+            let Some(c) = c else { return };
+            let Some(t) = c.poll_transmit(self.now) else { return };
+            let d = from_client as usize;
+            let idx = self.sent[d];
+            self.sent[d] += 1;
+            let len = t.payload.end - t.payload.start;
+            let start = self.busy_until[d].max(self.now);
+            let done = start + Duration::from_nanos((len + 52) * self.ns_per_byte);
+            self.busy_until[d] = done;
+            if (self.drop)(from_client, idx, &t.header, len) {
+                continue;
+            }
+            self.wire.push(InFlight { at: done + Duration::from_nanos(self.delay), to_server: from_client, h: t.header, payload: t.payload });
+        }
+    }
+
+    fn app(&mut self) {
+        let n = self.client.send(self.to_send);
+        self.to_send -= n;
+        if self.to_send == 0 {
+            self.client.close();
+        }
+        if let Some(s) = self.server.as_mut() {
+            if self.server_reads {
+                let r = s.recv(u64::MAX);
+                assert_eq!(r.start, self.received, "reads are contiguous");
+                self.received = r.end;
+                if s.peer_closed() {
+                    s.close();
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, p: InFlight) {
+        if p.to_server {
+            if self.server.is_none() {
+                self.server = Connection::accept(self.server_cfg.clone(), addr(5001), addr(40000), &p.h, 0xdead_beef, self.now).ok();
+            }
+            if let Some(s) = self.server.as_mut() {
+                let len = (p.payload.end - p.payload.start) as u32;
+                if let Some(r) = s.handle_segment(self.now, &p.h, len) {
+                    if r.start != p.payload.start {
+                        self.misplaced += 1;
+                    }
+                }
+            }
+        } else {
+            self.client.handle_segment(self.now, &p.h, (p.payload.end - p.payload.start) as u32);
+        }
+    }
+
+    /// Runs until both ends are closed or `limit_ms` of virtual time passed.
+    fn run(&mut self, limit_ms: u64) {
+        let limit = Instant(limit_ms * MS);
+        for _ in 0..10_000_000 {
+            self.app();
+            self.emit(true);
+            self.emit(false);
+            let next_pkt = self.wire.iter().map(|p| p.at).min();
+            let timers = [self.client.poll_timeout(), self.server.as_ref().and_then(|s| s.poll_timeout())];
+            let next_timer = timers.iter().flatten().min().copied();
+            let Some(next) = [next_pkt, next_timer].into_iter().flatten().min() else { return };
+            if next > limit {
+                self.now = limit;
+                return;
+            }
+            self.now = next;
+            if next_pkt == Some(next) {
+                let i = self.wire.iter().position(|p| p.at == next).unwrap();
+                let p = self.wire.remove(i);
+                self.deliver(p);
+            } else {
+                self.client.handle_timeout(next);
+                if let Some(s) = self.server.as_mut() {
+                    s.handle_timeout(next);
+                }
+            }
+            if self.client.is_closed() && self.server.as_ref().is_some_and(|s| s.is_closed()) {
+                return;
+            }
+        }
+        panic!("event budget exhausted");
+    }
+}
+
+fn bulk(bytes: u64) -> Pipe<'static> {
+    let mut p = Pipe::new(TcpConfig::default(), TcpConfig::default(), 1000, 10, 100);
+    p.to_send = bytes;
+    p
+}
+
+#[test]
+fn handshake_negotiates_options() {
+    let mut p = bulk(0);
+    p.run(100);
+    let s = p.server.as_ref().unwrap();
+    assert!(p.client.synced && s.synced);
+    assert_eq!(p.client.mss(), 1448, "1460 minus 12 bytes of timestamps");
+    assert!(p.client.sack_ok && p.client.ts_ok);
+    assert_eq!(p.client.snd_wscale, s.rcv_wscale);
+    assert_eq!(s.rcv_wscale, wscale_for(TcpConfig::default().rcv_buf));
+    // RTT from the handshake: 2 x 10 ms plus serialisation.
+    let rtt = p.client.srtt().unwrap();
+    assert!(rtt >= Duration::from_millis(20) && rtt < Duration::from_millis(21), "{rtt:?}");
+}
+
+#[test]
+fn bulk_transfer_delivers_every_byte_and_closes() {
+    let mut p = bulk(3_000_000);
+    p.run(10_000);
+    assert_eq!(p.received, 3_000_000);
+    assert_eq!(p.misplaced, 0);
+    assert!(p.client.state() == State::TimeWait || p.client.is_closed(), "{:?}", p.client.state());
+    assert!(p.server.as_ref().unwrap().is_closed());
+    let st = p.client.stats();
+    assert_eq!(st.bytes_acked, 3_000_000);
+    assert_eq!(st.segments_retransmitted, 0);
+}
+
+#[test]
+fn options_off_still_work() {
+    let cfg = TcpConfig { sack: false, timestamps: false, wscale: false, delayed_ack: false, rcv_buf: 60_000, ..Default::default() };
+    let mut p = Pipe::new(cfg.clone(), cfg, 7, 5, 50);
+    p.to_send = 500_000;
+    p.run(10_000);
+    assert_eq!(p.received, 500_000);
+    assert_eq!(p.client.mss(), 1460);
+    assert!(!p.client.sack_ok && !p.client.ts_ok);
+}
+
+#[test]
+fn sequence_numbers_wrap() {
+    let mut p = Pipe::new(TcpConfig::default(), TcpConfig::default(), u32::MAX - 5000, 2, 0);
+    p.to_send = 1_000_000;
+    p.run(10_000);
+    assert_eq!(p.received, 1_000_000);
+    assert_eq!(p.misplaced, 0);
+}
+
+#[test]
+fn single_loss_is_repaired_by_fast_retransmit_with_sack() {
+    let mut p = bulk(2_000_000);
+    p.drop = Box::new(|to_server, idx, _, len| to_server && idx == 40 && len > 0);
+    p.run(10_000);
+    assert_eq!(p.received, 2_000_000);
+    let st = p.client.stats();
+    assert_eq!(st.fast_recoveries, 1);
+    assert_eq!(st.rto_count, 0);
+    assert_eq!(st.segments_retransmitted, 1);
+}
+
+#[test]
+fn burst_loss_without_sack_is_repaired_by_newreno() {
+    let cfg = TcpConfig { sack: false, ..Default::default() };
+    let mut p = Pipe::new(cfg.clone(), cfg, 1, 10, 100);
+    p.to_send = 2_000_000;
+    p.drop = Box::new(|to_server, idx, _, len| to_server && (40..43).contains(&idx) && len > 0);
+    p.run(20_000);
+    assert_eq!(p.received, 2_000_000);
+    let st = p.client.stats();
+    assert_eq!(st.fast_recoveries, 1);
+    assert_eq!(st.rto_count, 0, "partial ACKs retransmit the next hole");
+    assert_eq!(st.segments_retransmitted, 3);
+}
+
+#[test]
+fn blackout_is_repaired_by_rto_with_backoff() {
+    // Everything from the client is lost between 100 and 1500 ms.
+    let mut p = bulk(2_000_000);
+    let lost = std::cell::Cell::new(0u64);
+    let now_ref = std::rc::Rc::new(std::cell::Cell::new(Instant(0)));
+    let nr = now_ref.clone();
+    p.drop = Box::new(move |to_server, _, _, _| {
+        let t = nr.get().0 / MS;
+        let d = to_server && (100..1500).contains(&t);
+        if d {
+            lost.set(lost.get() + 1);
+        }
+        d
+    });
+    // Keep the closure's clock in step with the pipe's.
+    let limit = 20_000;
+    let mut t = 0;
+    while t < limit && p.received < 2_000_000 {
+        t += 10;
+        now_ref.set(Instant(t * MS));
+        p.run(t);
+    }
+    assert_eq!(p.received, 2_000_000);
+    let st = p.client.stats();
+    assert!(st.rto_count >= 2, "several backed-off timeouts during the blackout: {}", st.rto_count);
+}
+
+#[test]
+fn lost_syn_is_retransmitted_after_the_initial_rto() {
+    let mut p = bulk(10_000);
+    p.drop = Box::new(|to_server, idx, h, _| to_server && idx == 0 && h.syn());
+    p.run(5_000);
+    assert_eq!(p.received, 10_000);
+    assert!(p.client.srtt().is_some());
+    // The handshake finished only after the 1 s initial RTO.
+    assert!(p.server.as_ref().unwrap().stats().segments_received > 0);
+}
+
+#[test]
+fn receive_window_limits_the_sender_and_reopens() {
+    let cfg = TcpConfig { rcv_buf: 64_000, ..Default::default() };
+    let mut p = Pipe::new(TcpConfig::default(), cfg, 1, 5, 100);
+    p.to_send = 1_000_000;
+    p.server_reads = false;
+    p.run(500);
+    let s = p.server.as_ref().unwrap();
+    assert!(s.readable() <= 64_000 && s.readable() > 60_000, "{}", s.readable());
+    assert!(p.client.stats().peer_window < p.client.mss());
+    p.server_reads = true;
+    p.run(20_000);
+    assert_eq!(p.received, 1_000_000);
+}
+
+#[test]
+fn window_limited_throughput_is_window_over_rtt() {
+    // 100 Mbit/s, 20 ms RTT: a 50 KB window gives ~20 Mbit/s.
+    let cfg = TcpConfig { rcv_buf: 50_000, ..Default::default() };
+    let mut p = Pipe::new(TcpConfig::default(), cfg, 1, 10, 100);
+    p.to_send = 5_000_000;
+    p.run(60_000);
+    assert_eq!(p.received, 5_000_000);
+    let secs = p.now.as_secs_f64();
+    let mbit = 5e6 * 8.0 / secs / 1e6;
+    assert!((17.0..21.0).contains(&mbit), "{mbit} Mbit/s");
+}
+
+#[test]
+fn abort_sends_a_reset_that_closes_the_peer() {
+    let mut p = bulk(u64::MAX / 4);
+    p.run(200);
+    p.client.abort();
+    p.to_send = 0;
+    p.run(400);
+    assert!(p.server.as_ref().unwrap().was_reset());
+}
+
+#[test]
+fn malformed_segments_do_not_panic() {
+    let mut p = bulk(100_000);
+    p.run(100);
+    let mut h = TcpHeader { src_port: 5001, dst_port: 40000, seq: 12345, ack: 999, flags: 0xff, window: 0, urgent: 0, options: TcpOptions::new() };
+    for f in [0u8, flags::ACK, flags::SYN, flags::FIN, flags::RST | flags::ACK, 0xff] {
+        h.flags = f;
+        p.client.handle_segment(p.now, &h, 1000);
+        p.client.handle_segment(p.now, &h, 0);
+    }
+    p.run(10_000);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    /// Any pattern of up to 5 % loss in either direction: every byte arrives
+    /// exactly once, in order, at the right offsets.
+    #[test]
+    fn random_loss_never_loses_data(seed: u64, loss_pct in 0u64..6, sack: bool, ts: bool, iss: u32) {
+        let cfg = TcpConfig { sack, timestamps: ts, ..Default::default() };
+        let mut p = Pipe::new(cfg.clone(), cfg, iss, 5, 50);
+        p.to_send = 300_000;
+        let mut x = seed | 1;
+        p.drop = Box::new(move |_, _, _, _| {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            x % 100 < loss_pct
+        });
+        p.run(600_000);
+        prop_assert_eq!(p.received, 300_000);
+        prop_assert_eq!(p.misplaced, 0);
+    }
+}
