@@ -1,6 +1,7 @@
 //! `mplab`: the Multipath TCP lab command line.
 
 mod capture;
+mod run;
 mod trace;
 
 use std::path::PathBuf;
@@ -21,6 +22,34 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a scenario and write its results directory (summary.json,
+    /// flows.csv, interfaces.csv, queues.csv, pcaps if the scenario asks).
+    ///
+    /// Examples:
+    ///   mplab run scenarios/tcp-single.toml
+    ///   mplab run scenarios/tcp-single.toml --seed 7 --set links.0.rate=50Mbit --out /tmp/r --json
+    Run {
+        /// Scenario file (TOML; see docs/scenario.md).
+        scenario: PathBuf,
+        /// Where to run it.
+        #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
+        backend: String,
+        /// Random seed (overrides the scenario's `seed`).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Override a scenario field, e.g. --set links.0.delay=50ms (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Results directory (default results/<scenario name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print summary.json on stdout instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// No progress bar, no table.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Decode a pcap/pcapng capture: MPTCP connections, subflows, events, and
     /// verification of every token, HMAC and DSS checksum.
     ///
@@ -37,6 +66,20 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run { scenario, backend, seed, sets, out, json, quiet } => {
+            let args = run::RunArgs { scenario, backend, seed, sets, out, json, quiet };
+            match run::run(&args) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(run::RunError::Usage(m)) => {
+                    eprintln!("mplab run: {m}");
+                    ExitCode::from(EXIT_USAGE)
+                }
+                Err(run::RunError::Failed(m)) => {
+                    eprintln!("mplab run: {m}");
+                    ExitCode::from(EXIT_FAILED)
+                }
+            }
+        }
         Command::Trace { file, json } => match trace::trace_file(&file) {
             Ok(rep) => {
                 if json {

@@ -140,6 +140,13 @@ impl Scenario {
         Ok(())
     }
 
+    /// An error about the field at `path` (`flows[0].cc`), located in the
+    /// file (or the `--set` that introduced it): for backends that reject a
+    /// value the scenario format allows, like a congestion control they lack.
+    pub fn error_at(&self, path: &str, message: impl Into<String>) -> ScenarioError {
+        self.source.error(Diag::new(path, message))
+    }
+
     /// Expands generators, assigns addresses, computes routes and resolves
     /// flows, events, middleboxes and probes.
     pub fn resolve(&self) -> Result<Network, ScenarioError> {

@@ -1,1 +1,33 @@
-//! mplab-sim (see crate docs)
+//! # mplab-sim
+//!
+//! A deterministic packet-level discrete-event simulator: virtual time in
+//! nanoseconds, one event queue with deterministic tie-breaking, seeded
+//! random streams per element, links with serialisation, propagation delay,
+//! jitter, loss and queues, hosts and routers with static, policy and ECMP
+//! routing, and the sans-IO transport of crates/proto on the hosts.
+//!
+//! ```no_run
+//! use mplab_scenario::Scenario;
+//! let net = Scenario::from_file("scenarios/tcp-single.toml")?.resolve()?;
+//! let end = mplab_proto::Instant(net.duration_ns);
+//! let mut world = mplab_sim::World::new(net, None)?;
+//! world.run_until(end);
+//! let results = world.finish("sim");
+//! println!("{:.1} Mbit/s", results.summary.flows[0].goodput_bps / 1e6);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod apps;
+pub mod endpoint;
+pub mod event;
+pub mod link;
+pub mod packet;
+pub mod results;
+pub mod rng;
+pub mod tcp_endpoint;
+pub mod transport;
+pub mod world;
+
+pub use results::{RunResults, Summary};
+pub use transport::{unsupported, Unsupported};
+pub use world::{RunStats, World};

@@ -145,6 +145,11 @@ pub struct Connection {
     /// Without SACK, each duplicate ACK means a segment left the network
     /// (Linux's "reno sacks"): bytes credited against the pipe.
     dup_credit: u64,
+    /// Proportional rate reduction (RFC 6937) during fast recovery: bytes in
+    /// flight when it began, bytes the peer received since, bytes we sent.
+    recover_fs: u64,
+    prr_delivered: u64,
+    prr_out: u64,
     /// A fast retransmit may go out once regardless of cwnd.
     rexmit_allowance: bool,
     cwnd_limited: bool,
@@ -209,6 +214,9 @@ impl Connection {
             recovery: Recovery::Open,
             dupacks: 0,
             dup_credit: 0,
+            recover_fs: 0,
+            prr_delivered: 0,
+            prr_out: 0,
             rexmit_allowance: false,
             cwnd_limited: false,
             rtt,
@@ -310,6 +318,15 @@ impl Connection {
     pub fn in_flight(&self) -> u64 {
         self.board.in_flight(self.snd_nxt - self.snd_una).saturating_sub(self.dup_credit)
     }
+    /// One line of sender internals, for tracing a misbehaving flow.
+    pub fn debug_line(&self) -> String {
+        format!(
+            "sack_ok {} {:?} {:?} una {} nxt {} app_end {} cwnd {} ssthresh {} pipe {} lost {} sacked {} hsack {} dupacks {} peer_wnd {} rto_at {:?} cwnd_limited {}",
+            self.sack_ok, self.state, self.recovery, self.snd_una, self.snd_nxt, self.app_end, self.cc_state.cwnd, self.cc_state.ssthresh,
+            self.in_flight(), self.board.lost(), self.board.sacked(), self.board.highest_sack(), self.dupacks, self.peer_wnd, self.rto_at, self.cwnd_limited
+        )
+    }
+
     pub fn stats(&self) -> TcpStats {
         let mut s = self.stats.clone();
         s.cwnd = self.cc_state.cwnd;
@@ -611,6 +628,7 @@ impl Connection {
             self.persist_at = None;
         }
         let outstanding_before = self.snd_nxt - self.snd_una;
+        let (una_before, sacked_before) = (self.snd_una, self.board.sacked());
         let mut newly_sacked = 0;
         if self.sack_ok && !h.options.sack().is_empty() {
             let mut blocks: [Range<u64>; 4] = Default::default();
@@ -652,6 +670,10 @@ impl Connection {
         }
 
         self.detect_loss(now);
+        if let Recovery::Fast { .. } = self.recovery {
+            let delivered = (self.snd_una - una_before + self.board.sacked()).saturating_sub(sacked_before);
+            self.reduce_rate(delivered);
+        }
 
         if self.fin_acked() {
             self.state = match self.state {
@@ -689,6 +711,9 @@ impl Connection {
         }
         if self.sack_ok {
             self.board.mark_lost_by_sack(3 * self.mss);
+            // RACK's reordering window: a quarter of the minimum RTT.
+            let reo_wnd = self.rtt.min_rtt().unwrap_or_default() / 4;
+            self.board.detect_lost_retransmits(reo_wnd);
         }
         if self.recovery == Recovery::Open && self.dupacks >= 3 && self.board.lost() == 0 {
             self.board.mark_head_lost();
@@ -699,7 +724,28 @@ impl Connection {
             self.recovery = Recovery::Fast { recover: self.snd_nxt };
             self.rexmit_allowance = true;
             self.stats.fast_recoveries += 1;
+            self.recover_fs = self.snd_nxt - self.snd_una;
+            self.prr_delivered = 0;
+            self.prr_out = 0;
         }
+    }
+
+    /// PRR (RFC 6937, with slow-start reduction bound): during recovery the
+    /// sender may send about what the peer received, scaled down to
+    /// ssthresh, so the window shrinks smoothly instead of going silent and
+    /// then bursting a whole window of retransmissions into a full queue.
+    fn reduce_rate(&mut self, delivered: u64) {
+        self.prr_delivered += delivered;
+        let pipe = self.in_flight();
+        let ssthresh = self.cc_state.ssthresh;
+        let sndcnt = if pipe > ssthresh {
+            let allowed = (self.prr_delivered as u128 * ssthresh as u128).div_ceil(self.recover_fs.max(1) as u128) as u64;
+            allowed.saturating_sub(self.prr_out)
+        } else {
+            let limit = self.prr_delivered.saturating_sub(self.prr_out).max(delivered) + self.mss;
+            (ssthresh - pipe).min(limit)
+        };
+        self.cc_state.cwnd = (pipe + sndcnt).max(self.mss);
     }
 
     // ------------------------------------------------------------ transmit
@@ -791,6 +837,7 @@ impl Connection {
         }
         self.rexmit_allowance = false;
         self.board.resent(r.range.start, now);
+        self.prr_out += len;
         let payload = len - u64::from(r.fin);
         self.stats.segments_retransmitted += 1;
         self.stats.bytes_retransmitted += payload;
@@ -831,6 +878,7 @@ impl Connection {
         let seq_len = len + u64::from(fin);
         self.board.push(start..start + seq_len, fin, now);
         self.snd_nxt += seq_len;
+        self.prr_out += seq_len;
         if fin {
             self.fin_sent = true;
         }

@@ -64,6 +64,11 @@ pub struct Scoreboard {
     rexmit_scan: u64,
     /// SACK blocks of the previous ACK: only what is new gets walked.
     sack_cache: [Range<u64>; 4],
+    /// Retransmissions in the order they were sent: (start, time).
+    resent_fifo: VecDeque<(u64, Instant)>,
+    /// Latest send time of any segment the peer has received (RACK's
+    /// "most recently delivered" transmission).
+    delivered_sent_at: Option<Instant>,
 }
 
 impl Scoreboard {
@@ -112,6 +117,7 @@ impl Scoreboard {
         while let Some(front) = self.segs.front().copied() {
             if front.end <= upto {
                 self.forget(&front);
+                self.delivered(front.sent_at);
                 a.bytes += front.len();
                 if !front.has(EVER_RETRANS) {
                     a.rtt_from = Some(front.sent_at);
@@ -135,6 +141,10 @@ impl Scoreboard {
         self.lost_scan = self.lost_scan.max(upto);
         self.rexmit_scan = self.rexmit_scan.max(upto);
         a
+    }
+
+    fn delivered(&mut self, sent_at: Instant) {
+        self.delivered_sent_at = Some(self.delivered_sent_at.map_or(sent_at, |t| t.max(sent_at)));
     }
 
     fn count(&mut self, s: &Seg) {
@@ -194,6 +204,7 @@ impl Scoreboard {
                 seg.flags = (seg.flags | SACKED) & !(LOST | RETRANS);
                 let s = *seg;
                 self.count(&s);
+                self.delivered(s.sent_at);
                 newly += s.len();
             }
             i += 1;
@@ -249,6 +260,7 @@ impl Scoreboard {
             }
         }
         self.retrans_out = 0;
+        self.resent_fifo.clear();
         self.lost = self.segs.iter().filter(|s| s.has(LOST)).map(Seg::len).sum();
         self.lost_scan = self.segs.back().map_or(0, |s| s.end);
         self.rexmit_scan = self.segs.front().map_or(0, |s| s.start);
@@ -278,7 +290,52 @@ impl Scoreboard {
                 let n = s.len();
                 self.retrans_out += n;
                 self.rexmit_scan = self.rexmit_scan.max(s.end);
+                self.resent_fifo.push_back((start, now));
             }
+        }
+    }
+
+    /// RACK's rule for retransmissions (RFC 8985): a retransmission sent
+    /// more than `reo_wnd` before a segment the peer has since received is
+    /// lost too, so it is resent without waiting for the RTO. Returns the
+    /// bytes marked lost again.
+    pub fn detect_lost_retransmits(&mut self, reo_wnd: core::time::Duration) -> u64 {
+        let Some(delivered) = self.delivered_sent_at else { return 0 };
+        let mut newly = 0;
+        while let Some(&(start, sent)) = self.resent_fifo.front() {
+            let i = self.index_of(start);
+            let still_out = self.segs.get(i).is_some_and(|s| s.start == start && s.has(RETRANS) && s.sent_at == sent);
+            if !still_out {
+                self.resent_fifo.pop_front();
+                continue;
+            }
+            if sent + reo_wnd >= delivered {
+                break;
+            }
+            self.resent_fifo.pop_front();
+            // Still marked LOST (and counted in `lost`) since it was first
+            // deemed lost: only its retransmission is forgotten.
+            let seg = &mut self.segs[i];
+            seg.flags &= !RETRANS;
+            let n = seg.len();
+            self.retrans_out -= n;
+            newly += n;
+            self.rexmit_scan = self.rexmit_scan.min(start);
+        }
+        newly
+    }
+}
+
+impl Scoreboard {
+    /// The incremental counters equal what the segments say (tests call
+    /// this after every step).
+    pub fn assert_consistent(&self) {
+        let sum = |f: u8| self.segs.iter().filter(|s| s.has(f)).map(Seg::len).sum::<u64>();
+        assert_eq!(self.sacked, sum(SACKED), "sacked counter");
+        assert_eq!(self.lost, sum(LOST), "lost counter");
+        assert_eq!(self.retrans_out, sum(RETRANS), "retrans counter");
+        for w in self.segs.iter().collect::<Vec<_>>().windows(2) {
+            assert_eq!(w[0].end, w[1].start, "segments are contiguous");
         }
     }
 }
@@ -341,6 +398,25 @@ mod tests {
         b.ack(100);
         b.mark_head_lost();
         assert_eq!(b.next_resend().unwrap().range, 100..200);
+    }
+
+    #[test]
+    fn a_lost_retransmission_is_detected_when_later_data_arrives() {
+        let mut b = board(6);
+        b.sack(&[100..400]);
+        b.mark_lost_by_sack(200);
+        b.resent(0, Instant(10));
+        assert!(b.next_resend().is_none());
+        // Segment 4 (sent at t=4) arrives: says nothing about the resend at t=10.
+        b.sack(&[100..500]);
+        assert_eq!(b.detect_lost_retransmits(core::time::Duration::ZERO), 0);
+        // A segment sent after the retransmission arrived, the retransmission did not.
+        b.push(600..700, false, Instant(20));
+        b.sack(&[100..500, 600..700]);
+        assert_eq!(b.detect_lost_retransmits(core::time::Duration::ZERO), 100);
+        b.assert_consistent();
+        assert_eq!(b.lost(), 100);
+        assert_eq!(b.next_resend().unwrap().range, 0..100);
     }
 
     #[test]

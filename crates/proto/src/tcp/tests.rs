@@ -129,6 +129,7 @@ impl<'a> Pipe<'a> {
                 return;
             }
             self.now = next;
+            self.client.board.assert_consistent();
             if next_pkt == Some(next) {
                 let i = self.wire.iter().position(|p| p.at == next).unwrap();
                 let p = self.wire.remove(i);
@@ -336,3 +337,4 @@ proptest! {
         prop_assert_eq!(p.misplaced, 0);
     }
 }
+

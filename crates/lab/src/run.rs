@@ -1,0 +1,193 @@
+//! `mplab run`: one scenario on one backend, a summary table on the
+//! terminal and a results directory (docs/results.md) on disk.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant as WallClock;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use mplab_proto::Instant;
+use mplab_scenario::{Network, Scenario};
+use mplab_sim::{RunResults, Summary, Unsupported, World};
+
+/// What the command line asked for.
+pub struct RunArgs {
+    pub scenario: PathBuf,
+    pub backend: String,
+    pub seed: Option<u64>,
+    pub sets: Vec<String>,
+    pub out: Option<PathBuf>,
+    pub json: bool,
+    pub quiet: bool,
+}
+
+/// Why a run did not happen or did not succeed.
+pub enum RunError {
+    /// Bad scenario, unknown backend, unsupported feature: exit code 2.
+    Usage(String),
+    /// The run happened but something failed (I/O, unverified data): exit code 1.
+    Failed(String),
+}
+
+/// Loads the scenario with the overrides applied and resolves it.
+pub fn load(args: &RunArgs) -> Result<(Scenario, Network), RunError> {
+    let mut sc = Scenario::from_file(&args.scenario).map_err(|e| RunError::Usage(e.to_string()))?;
+    let mut sets: Vec<(String, String)> = Vec::new();
+    for s in &args.sets {
+        let Some((k, v)) = s.split_once('=') else {
+            return Err(RunError::Usage(format!("{}: --set {s}: expected path=value, like links.0.rate=50Mbit", args.scenario.display())));
+        };
+        sets.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    if let Some(seed) = args.seed {
+        sets.push(("seed".into(), seed.to_string()));
+    }
+    if !sets.is_empty() {
+        sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| RunError::Usage(e.to_string()))?;
+    }
+    let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+    Ok((sc, net))
+}
+
+/// The field path a backend's objection to a flow setting points at: the
+/// flow's own override if it has one, else the `[transport]` default.
+fn unsupported_error(sc: &Scenario, net: &Network, u: &Unsupported) -> String {
+    let flow = &net.flows[u.flow];
+    let idx = sc.flows.iter().position(|f| f.name.as_deref() == Some(flow.name.as_str()));
+    let own = idx.filter(|&i| match u.field {
+        "cc" => sc.flows[i].cc.is_some(),
+        "scheduler" => sc.flows[i].scheduler.is_some(),
+        "transport" => true,
+        _ => false,
+    });
+    let path = match (own, u.field) {
+        (Some(i), f) => format!("flows[{i}].{f}"),
+        (None, "scheduler") => "transport.mptcp.scheduler".to_string(),
+        (None, f) => format!("transport.tcp.{f}"),
+    };
+    sc.error_at(&path, u.message.clone()).to_string()
+}
+
+pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
+    let (sc, net) = load(args)?;
+    if args.backend != "sim" {
+        return Err(RunError::Usage(format!("backend {:?} is not available yet; use --backend sim", args.backend)));
+    }
+    if let Some(u) = mplab_sim::unsupported(&net).first() {
+        return Err(RunError::Usage(unsupported_error(&sc, &net, u)));
+    }
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&net.name));
+    std::fs::create_dir_all(&out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    let pcap_dir = (!net.probes.pcap.is_empty()).then(|| out.join("pcap"));
+    let wall = WallClock::now();
+    let duration = Instant(net.duration_ns);
+    let effective = sc.effective_toml();
+    let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
+    let mut world = World::new(net, pcap_dir).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+
+    let bar = progress_bar(duration, args.quiet);
+    // Run in slices of simulated time so the bar moves; results do not
+    // depend on the slicing.
+    let slices = 200u64;
+    for i in 1..=slices {
+        let t = Instant(duration.0 / slices * i);
+        world.run_until(if i == slices { duration } else { t });
+        if let Some(b) = &bar {
+            b.set_position(world.now().0 / 1_000_000);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let stats = world.stats.clone();
+    let results = world.finish("sim");
+    let wall_s = wall.elapsed().as_secs_f64();
+    // Everything that varies between identical runs goes to meta.json, so
+    // summary.json and the CSVs are byte-identical for the same seed.
+    let meta = serde_json::json!({
+        "mplab_version": env!("CARGO_PKG_VERSION"),
+        "backend": "sim",
+        "wall_time_s": wall_s,
+        "events": stats.events,
+        "events_per_s": stats.events as f64 / wall_s.max(1e-9),
+        "packets_forwarded": stats.packets_forwarded,
+    });
+    write_results(&out, &results, &effective, &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results.summary).unwrap_or_default());
+    } else if !args.quiet {
+        print!("{}", render_summary(&results.summary));
+        println!(
+            "{} events in {:.2} s wall ({:.1} M events/s); results in {}",
+            stats.events,
+            wall_s,
+            stats.events as f64 / wall_s.max(1e-9) / 1e6,
+            out.display()
+        );
+    }
+    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
+    if !bad.is_empty() {
+        return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
+    }
+    Ok(results.summary)
+}
+
+fn progress_bar(duration: Instant, quiet: bool) -> Option<ProgressBar> {
+    // Only worth a bar on a terminal, and only for runs that take a while.
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = ProgressBar::new(duration.0 / 1_000_000);
+    b.set_style(ProgressStyle::with_template("{spinner} simulated {pos}/{len} ms [{bar:40}] {percent}% eta {eta}").ok()?.progress_chars("=> "));
+    Some(b)
+}
+
+fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, network_json: &str, meta: &serde_json::Value) -> std::io::Result<()> {
+    r.write_dir(dir)?;
+    std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(meta).unwrap_or_default() + "\n")?;
+    std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
+    std::fs::write(dir.join("network.json"), network_json)?;
+    Ok(())
+}
+
+fn mbit(bps: f64) -> String {
+    format!("{:.2}", bps / 1e6)
+}
+
+/// The table printed after a run: flows (with subflows), then interfaces.
+pub fn render_summary(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "scenario {} on {} (seed {}), {:.1} s simulated", s.scenario, s.backend, s.seed, s.duration_s);
+    let _ = writeln!(o, "\n{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {}", "flow", "proto", "goodput Mb/s", "bytes", "retrans", "rtos", "srtt ms", "verified");
+    for f in &s.flows {
+        let srtt = f.mean_srtt_ms.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());
+        let transport = if f.fallback { format!("{}*", f.transport) } else { f.transport.clone() };
+        let _ = writeln!(
+            o,
+            "{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {}",
+            f.name,
+            transport,
+            mbit(f.goodput_bps),
+            f.bytes_delivered,
+            f.retransmitted_segments,
+            f.rto_count,
+            srtt,
+            if f.verified { "yes" } else { "NO" }
+        );
+        if f.subflows.len() > 1 {
+            for sf in &f.subflows {
+                let _ = writeln!(o, "  {:<30} {:>12}{}", format!("{} -> {}", sf.local, sf.remote), mbit(sf.goodput_bps), if sf.backup { " backup" } else { "" });
+            }
+        }
+    }
+    let _ = writeln!(o, "\n{:<24} {:>12} {:>12}", "interface", "tx Mb/s", "rx Mb/s");
+    for i in &s.interfaces {
+        let _ = writeln!(o, "{:<24} {:>12} {:>12}", format!("{}:{}", i.node, i.iface), mbit(i.tx_bps), mbit(i.rx_bps));
+    }
+    for n in &s.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    o
+}

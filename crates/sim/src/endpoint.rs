@@ -1,0 +1,49 @@
+//! A transport endpoint as the simulated host sees it: packets and time in,
+//! packets and a timer deadline out, a stream socket for the application.
+//! TCP (and MPTCP) connections from crates/proto sit behind this trait, so
+//! the host stack is the same for both.
+
+use mplab_proto::Instant;
+
+use crate::apps::StreamSocket;
+use crate::packet::Packet;
+
+/// Per-path statistics a probe samples (one entry per subflow; plain TCP has one).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PathStats {
+    pub local: String,
+    pub remote: String,
+    pub backup: bool,
+    pub cwnd: u64,
+    pub in_flight: u64,
+    pub srtt_ns: Option<u64>,
+    pub bytes_sent: u64,
+    /// Payload bytes this path delivered to the peer (acknowledged).
+    pub bytes_acked: u64,
+    pub retransmitted_segments: u64,
+    pub rto_count: u64,
+}
+
+/// What changed after the endpoint processed input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub connected: bool,
+    pub closed: bool,
+    /// A payload was placed at a stream offset different from its tag.
+    pub misplaced: bool,
+}
+
+pub trait Endpoint: StreamSocket {
+    /// A segment addressed to this endpoint arrived.
+    fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress;
+    /// Next segment to send, if any.
+    fn poll_transmit(&mut self, now: Instant) -> Option<Packet>;
+    /// Earliest time `on_timeout` must run.
+    fn poll_timeout(&self) -> Option<Instant>;
+    fn on_timeout(&mut self, now: Instant) -> Progress;
+    fn is_established(&self) -> bool;
+    fn fell_back(&self) -> bool {
+        false
+    }
+    fn paths(&self) -> Vec<PathStats>;
+}

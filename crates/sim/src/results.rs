@@ -1,0 +1,162 @@
+//! The results contract every backend writes (docs/results.md): a JSON
+//! summary and tidy CSV time series, so plots, sweeps and `mplab compare`
+//! work the same on sim, kernel and userspace runs.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub scenario: String,
+    pub backend: String,
+    pub seed: u64,
+    pub duration_s: f64,
+    pub flows: Vec<FlowSummary>,
+    pub interfaces: Vec<InterfaceSummary>,
+    pub links: Vec<LinkSummary>,
+    /// Things the backend could not honour exactly (e.g. a CC it lacks).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct FlowSummary {
+    pub name: String,
+    /// "tcp" or "mptcp".
+    pub transport: String,
+    /// Application bytes delivered in order to the receiver, over the
+    /// flow's active time (start to completion or end of run).
+    pub goodput_bps: f64,
+    pub bytes_delivered: u64,
+    /// Every delivered byte was checked (continuity and placement).
+    pub verified: bool,
+    pub fallback: bool,
+    pub completed: bool,
+    /// Seconds from start to last byte, for bounded transfers.
+    pub completion_time_s: Option<f64>,
+    pub retransmitted_segments: u64,
+    pub rto_count: u64,
+    /// Mean smoothed RTT over the probe samples, milliseconds.
+    pub mean_srtt_ms: Option<f64>,
+    /// Request/response: mean and 99th percentile latency, milliseconds.
+    pub mean_latency_ms: Option<f64>,
+    pub p99_latency_ms: Option<f64>,
+    pub subflows: Vec<SubflowSummary>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SubflowSummary {
+    pub local: String,
+    pub remote: String,
+    pub bytes_sent: u64,
+    pub goodput_bps: f64,
+    pub backup: bool,
+    pub retransmitted_segments: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct InterfaceSummary {
+    pub node: String,
+    pub iface: String,
+    pub tx_bps: f64,
+    pub rx_bps: f64,
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LinkSummary {
+    pub name: String,
+    /// "ab" or "ba".
+    pub direction: String,
+    pub tx_packets: u64,
+    pub drops_queue: u64,
+    pub drops_loss: u64,
+    pub drops_down: u64,
+    pub max_queue_bytes: u64,
+}
+
+/// One row of flows.csv.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FlowSample {
+    pub time_s: f64,
+    pub flow: String,
+    /// Subflow index, or "all" for the connection total.
+    pub subflow: String,
+    pub goodput_bps: f64,
+    pub cwnd_bytes: Option<u64>,
+    pub srtt_ms: Option<f64>,
+    pub in_flight_bytes: Option<u64>,
+}
+
+/// One row of interfaces.csv.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct InterfaceSample {
+    pub time_s: f64,
+    pub node: String,
+    pub iface: String,
+    pub tx_bps: f64,
+    pub rx_bps: f64,
+}
+
+/// One row of queues.csv.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QueueSample {
+    pub time_s: f64,
+    pub link: String,
+    pub direction: String,
+    pub queue_bytes: u64,
+    pub drops: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunResults {
+    pub summary: Summary,
+    pub flows: Vec<FlowSample>,
+    pub interfaces: Vec<InterfaceSample>,
+    pub queues: Vec<QueueSample>,
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref().map(|x| x.to_string()).unwrap_or_default()
+}
+
+impl RunResults {
+    pub fn flows_csv(&self) -> String {
+        let mut s = String::from("time_s,flow,subflow,goodput_bps,cwnd_bytes,srtt_ms,in_flight_bytes\n");
+        for r in &self.flows {
+            let srtt = opt(&r.srtt_ms.map(|v| format!("{v:.3}")));
+            let _ = writeln!(s, "{:.3},{},{},{:.0},{},{},{}", r.time_s, r.flow, r.subflow, r.goodput_bps, opt(&r.cwnd_bytes), srtt, opt(&r.in_flight_bytes));
+        }
+        s
+    }
+
+    pub fn interfaces_csv(&self) -> String {
+        let mut s = String::from("time_s,node,iface,tx_bps,rx_bps\n");
+        for r in &self.interfaces {
+            let _ = writeln!(s, "{:.3},{},{},{:.0},{:.0}", r.time_s, r.node, r.iface, r.tx_bps, r.rx_bps);
+        }
+        s
+    }
+
+    pub fn queues_csv(&self) -> String {
+        let mut s = String::from("time_s,link,direction,queue_bytes,drops\n");
+        for r in &self.queues {
+            let _ = writeln!(s, "{:.3},{},{},{},{}", r.time_s, r.link, r.direction, r.queue_bytes, r.drops);
+        }
+        s
+    }
+
+    /// Writes summary.json, flows.csv, interfaces.csv and queues.csv into `dir`.
+    pub fn write_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let json = serde_json::to_string_pretty(&self.summary).map_err(io::Error::other)?;
+        std::fs::write(dir.join("summary.json"), json + "\n")?;
+        std::fs::write(dir.join("flows.csv"), self.flows_csv())?;
+        std::fs::write(dir.join("interfaces.csv"), self.interfaces_csv())?;
+        std::fs::write(dir.join("queues.csv"), self.queues_csv())?;
+        Ok(())
+    }
+}

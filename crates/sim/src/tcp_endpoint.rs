@@ -1,0 +1,122 @@
+//! A crates/proto TCP connection as a simulator endpoint.
+
+use core::ops::Range;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use mplab_proto::cc::CcAlgorithm;
+use mplab_proto::tcp::{Connection, TcpConfig};
+use mplab_proto::Instant;
+use mplab_scenario::network;
+
+use crate::apps::StreamSocket;
+use crate::endpoint::{Endpoint, PathStats, Progress};
+use crate::packet::Packet;
+
+pub struct TcpEndpoint {
+    conn: Connection,
+    local: SocketAddr,
+    remote: SocketAddr,
+}
+
+fn v4(a: SocketAddr) -> Ipv4Addr {
+    match a.ip() {
+        IpAddr::V4(v) => v,
+        IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
+    }
+}
+
+/// TCP settings of a scenario flow in the engine's terms.
+pub fn tcp_config(t: &network::TcpConfig) -> TcpConfig {
+    let mut c = TcpConfig::default();
+    if let Some(m) = t.mss {
+        c.mss = m.min(u16::MAX as u32) as u16;
+    }
+    c.sack = t.sack;
+    c.timestamps = t.timestamps;
+    c.delayed_ack = t.delayed_ack;
+    c.wscale = t.wscale;
+    if let Some(b) = t.rcv_buf {
+        c.rcv_buf = b;
+    }
+    if let Some(b) = t.snd_buf {
+        c.snd_buf = b;
+    }
+    // The scenario validated the name; an unknown one cannot reach here.
+    c.cc = CcAlgorithm::from_name(&t.cc).unwrap_or_default();
+    c
+}
+
+impl TcpEndpoint {
+    pub fn connect(t: &network::TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Instant) -> TcpEndpoint {
+        TcpEndpoint { conn: Connection::connect(tcp_config(t), local, remote, iss, now), local, remote }
+    }
+
+    pub fn accept(t: &network::TcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, iss: u32, now: Instant) -> Option<TcpEndpoint> {
+        let conn = Connection::accept(tcp_config(t), local, remote, &syn.tcp, iss, now).ok()?;
+        Some(TcpEndpoint { conn, local, remote })
+    }
+}
+
+impl StreamSocket for TcpEndpoint {
+    fn send_space(&self) -> u64 {
+        self.conn.send_space()
+    }
+    fn send(&mut self, n: u64) -> u64 {
+        self.conn.send(n)
+    }
+    fn readable(&self) -> u64 {
+        self.conn.readable()
+    }
+    fn recv(&mut self, max: u64) -> Range<u64> {
+        self.conn.recv(max)
+    }
+    fn close(&mut self) {
+        self.conn.close()
+    }
+}
+
+impl Endpoint for TcpEndpoint {
+    fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress {
+        let placed = self.conn.handle_segment(now, &pkt.tcp, pkt.payload_len);
+        let misplaced = match placed {
+            Some(r) if !r.is_empty() => r.start != pkt.tag,
+            _ => false,
+        };
+        Progress { misplaced, ..Default::default() }
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Packet> {
+        let t = self.conn.poll_transmit(now)?;
+        let len = (t.payload.end - t.payload.start) as u32;
+        Some(Packet::new(v4(self.local), v4(self.remote), t.header, len, t.payload.start))
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    fn on_timeout(&mut self, now: Instant) -> Progress {
+        self.conn.handle_timeout(now);
+        Progress::default()
+    }
+
+    fn is_established(&self) -> bool {
+        self.conn.is_established()
+    }
+
+    fn paths(&self) -> Vec<PathStats> {
+        let s = self.conn.stats();
+        vec![PathStats {
+            local: self.local.to_string(),
+            remote: self.remote.to_string(),
+            backup: false,
+            cwnd: s.cwnd,
+            in_flight: s.in_flight,
+            srtt_ns: s.srtt.map(|d| d.as_nanos() as u64),
+            bytes_sent: s.bytes_sent,
+            bytes_acked: s.bytes_acked,
+            retransmitted_segments: s.segments_retransmitted,
+            rto_count: s.rto_count,
+        }]
+    }
+}

@@ -1,0 +1,647 @@
+//! The simulated world: nodes, links, flows and probes from a resolved
+//! scenario, driven by one event queue in virtual time.
+//!
+//! Event sources are small (htsim's idea): each link direction keeps at most
+//! one pending wake-up, each flow end one timer, and packets move between
+//! them without any per-hop allocation.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use mplab_proto::Instant;
+use rustc_hash::FxHashMap as HashMap;
+use mplab_scenario::network::{self, Network, NodeKind};
+use mplab_wire::pcap::PcapSink;
+
+use crate::apps::{fill_pattern, App, AppKind};
+use crate::endpoint::{Endpoint, Progress};
+use crate::event::EventQueue;
+use crate::link::{LinkDirection, Offer};
+use crate::packet::{ecmp_hash, Packet};
+use crate::results::*;
+use crate::rng::{RngStreams, SimRng};
+use crate::transport::{self, EndpointFactory};
+
+/// Everything that happens in the simulation.
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    /// A link direction may have a packet to deliver or to start sending.
+    LinkWake { link: u32, dir: u8 },
+    /// Transport or application timer of one flow end (0 = client).
+    FlowTimer { flow: u32, end: u8 },
+    FlowStart { flow: u32 },
+    /// A scheduled scenario event (link down/up/set).
+    Scenario { idx: u32 },
+    Sample,
+}
+
+struct LinkRt {
+    dirs: [LinkDirection<Packet>; 2],
+    /// Pending wake-up per direction: at most one event in the queue each.
+    wake_at: [Option<Instant>; 2],
+    rng: [SimRng; 2],
+    /// (node, iface) at each end; direction 0 goes a -> b.
+    ends: [(usize, usize); 2],
+}
+
+#[derive(Default, Clone, Copy)]
+struct IfCounters {
+    tx_bytes: u64,
+    rx_bytes: u64,
+    last_tx: u64,
+    last_rx: u64,
+}
+
+struct NodeRt {
+    router: bool,
+    salt: u64,
+    /// Forwarding cache: (policy source or 0, destination) -> egress ifaces.
+    fib: HashMap<(u32, u32), Box<[u16]>>,
+    counters: Vec<IfCounters>,
+    /// (link, direction) leaving through each interface.
+    egress: Vec<(usize, u8)>,
+}
+
+/// Runtime state of one flow end.
+struct End {
+    ep: Option<Box<dyn Endpoint>>,
+    app: App,
+    timer_at: Option<Instant>,
+    connected_at: Option<Instant>,
+    misplaced: bool,
+}
+
+struct FlowRt {
+    ends: [End; 2],
+    start: Instant,
+    last_delivered: u64,
+    srtt_sum_ns: f64,
+    srtt_samples: u64,
+    last_path_acked: Vec<u64>,
+}
+
+/// How a run went, for the summary line.
+#[derive(Debug, Clone, Default)]
+pub struct RunStats {
+    pub events: u64,
+    pub packets_forwarded: u64,
+}
+
+pub struct World {
+    now: Instant,
+    end: Instant,
+    queue: EventQueue<Ev>,
+    net: Network,
+    links: Vec<LinkRt>,
+    nodes: Vec<NodeRt>,
+    flows: Vec<FlowRt>,
+    /// (node, local ip, local port, remote ip, remote port) -> (flow, end).
+    demux: HashMap<(u32, u32, u16, u32, u16), (u32, u8)>,
+    /// (node, local port) -> flow listening there.
+    listeners: HashMap<(u32, u16), u32>,
+    factory: Box<dyn EndpointFactory>,
+    rng: RngStreams,
+    interval: Instant,
+    results: RunResults,
+    pcaps: HashMap<(usize, usize), PcapSink<std::io::BufWriter<std::fs::File>>>,
+    pub stats: RunStats,
+    scratch: Vec<u8>,
+    /// Reused for the segments one endpoint emits in one service call.
+    out_buf: Vec<Packet>,
+}
+
+const DIR_NAMES: [&str; 2] = ["ab", "ba"];
+
+impl World {
+    /// Builds the world with TCP on every host; `pcap_dir` receives one
+    /// capture per probed interface.
+    pub fn new(net: Network, pcap_dir: Option<PathBuf>) -> std::io::Result<World> {
+        Self::with_factory(net, Box::new(transport::TcpFactory), pcap_dir)
+    }
+
+    /// Builds the world with the given transport endpoints.
+    pub fn with_factory(net: Network, factory: Box<dyn EndpointFactory>, pcap_dir: Option<PathBuf>) -> std::io::Result<World> {
+        let rng = RngStreams::new(net.seed);
+        let mut nodes: Vec<NodeRt> = net
+            .nodes
+            .iter()
+            .map(|n| NodeRt {
+                router: n.kind == NodeKind::Router,
+                salt: rng.stream(0x5a17_0000 + n.id as u64).next_u64(),
+                fib: HashMap::default(),
+                counters: vec![IfCounters::default(); n.interfaces.len()],
+                egress: vec![(usize::MAX, 0); n.interfaces.len()],
+            })
+            .collect();
+        let mut links = Vec::with_capacity(net.links.len());
+        for l in &net.links {
+            let ends = [(l.a.node, l.a.iface), (l.b.node, l.b.iface)];
+            nodes[l.a.node].egress[l.a.iface] = (l.id, 0);
+            nodes[l.b.node].egress[l.b.iface] = (l.id, 1);
+            let mut dirs = [LinkDirection::new(transport::link_params(&l.ab)), LinkDirection::new(transport::link_params(&l.ba))];
+            if !l.up {
+                for d in &mut dirs {
+                    d.set_up(Instant::ZERO, false);
+                }
+            }
+            links.push(LinkRt {
+                dirs,
+                wake_at: [None; 2],
+                rng: [rng.stream(0x11_0000 + 2 * l.id as u64), rng.stream(0x11_0001 + 2 * l.id as u64)],
+                ends,
+            });
+        }
+        let mut listeners = HashMap::default();
+        let mut flows = Vec::with_capacity(net.flows.len());
+        for f in &net.flows {
+            listeners.insert((f.to as u32, f.dport), f.id as u32);
+            let stop = Some(Instant(f.stop_ns));
+            let kind = transport::app_kind(&f.app);
+            flows.push(FlowRt {
+                ends: [
+                    End { ep: None, app: App::new(kind.clone(), true, stop), timer_at: None, connected_at: None, misplaced: false },
+                    End { ep: None, app: App::new(kind, false, stop), timer_at: None, connected_at: None, misplaced: false },
+                ],
+                start: Instant(f.start_ns),
+                last_delivered: 0,
+                srtt_sum_ns: 0.0,
+                srtt_samples: 0,
+                last_path_acked: Vec::new(),
+            });
+        }
+        let mut pcaps = HashMap::default();
+        if let Some(dir) = pcap_dir {
+            std::fs::create_dir_all(&dir)?;
+            for p in &net.probes.pcap {
+                let node = &net.nodes[p.node];
+                let name = format!("{}-{}.pcap", node.name, node.interfaces[p.iface].name);
+                let f = std::io::BufWriter::new(std::fs::File::create(dir.join(name))?);
+                pcaps.insert((p.node, p.iface), PcapSink::new(f).map_err(std::io::Error::other)?);
+            }
+        }
+        let interval = Instant(net.probes.interval_ns.max(1));
+        let mut w = World {
+            now: Instant::ZERO,
+            end: Instant(net.duration_ns),
+            queue: EventQueue::new(),
+            links,
+            nodes,
+            flows,
+            demux: HashMap::default(),
+            listeners,
+            factory,
+            rng,
+            interval,
+            results: RunResults::default(),
+            pcaps,
+            stats: RunStats::default(),
+            scratch: Vec::new(),
+            out_buf: Vec::new(),
+            net,
+        };
+        for f in 0..w.flows.len() {
+            let at = w.flows[f].start;
+            w.queue.schedule(at, Ev::FlowStart { flow: f as u32 });
+        }
+        for (i, e) in w.net.events.iter().enumerate() {
+            w.queue.schedule(Instant(e.at_ns), Ev::Scenario { idx: i as u32 });
+        }
+        w.queue.schedule(interval, Ev::Sample);
+        Ok(w)
+    }
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Runs until the scenario's duration (or until `until`, for progress
+    /// reporting in slices); returns true when the run is complete.
+    pub fn run_until(&mut self, until: Instant) -> bool {
+        let stop = until.min(self.end);
+        while let Some(t) = self.queue.peek_time() {
+            if t > stop {
+                break;
+            }
+            let Some((t, ev)) = self.queue.pop() else { break };
+            self.now = t;
+            self.stats.events += 1;
+            self.dispatch(ev);
+        }
+        self.now = stop;
+        stop >= self.end
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::LinkWake { link, dir } => self.link_wake(link as usize, dir as usize),
+            Ev::FlowTimer { flow, end } => self.flow_timer(flow as usize, end as usize),
+            Ev::FlowStart { flow } => self.flow_start(flow as usize),
+            Ev::Scenario { idx } => self.scenario_event(idx as usize),
+            Ev::Sample => {
+                self.sample();
+                let next = self.now + std::time::Duration::from_nanos(self.interval.0);
+                if next <= self.end {
+                    self.queue.schedule(next, Ev::Sample);
+                }
+            }
+        }
+    }
+
+    // ---- links -----------------------------------------------------------
+
+    fn schedule_link(&mut self, link: usize, dir: usize) {
+        let l = &mut self.links[link];
+        if let Some(t) = l.dirs[dir].next_wakeup() {
+            if l.wake_at[dir].is_none_or(|w| t < w) {
+                l.wake_at[dir] = Some(t);
+                self.queue.schedule(t.max(self.now), Ev::LinkWake { link: link as u32, dir: dir as u8 });
+            }
+        }
+    }
+
+    fn link_wake(&mut self, link: usize, dir: usize) {
+        if self.links[link].wake_at[dir] != Some(self.now) {
+            // A stale wake-up (an earlier one was scheduled after it).
+            if self.links[link].wake_at[dir].is_some_and(|w| w > self.now) {
+                return;
+            }
+        }
+        self.links[link].wake_at[dir] = None;
+        let (node, iface) = self.links[link].ends[1 - dir];
+        while let Some(d) = self.links[link].dirs[dir].poll(self.now) {
+            self.receive(node, iface, d.packet);
+        }
+        self.schedule_link(link, dir);
+    }
+
+    /// Puts a packet on the link behind `iface` of `node`. Like a Linux
+    /// interface counter (and tcpdump), only what the queue accepted counts.
+    fn transmit(&mut self, node: usize, iface: usize, pkt: Packet) {
+        let (link, dir) = self.nodes[node].egress[iface];
+        let dir = dir as usize;
+        let size = pkt.size;
+        let copy = self.pcaps.contains_key(&(node, iface)).then(|| pkt.clone());
+        let l = &mut self.links[link];
+        if let Offer::Queued = l.dirs[dir].offer(self.now, pkt, size, &mut l.rng[dir]) {
+            self.nodes[node].counters[iface].tx_bytes += size as u64;
+            if let Some(p) = copy {
+                self.capture(node, iface, &p);
+            }
+        }
+        self.schedule_link(link, dir);
+    }
+
+    fn capture(&mut self, node: usize, iface: usize, pkt: &Packet) {
+        let Some(sink) = self.pcaps.get_mut(&(node, iface)) else { return };
+        self.scratch.resize(pkt.payload_len as usize, 0);
+        fill_pattern(pkt.tag, &mut self.scratch);
+        let t = std::time::Duration::from_nanos(self.now.0);
+        let _ = sink.write(t, pkt.src.into(), pkt.dst.into(), &pkt.tcp, &self.scratch);
+    }
+
+    // ---- nodes -----------------------------------------------------------
+
+    fn receive(&mut self, node: usize, iface: usize, mut pkt: Packet) {
+        self.nodes[node].counters[iface].rx_bytes += pkt.size as u64;
+        self.capture(node, iface, &pkt);
+        if self.net.nodes[node].owns(pkt.dst) {
+            self.deliver_local(node, pkt);
+            return;
+        }
+        if !self.nodes[node].router || pkt.ttl <= 1 {
+            return; // hosts do not forward; expired TTL is dropped
+        }
+        pkt.ttl -= 1;
+        self.stats.packets_forwarded += 1;
+        self.route_out(node, None, pkt);
+    }
+
+    /// Chooses the egress interface (policy routing by source on hosts,
+    /// ECMP by 5-tuple hash on routers) and transmits.
+    fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, pkt: Packet) {
+        let key = (policy_src.map(u32::from).unwrap_or(0), u32::from(pkt.dst));
+        let n = &mut self.nodes[node];
+        if !n.fib.contains_key(&key) {
+            let hops: Box<[u16]> = match self.net.nodes[node].lookup(policy_src, pkt.dst) {
+                Some(r) => r.nexthops.iter().map(|h| h.iface as u16).collect(),
+                None => Box::new([]),
+            };
+            n.fib.insert(key, hops);
+        }
+        let hops = &n.fib[&key];
+        let iface = match hops.len() {
+            0 => return, // no route: dropped like an ICMP unreachable would say
+            1 => hops[0] as usize,
+            k => hops[(ecmp_hash(pkt.flow_key(), n.salt) % k as u64) as usize] as usize,
+        };
+        self.transmit(node, iface, pkt);
+    }
+
+    fn deliver_local(&mut self, node: usize, pkt: Packet) {
+        let key = (node as u32, u32::from(pkt.dst), pkt.tcp.dst_port, u32::from(pkt.src), pkt.tcp.src_port);
+        let (flow, end) = match self.demux.get(&key) {
+            Some(&fe) => fe,
+            None => {
+                // A SYN to a listening port creates the server end.
+                let Some(&flow) = self.listeners.get(&(node as u32, pkt.tcp.dst_port)) else { return };
+                if !pkt.tcp.syn() || pkt.tcp.ack_flag() {
+                    return;
+                }
+                let f = &self.net.flows[flow as usize];
+                let iss = self.rng.stream(0x155_0000 + 2 * flow as u64 + 1).next_u32();
+                let ep = self.factory.accept(f, pkt.dst, pkt.src, &pkt, iss, self.now);
+                let Some(ep) = ep else { return };
+                self.demux.insert(key, (flow, 1));
+                let e = &mut self.flows[flow as usize].ends[1];
+                e.ep = Some(ep);
+                (flow, 1)
+            }
+        };
+        let e = &mut self.flows[flow as usize].ends[end as usize];
+        let Some(ep) = e.ep.as_mut() else { return };
+        let p = ep.on_packet(self.now, &pkt);
+        self.after_input(flow as usize, end as usize, p);
+    }
+
+    // ---- flows -----------------------------------------------------------
+
+    fn flow_start(&mut self, flow: usize) {
+        let f = &self.net.flows[flow];
+        let iss = self.rng.stream(0x155_0000 + 2 * flow as u64).next_u32();
+        let Some(ep) = self.factory.connect(f, iss, self.now) else { return };
+        let key = (f.from as u32, u32::from(f.src), f.sport, u32::from(f.dst), f.dport);
+        self.demux.insert(key, (flow as u32, 0));
+        self.flows[flow].ends[0].ep = Some(ep);
+        self.service(flow, 0);
+    }
+
+    fn flow_timer(&mut self, flow: usize, end: usize) {
+        let e = &mut self.flows[flow].ends[end];
+        if e.timer_at != Some(self.now) {
+            return; // superseded by an earlier or later timer
+        }
+        e.timer_at = None;
+        let mut p = Progress::default();
+        if let Some(ep) = e.ep.as_mut() {
+            if ep.poll_timeout().is_some_and(|t| t <= self.now) {
+                p = ep.on_timeout(self.now);
+            }
+        }
+        self.after_input(flow, end, p);
+    }
+
+    fn after_input(&mut self, flow: usize, end: usize, p: Progress) {
+        let e = &mut self.flows[flow].ends[end];
+        e.misplaced |= p.misplaced;
+        if let Some(ep) = e.ep.as_mut() {
+            if e.connected_at.is_none() && ep.is_established() {
+                e.connected_at = Some(self.now);
+                e.app.on_connected(self.now, ep.as_mut());
+            }
+        }
+        self.service(flow, end);
+    }
+
+    /// Lets the application read/write, sends what the endpoint has, and
+    /// re-arms the end's single timer.
+    fn service(&mut self, flow: usize, end: usize) {
+        let node = if end == 0 { self.net.flows[flow].from } else { self.net.flows[flow].to };
+        let mut out = std::mem::take(&mut self.out_buf);
+        {
+            let e = &mut self.flows[flow].ends[end];
+            let Some(ep) = e.ep.as_mut() else {
+                self.out_buf = out;
+                return;
+            };
+            if e.connected_at.is_some() {
+                e.app.pump(self.now, ep.as_mut());
+            }
+            while let Some(pkt) = ep.poll_transmit(self.now) {
+                out.push(pkt);
+            }
+        }
+        for pkt in out.drain(..) {
+            let src = pkt.src;
+            self.route_out(node, Some(src), pkt);
+        }
+        self.out_buf = out;
+        let e = &mut self.flows[flow].ends[end];
+        let t = match (e.ep.as_ref().and_then(|ep| ep.poll_timeout()), e.app.poll_timer()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = t {
+            let t = t.max(self.now);
+            if e.timer_at.is_none_or(|cur| t < cur || cur < self.now) {
+                e.timer_at = Some(t);
+                self.queue.schedule(t, Ev::FlowTimer { flow: flow as u32, end: end as u8 });
+            }
+        }
+    }
+
+    // ---- scenario events -------------------------------------------------
+
+    fn scenario_event(&mut self, idx: usize) {
+        let ev = self.net.events[idx].clone();
+        let now = self.now;
+        let dirs: &[usize] = match &ev.action {
+            network::LinkAction::Set { direction: network::Direction::Ab, .. } => &[0],
+            network::LinkAction::Set { direction: network::Direction::Ba, .. } => &[1],
+            _ => &[0, 1],
+        };
+        for &d in dirs {
+            let l = &mut self.links[ev.link].dirs[d];
+            match ev.action {
+                network::LinkAction::Down => l.set_up(now, false),
+                network::LinkAction::Up => l.set_up(now, true),
+                network::LinkAction::Set { rate_bps, delay_ns, jitter_ns, loss, .. } => {
+                    if let Some(r) = rate_bps {
+                        l.set_rate(now, r);
+                    }
+                    if let Some(dl) = delay_ns {
+                        l.set_delay(now, std::time::Duration::from_nanos(dl));
+                    }
+                    if let Some(j) = jitter_ns {
+                        l.set_jitter(transport::jitter(j));
+                    }
+                    if let Some(p) = loss {
+                        l.set_loss(transport::loss_model(p, None));
+                    }
+                }
+            }
+            self.schedule_link(ev.link, d);
+        }
+    }
+
+    // ---- probes ----------------------------------------------------------
+
+    fn sample(&mut self) {
+        let t = self.now.as_secs_f64();
+        let secs = self.interval.as_secs_f64();
+        for (ni, n) in self.nodes.iter_mut().enumerate() {
+            if n.router {
+                continue; // interface probes are per host, like bwm-ng on the end hosts
+            }
+            for (ii, c) in n.counters.iter_mut().enumerate() {
+                let tx = (c.tx_bytes - c.last_tx) as f64 * 8.0 / secs;
+                let rx = (c.rx_bytes - c.last_rx) as f64 * 8.0 / secs;
+                c.last_tx = c.tx_bytes;
+                c.last_rx = c.rx_bytes;
+                self.results.interfaces.push(InterfaceSample {
+                    time_s: t,
+                    node: self.net.nodes[ni].name.clone(),
+                    iface: self.net.nodes[ni].interfaces[ii].name.clone(),
+                    tx_bps: tx,
+                    rx_bps: rx,
+                });
+            }
+        }
+        let probes = &self.net.probes;
+        for (fi, f) in self.flows.iter_mut().enumerate() {
+            let name = &self.net.flows[fi].name;
+            let detailed = probes.flows.contains(&fi);
+            let cwnd = |v: u64| (detailed && probes.cwnd).then_some(v);
+            let srtt = |v: Option<u64>| v.filter(|_| detailed && probes.srtt).map(|n| n as f64 / 1e6);
+            let inflight = |v: u64| (detailed && probes.cwnd).then_some(v);
+            let delivered = f.ends[0].app.rx.delivered + f.ends[1].app.rx.delivered;
+            let gp = (delivered - f.last_delivered) as f64 * 8.0 / secs;
+            f.last_delivered = delivered;
+            let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
+            let paths = f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default();
+            let first = paths.first();
+            self.results.flows.push(FlowSample {
+                time_s: t,
+                flow: name.clone(),
+                subflow: "all".into(),
+                goodput_bps: gp,
+                cwnd_bytes: first.and_then(|p| cwnd(p.cwnd)),
+                srtt_ms: first.and_then(|p| srtt(p.srtt_ns)),
+                in_flight_bytes: first.and_then(|p| inflight(p.in_flight)),
+            });
+            if let Some(s) = first.and_then(|p| p.srtt_ns) {
+                f.srtt_sum_ns += s as f64;
+                f.srtt_samples += 1;
+            }
+            f.last_path_acked.resize(paths.len(), 0);
+            if paths.len() > 1 || self.net.flows[fi].transport == network::TransportKind::Mptcp {
+                for (i, p) in paths.iter().enumerate() {
+                    let gp = (p.bytes_acked - f.last_path_acked[i].min(p.bytes_acked)) as f64 * 8.0 / secs;
+                    f.last_path_acked[i] = p.bytes_acked;
+                    self.results.flows.push(FlowSample {
+                        time_s: t,
+                        flow: name.clone(),
+                        subflow: i.to_string(),
+                        goodput_bps: gp,
+                        cwnd_bytes: cwnd(p.cwnd),
+                        srtt_ms: srtt(p.srtt_ns),
+                        in_flight_bytes: inflight(p.in_flight),
+                    });
+                }
+            }
+        }
+        for &li in &self.net.probes.queues {
+            for d in 0..2 {
+                self.links[li].dirs[d].advance(self.now);
+                let s = self.links[li].dirs[d].stats();
+                self.results.queues.push(QueueSample {
+                    time_s: t,
+                    link: self.net.links[li].name.clone(),
+                    direction: DIR_NAMES[d].into(),
+                    queue_bytes: s.queue_bytes,
+                    drops: s.drops_total(),
+                });
+            }
+        }
+    }
+
+    /// Final results: summary over the whole run plus the sampled series.
+    pub fn finish(mut self, backend: &str) -> RunResults {
+        for (_, sink) in self.pcaps.drain() {
+            use std::io::Write as _;
+            let _ = sink.into_inner().flush();
+        }
+        let dur = self.now.as_secs_f64();
+        let mut s = Summary { scenario: self.net.name.clone(), backend: backend.into(), seed: self.net.seed, duration_s: dur, ..Default::default() };
+        for (fi, f) in self.flows.iter().enumerate() {
+            let spec = &self.net.flows[fi];
+            let delivered = f.ends[0].app.rx.delivered + f.ends[1].app.rx.delivered;
+            let completed_at = f.ends[0].app.completed_at.or(f.ends[1].app.completed_at);
+            let bounded = transport::is_bounded(&spec.app);
+            let completed = match &f.ends[0].app.kind {
+                AppKind::Request { count, .. } => f.ends[0].app.requests_done >= *count,
+                _ => bounded.is_some_and(|b| delivered >= b),
+            };
+            let last = if completed { self.receiver_done_at(fi).unwrap_or(self.now) } else { self.now.min(Instant(spec.stop_ns)) };
+            let active = (last.as_secs_f64() - f.start.as_secs_f64()).max(1e-9);
+            let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
+            let paths = f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default();
+            let lat = &f.ends[0].app.latencies;
+            let mut sorted: Vec<f64> = lat.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+            sorted.sort_by(f64::total_cmp);
+            let verified = f.ends.iter().all(|e| e.app.rx.ok() && !e.misplaced) && (delivered > 0 || bounded == Some(0));
+            let ep = f.ends[sender].ep.as_ref();
+            s.flows.push(FlowSummary {
+                name: spec.name.clone(),
+                transport: match spec.transport {
+                    network::TransportKind::Tcp => "tcp".into(),
+                    network::TransportKind::Mptcp => "mptcp".into(),
+                },
+                goodput_bps: delivered as f64 * 8.0 / active,
+                bytes_delivered: delivered,
+                verified,
+                fallback: ep.is_some_and(|e| e.fell_back()),
+                completed,
+                completion_time_s: completed.then(|| completed_at.map(|c| c.as_secs_f64() - f.start.as_secs_f64()).unwrap_or(active)),
+                retransmitted_segments: paths.iter().map(|p| p.retransmitted_segments).sum(),
+                rto_count: paths.iter().map(|p| p.rto_count).sum(),
+                mean_srtt_ms: (f.srtt_samples > 0).then(|| f.srtt_sum_ns / f.srtt_samples as f64 / 1e6),
+                mean_latency_ms: (!sorted.is_empty()).then(|| sorted.iter().sum::<f64>() / sorted.len() as f64),
+                p99_latency_ms: sorted.get(((sorted.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied(),
+                subflows: paths
+                    .iter()
+                    .map(|p| SubflowSummary {
+                        local: p.local.clone(),
+                        remote: p.remote.clone(),
+                        bytes_sent: p.bytes_sent,
+                        goodput_bps: p.bytes_acked as f64 * 8.0 / active,
+                        backup: p.backup,
+                        retransmitted_segments: p.retransmitted_segments,
+                    })
+                    .collect(),
+            });
+        }
+        for (ni, n) in self.nodes.iter().enumerate() {
+            for (ii, c) in n.counters.iter().enumerate() {
+                s.interfaces.push(InterfaceSummary {
+                    node: self.net.nodes[ni].name.clone(),
+                    iface: self.net.nodes[ni].interfaces[ii].name.clone(),
+                    tx_bps: c.tx_bytes as f64 * 8.0 / dur.max(1e-9),
+                    rx_bps: c.rx_bytes as f64 * 8.0 / dur.max(1e-9),
+                    tx_bytes: c.tx_bytes,
+                    rx_bytes: c.rx_bytes,
+                });
+            }
+        }
+        for (li, l) in self.links.iter().enumerate() {
+            for d in 0..2 {
+                let st = l.dirs[d].stats();
+                s.links.push(LinkSummary {
+                    name: self.net.links[li].name.clone(),
+                    direction: DIR_NAMES[d].into(),
+                    tx_packets: st.tx_packets,
+                    drops_queue: st.drops_queue(),
+                    drops_loss: st.drops_loss(),
+                    drops_down: st.drops_down(),
+                    max_queue_bytes: st.max_queue_bytes,
+                });
+            }
+        }
+        self.results.summary = s;
+        self.results
+    }
+
+    fn receiver_done_at(&self, flow: usize) -> Option<Instant> {
+        let f = &self.flows[flow];
+        f.ends[0].app.completed_at.or(f.ends[1].app.completed_at)
+    }
+}

@@ -1,0 +1,198 @@
+//! Whole scenarios on the simulator, checked against what the link rates,
+//! delays and loss rates say the figures must be.
+
+use mplab_proto::Instant;
+use mplab_scenario::Scenario;
+use mplab_sim::{RunResults, World};
+
+fn run(toml: &str) -> RunResults {
+    let sc = Scenario::from_str(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
+    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
+    assert!(mplab_sim::unsupported(&net).is_empty());
+    let end = Instant(net.duration_ns);
+    let mut w = World::new(net, None).unwrap();
+    w.run_until(end);
+    w.finish("sim")
+}
+
+fn one_link(rate: &str, delay: &str, queue_pkts: u32, extra_link: &str, flow: &str, duration: &str) -> String {
+    format!(
+        r#"
+name = "t"
+duration = "{duration}"
+[[nodes]]
+name = "client"
+[[nodes]]
+name = "server"
+[[links]]
+name = "l"
+a = "client"
+b = "server"
+rate = "{rate}"
+delay = "{delay}"
+queue = {{ kind = "droptail", packets = {queue_pkts} }}
+{extra_link}
+[[flows]]
+name = "f"
+from = "client"
+to = "server"
+transport = "tcp"
+{flow}
+"#
+    )
+}
+
+fn mbit(bps: f64) -> f64 {
+    bps / 1e6
+}
+
+#[test]
+fn one_tcp_flow_fills_a_10_mbit_link() {
+    // BDP = 10 Mbit/s x 40 ms = 50 KB = 34 full packets; queue of one BDP.
+    let r = run(&one_link("10Mbit", "20ms", 34, "", "app = \"bulk\"", "30s"));
+    let f = &r.summary.flows[0];
+    assert!(f.verified);
+    assert!(f.goodput_bps >= 0.95 * 10e6, "goodput {:.3} Mbit/s", mbit(f.goodput_bps));
+    // Payload cannot beat the link rate times 1448/1500.
+    assert!(f.goodput_bps <= 10e6 * 1448.0 / 1500.0 * 1.001);
+}
+
+#[test]
+fn receive_window_of_a_quarter_bdp_gives_window_over_rtt() {
+    let r = run(&one_link("10Mbit", "20ms", 34, "", "app = \"bulk\"\nrcv_buf = \"12500B\"", "30s"));
+    let f = &r.summary.flows[0];
+    let rtt = f.mean_srtt_ms.unwrap() / 1e3;
+    let expect = 12_500.0 * 8.0 / rtt;
+    assert!((f.goodput_bps / expect - 1.0).abs() < 0.10, "goodput {:.3} vs window/RTT {:.3} Mbit/s", mbit(f.goodput_bps), mbit(expect));
+    assert!((rtt - 0.040).abs() < 0.005, "no queueing: srtt {rtt}");
+    assert_eq!(f.retransmitted_segments, 0);
+}
+
+fn dumbbell(cc: [&str; 2], rate: &str, delay: &str, duration: &str) -> String {
+    format!(
+        r#"
+name = "db"
+duration = "{duration}"
+[topology]
+kind = "dumbbell"
+pairs = 2
+access_rate = "1Gbit"
+access_delay = "1ms"
+bottleneck_rate = "{rate}"
+bottleneck_delay = "{delay}"
+bottleneck_queue = {{ kind = "droptail", packets = 80 }}
+[[flows]]
+name = "a"
+from = "l0"
+to = "r0"
+transport = "tcp"
+cc = "{}"
+[[flows]]
+name = "b"
+from = "l1"
+to = "r1"
+transport = "tcp"
+cc = "{}"
+"#,
+        cc[0], cc[1]
+    )
+}
+
+#[test]
+fn two_flows_share_a_bottleneck_fairly() {
+    let r = run(&dumbbell(["cubic", "cubic"], "20Mbit", "10ms", "30s"));
+    let x: Vec<f64> = r.summary.flows.iter().map(|f| f.goodput_bps).collect();
+    let jain = x.iter().sum::<f64>().powi(2) / (2.0 * x.iter().map(|v| v * v).sum::<f64>());
+    assert!(jain >= 0.95, "Jain index {jain:.3} for {x:?}");
+    let total: f64 = x.iter().sum();
+    assert!(total >= 0.9 * 20e6 * 1448.0 / 1500.0, "the pair fills the bottleneck: {:.2}", mbit(total));
+    assert!(r.summary.flows.iter().all(|f| f.verified));
+}
+
+#[test]
+fn cubic_recovers_faster_than_reno_on_a_long_fat_path() {
+    // 200 Mbit/s x 100 ms RTT = 2.5 MB in flight; one loss in 100 000
+    // packets. Reno regains one segment per RTT after halving (~860 RTTs
+    // to get back), Cubic gets back in K = cbrt(W_max * 0.3 / 0.4) s.
+    let link = |cc: &str| one_link("200Mbit", "50ms", 2000, "loss = 0.00001", &format!("app = \"bulk\"\ncc = \"{cc}\""), "60s");
+    let reno = run(&link("reno")).summary.flows[0].goodput_bps;
+    let cubic = run(&link("cubic")).summary.flows[0].goodput_bps;
+    assert!(cubic > 1.3 * reno, "cubic {:.1} vs reno {:.1} Mbit/s", mbit(cubic), mbit(reno));
+}
+
+#[test]
+fn one_percent_loss_gives_mathis_throughput() {
+    // 100 Mbit/s so the link is never the limit; RTT 40 ms; p = 1 %.
+    let r = run(&one_link("100Mbit", "20ms", 1000, "loss = 0.01", "app = \"bulk\"\ncc = \"reno\"", "60s"));
+    let f = &r.summary.flows[0];
+    let p: f64 = 0.01;
+    let rtt = f.mean_srtt_ms.unwrap() / 1e3;
+    // Mathis et al.: MSS/RTT * C/sqrt(p), C between sqrt(3/4) (delayed
+    // ACKs) and sqrt(3/2); with margin for timeouts and SACK.
+    let base = 1448.0 * 8.0 / rtt / p.sqrt();
+    let (lo, hi) = (0.75f64.sqrt() * base * 0.7, 1.5f64.sqrt() * base * 1.3);
+    assert!(f.goodput_bps >= lo && f.goodput_bps <= hi, "goodput {:.2} Mbit/s outside [{:.2}, {:.2}]", mbit(f.goodput_bps), mbit(lo), mbit(hi));
+    assert!(f.verified);
+}
+
+#[test]
+fn link_down_for_5s_stalls_backs_off_and_resumes_without_losing_a_byte() {
+    let events = r#"
+[[events]]
+at = "5s"
+link = "l"
+action = "down"
+[[events]]
+at = "10s"
+link = "l"
+action = "up"
+"#;
+    let mut toml = one_link("10Mbit", "20ms", 34, "", "app = \"bulk\"\nbytes = \"15MB\"", "40s");
+    toml.push_str(events);
+    toml.push_str("[probes]\ninterval = \"500ms\"\n");
+    let r = run(&toml);
+    let f = &r.summary.flows[0];
+    assert!(f.completed && f.verified, "{f:?}");
+    assert_eq!(f.bytes_delivered, 15_000_000);
+    assert!(f.rto_count >= 3, "backed-off timeouts during the outage: {}", f.rto_count);
+    // Nothing crosses while the link is down ...
+    let rx = |t0: f64, t1: f64| -> f64 {
+        let v: Vec<f64> = r.interfaces.iter().filter(|s| s.node == "server" && s.time_s > t0 && s.time_s <= t1).map(|s| s.rx_bps).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    assert!(rx(5.5, 10.0) < 1.0, "silence during the outage");
+    // ... and the flow is back at full rate within a few seconds of the
+    // link's return (the RTO backoff can reach 3.2 s + 1.6 s).
+    assert!(rx(5.0 + 5.0 + 5.0, 17.0) > 9e6, "resumed: {:.2} Mbit/s", mbit(rx(15.0, 17.0)));
+    // Completion: 15 MB at ~9.6 Mbit/s is 12.5 s, plus the outage and the backoff.
+    let ct = f.completion_time_s.unwrap();
+    assert!(ct > 17.5 && ct < 25.0, "completion {ct} s");
+}
+
+#[test]
+fn same_seed_same_bytes_other_seed_other_bytes() {
+    let toml = one_link("10Mbit", "20ms", 34, "loss = 0.01\njitter = \"2ms\"", "app = \"bulk\"", "10s");
+    let a = run(&toml);
+    let b = run(&toml);
+    assert_eq!(a, b);
+    assert_eq!(a.flows_csv(), b.flows_csv());
+    assert_eq!(a.interfaces_csv(), b.interfaces_csv());
+    let c = run(&format!("seed = 99\n{toml}"));
+    assert_ne!(a.summary, c.summary);
+}
+
+#[test]
+fn fat_tree_ecmp_spreads_flows_over_every_core() {
+    // k = 4: 16 hosts, 4 cores. A permutation of cross-pod flows.
+    let mut toml = String::from("name = \"ft\"\nduration = \"2s\"\n[topology]\nkind = \"fattree\"\nk = 4\nrate = \"100Mbit\"\ndelay = \"10us\"\n");
+    for i in 0..16 {
+        let j = (i + 4) % 16; // always another pod
+        toml.push_str(&format!("[[flows]]\nname = \"f{i}\"\nfrom = \"h{i}\"\nto = \"h{j}\"\ntransport = \"tcp\"\n"));
+    }
+    let r = run(&toml);
+    for core in 0..4 {
+        let through: u64 = r.summary.links.iter().filter(|l| l.name.ends_with(&format!("-core{core}"))).map(|l| l.tx_packets).sum();
+        assert!(through > 1000, "core{core} carried {through} packets");
+    }
+    assert!(r.summary.flows.iter().all(|f| f.verified && f.bytes_delivered > 1_000_000));
+}
