@@ -127,6 +127,9 @@ pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
             out.display()
         );
     }
+    if !results.errors.is_empty() {
+        return Err(RunError::Failed(results.errors.join("; ")));
+    }
     let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
     if !bad.is_empty() {
         return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));

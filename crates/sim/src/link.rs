@@ -344,14 +344,19 @@ impl<P> Flight<P> {
     }
 
     /// Drops every packet arriving after `now`; returns how many.
-    fn drop_after(&mut self, now: u64) -> usize {
+    /// Removes every packet arriving after `now` into `out`; returns how many.
+    fn drop_after(&mut self, now: u64, out: &mut Vec<P>) -> usize {
         let before = self.len();
         match self {
             Flight::Fifo(d) => {
                 let keep = d.partition_point(|f| f.at <= now);
-                d.truncate(keep);
+                out.extend(d.drain(keep..).map(|f| f.pkt));
             }
-            Flight::Heap(h) => h.retain(|f| f.0.at <= now),
+            Flight::Heap(h) => {
+                let (keep, gone): (Vec<_>, Vec<_>) = std::mem::take(h).into_vec().into_iter().partition(|f| f.0.at <= now);
+                *h = keep.into();
+                out.extend(gone.into_iter().map(|f| f.0.pkt));
+            }
         }
         before - self.len()
     }
@@ -400,6 +405,10 @@ pub struct LinkDirection<P> {
     /// When the queue last became empty (RED idle correction).
     idle_since: u64,
     stats: LinkStats,
+    /// Packets that will never be delivered (refused, lost on the wire,
+    /// cut by a link-down), handed back so that a caller owning them
+    /// elsewhere (the simulator's packet pool) can reclaim them.
+    discarded: Vec<P>,
 }
 
 impl<P> std::fmt::Debug for LinkDirection<P> {
@@ -442,8 +451,16 @@ impl<P> LinkDirection<P> {
             red: RedState { avg: 0.0, count: -1 },
             idle_since: 0,
             stats: LinkStats::default(),
+            discarded: Vec::new(),
             p,
         }
+    }
+
+    /// Hands over the packets that will never be delivered, oldest first.
+    /// They pile up until taken: a long-running caller takes them after
+    /// every `offer` and `set_up` (the simulator returns their pool slots).
+    pub fn take_discarded(&mut self, out: &mut Vec<P>) {
+        out.append(&mut self.discarded);
     }
 
     /// The current parameters (after any `set_*`).
@@ -461,11 +478,13 @@ impl<P> LinkDirection<P> {
         self.stats.offered_bytes += u64::from(size);
         if !self.up {
             self.stats.down_drops += 1;
+            self.discarded.push(pkt);
             return Offer::DroppedDown;
         }
         self.advance_ns(now);
         if !self.admit(now, size, rng) {
             self.stats.queue_drops += 1;
+            self.discarded.push(pkt);
             return Offer::DroppedQueue;
         }
         let lost = self.draw_loss(rng);
@@ -485,7 +504,9 @@ impl<P> LinkDirection<P> {
         self.queue.push_back(rec);
         self.stats.queue_bytes += u64::from(size);
         self.stats.queue_packets += 1;
-        if !lost {
+        if lost {
+            self.discarded.push(pkt);
+        } else {
             let at = self.arrival(end, jitter, self.flight.last_at());
             self.flight.push(Fly { at, seq, size, pkt });
             self.queued_live += 1;
@@ -531,7 +552,7 @@ impl<P> LinkDirection<P> {
         if !up {
             self.advance_ns(now);
             let queued = self.queue.len();
-            let removed = self.flight.drop_after(now);
+            let removed = self.flight.drop_after(now, &mut self.discarded);
             // `removed` includes the live queued packets' flight entries.
             let propagating = removed.saturating_sub(self.queued_live);
             self.stats.down_drops += (queued + propagating) as u64;

@@ -117,6 +117,9 @@ pub struct RunResults {
     pub flows: Vec<FlowSample>,
     pub interfaces: Vec<InterfaceSample>,
     pub queues: Vec<QueueSample>,
+    /// Problems writing outputs during the run (a pcap that could not be
+    /// written): the run's data is incomplete and the caller must say so.
+    pub errors: Vec<String>,
 }
 
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {

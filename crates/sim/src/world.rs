@@ -17,7 +17,7 @@ use crate::apps::{fill_pattern, App, AppKind};
 use crate::endpoint::{Endpoint, Progress};
 use crate::event::EventQueue;
 use crate::link::{LinkDirection, Offer};
-use crate::packet::{ecmp_hash, Packet};
+use crate::packet::{ecmp_pick, flow_hash, Packet, NO_ADDR};
 use crate::results::*;
 use crate::rng::{RngStreams, SimRng};
 use crate::transport::{self, EndpointFactory};
@@ -35,8 +35,47 @@ enum Ev {
     Sample,
 }
 
+/// Packets in flight live here; links and queues move 4-byte handles,
+/// not 400-byte packets (htsim's packet pool, for the same reason). What
+/// forwarding needs sits in a compact parallel array, so a router hop
+/// touches 16 bytes instead of the whole header.
+#[derive(Default)]
+struct Pool {
+    pkts: Vec<Packet>,
+    meta: Vec<Meta>,
+    free: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Meta {
+    flow_hash: u64,
+    size: u32,
+    dst_idx: u32,
+}
+
+impl Pool {
+    fn put(&mut self, p: Packet) -> u32 {
+        let m = Meta { flow_hash: flow_hash(p.flow_key()), size: p.size, dst_idx: p.dst_idx };
+        match self.free.pop() {
+            Some(id) => {
+                self.pkts[id as usize] = p;
+                self.meta[id as usize] = m;
+                id
+            }
+            None => {
+                self.pkts.push(p);
+                self.meta.push(m);
+                (self.pkts.len() - 1) as u32
+            }
+        }
+    }
+    fn release(&mut self, id: u32) {
+        self.free.push(id);
+    }
+}
+
 struct LinkRt {
-    dirs: [LinkDirection<Packet>; 2],
+    dirs: [LinkDirection<u32>; 2],
     /// Pending wake-up per direction: at most one event in the queue each.
     wake_at: [Option<Instant>; 2],
     rng: [SimRng; 2],
@@ -55,8 +94,13 @@ struct IfCounters {
 struct NodeRt {
     router: bool,
     salt: u64,
-    /// Forwarding cache: (policy source or 0, destination) -> egress ifaces.
-    fib: HashMap<(u32, u32), Box<[u16]>>,
+    /// Forwarding cache by destination index (routers, and hosts without
+    /// policy rules), filled on first use: see [`FIB_UNKNOWN`].
+    fib: Vec<u32>,
+    /// ECMP next-hop lists the fib points into.
+    hops: Vec<u16>,
+    /// Policy-routed lookups of hosts: (source, destination index) -> egress.
+    policy_fib: HashMap<(u32, u32), Box<[u16]>>,
     counters: Vec<IfCounters>,
     /// (link, direction) leaving through each interface.
     egress: Vec<(usize, u8)>,
@@ -105,12 +149,25 @@ pub struct World {
     results: RunResults,
     pcaps: HashMap<(usize, usize), PcapSink<std::io::BufWriter<std::fs::File>>>,
     pub stats: RunStats,
+    /// The first pcap write error, reported by `finish`.
+    capture_error: Option<String>,
+    pool: Pool,
+    /// Every interface address -> dense index; and the node owning each.
+    addr_idx: HashMap<u32, u32>,
+    addr_owner: Vec<u32>,
+    /// Reused buffer for packets a link discarded.
+    dropped: Vec<u32>,
     scratch: Vec<u8>,
     /// Reused for the segments one endpoint emits in one service call.
     out_buf: Vec<Packet>,
 }
 
 const DIR_NAMES: [&str; 2] = ["ab", "ba"];
+
+/// A fib entry not looked up yet. Otherwise an entry is `start << 8 |
+/// count`: the egress interfaces are `hops[start..start + count]`
+/// (count 0: no route).
+const FIB_UNKNOWN: u32 = u32::MAX;
 
 impl World {
     /// Builds the world with TCP on every host; `pcap_dir` receives one
@@ -128,7 +185,9 @@ impl World {
             .map(|n| NodeRt {
                 router: n.kind == NodeKind::Router,
                 salt: rng.stream(0x5a17_0000 + n.id as u64).next_u64(),
-                fib: HashMap::default(),
+                fib: Vec::new(),
+                hops: Vec::new(),
+                policy_fib: HashMap::default(),
                 counters: vec![IfCounters::default(); n.interfaces.len()],
                 egress: vec![(usize::MAX, 0); n.interfaces.len()],
             })
@@ -179,6 +238,16 @@ impl World {
                 pcaps.insert((p.node, p.iface), PcapSink::new(f).map_err(std::io::Error::other)?);
             }
         }
+        let mut addr_idx = HashMap::default();
+        let mut addr_owner = Vec::new();
+        for n in &net.nodes {
+            for i in &n.interfaces {
+                addr_idx.entry(u32::from(i.addr)).or_insert_with(|| {
+                    addr_owner.push(n.id as u32);
+                    (addr_owner.len() - 1) as u32
+                });
+            }
+        }
         let interval = Instant(net.probes.interval_ns.max(1));
         let mut w = World {
             now: Instant::ZERO,
@@ -195,6 +264,11 @@ impl World {
             results: RunResults::default(),
             pcaps,
             stats: RunStats::default(),
+            capture_error: None,
+            pool: Pool::default(),
+            addr_idx,
+            addr_owner,
+            dropped: Vec::new(),
             scratch: Vec::new(),
             out_buf: Vec::new(),
             net,
@@ -274,70 +348,118 @@ impl World {
         self.schedule_link(link, dir);
     }
 
+    /// Returns to the pool what a link will never deliver.
+    fn reclaim(&mut self, link: usize, dir: usize) {
+        self.links[link].dirs[dir].take_discarded(&mut self.dropped);
+        for id in self.dropped.drain(..) {
+            self.pool.free.push(id);
+        }
+    }
+
     /// Puts a packet on the link behind `iface` of `node`. Like a Linux
     /// interface counter (and tcpdump), only what the queue accepted counts.
-    fn transmit(&mut self, node: usize, iface: usize, pkt: Packet) {
+    fn transmit(&mut self, node: usize, iface: usize, id: u32) {
         let (link, dir) = self.nodes[node].egress[iface];
         let dir = dir as usize;
-        let size = pkt.size;
-        let copy = self.pcaps.contains_key(&(node, iface)).then(|| pkt.clone());
+        let size = self.pool.meta[id as usize].size;
         let l = &mut self.links[link];
-        if let Offer::Queued = l.dirs[dir].offer(self.now, pkt, size, &mut l.rng[dir]) {
+        if let Offer::Queued = l.dirs[dir].offer(self.now, id, size, &mut l.rng[dir]) {
             self.nodes[node].counters[iface].tx_bytes += size as u64;
-            if let Some(p) = copy {
-                self.capture(node, iface, &p);
-            }
+            self.capture(node, iface, id);
         }
+        self.reclaim(link, dir);
         self.schedule_link(link, dir);
     }
 
-    fn capture(&mut self, node: usize, iface: usize, pkt: &Packet) {
+    fn capture(&mut self, node: usize, iface: usize, id: u32) {
         let Some(sink) = self.pcaps.get_mut(&(node, iface)) else { return };
+        let pkt = &self.pool.pkts[id as usize];
         self.scratch.resize(pkt.payload_len as usize, 0);
         fill_pattern(pkt.tag, &mut self.scratch);
         let t = std::time::Duration::from_nanos(self.now.0);
-        let _ = sink.write(t, pkt.src.into(), pkt.dst.into(), &pkt.tcp, &self.scratch);
+        if let Err(e) = sink.write(t, pkt.src.into(), pkt.dst.into(), &pkt.tcp, &self.scratch) {
+            self.capture_error.get_or_insert_with(|| e.to_string());
+        }
     }
 
     // ---- nodes -----------------------------------------------------------
 
-    fn receive(&mut self, node: usize, iface: usize, mut pkt: Packet) {
-        self.nodes[node].counters[iface].rx_bytes += pkt.size as u64;
-        self.capture(node, iface, &pkt);
-        if self.net.nodes[node].owns(pkt.dst) {
-            self.deliver_local(node, pkt);
+    fn receive(&mut self, node: usize, iface: usize, id: u32) {
+        let Meta { size, dst_idx: di, .. } = self.pool.meta[id as usize];
+        self.nodes[node].counters[iface].rx_bytes += size as u64;
+        self.capture(node, iface, id);
+        if di == NO_ADDR {
+            self.pool.release(id); // nobody has that address
             return;
         }
-        if !self.nodes[node].router || pkt.ttl <= 1 {
-            return; // hosts do not forward; expired TTL is dropped
+        if self.addr_owner[di as usize] == node as u32 {
+            self.deliver_local(node, id);
+            self.pool.release(id);
+            return;
         }
-        pkt.ttl -= 1;
+        if !self.nodes[node].router {
+            self.pool.release(id); // hosts do not forward
+            return;
+        }
+        let ttl = &mut self.pool.pkts[id as usize].ttl;
+        if *ttl <= 1 {
+            self.pool.release(id); // expired: dropped (no ICMP in this world)
+            return;
+        }
+        *ttl -= 1;
         self.stats.packets_forwarded += 1;
-        self.route_out(node, None, pkt);
+        self.route_out(node, None, id);
     }
 
     /// Chooses the egress interface (policy routing by source on hosts,
     /// ECMP by 5-tuple hash on routers) and transmits.
-    fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, pkt: Packet) {
-        let key = (policy_src.map(u32::from).unwrap_or(0), u32::from(pkt.dst));
+    fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, id: u32) {
+        let Meta { flow_hash, dst_idx, .. } = self.pool.meta[id as usize];
+        let spec = &self.net.nodes[node];
         let n = &mut self.nodes[node];
-        if !n.fib.contains_key(&key) {
-            let hops: Box<[u16]> = match self.net.nodes[node].lookup(policy_src, pkt.dst) {
+        let dst = || self.pool.pkts[id as usize].dst;
+        let lookup = |src: Option<Ipv4Addr>| -> Box<[u16]> {
+            match spec.lookup(src, dst()) {
                 Some(r) => r.nexthops.iter().map(|h| h.iface as u16).collect(),
                 None => Box::new([]),
-            };
-            n.fib.insert(key, hops);
-        }
-        let hops = &n.fib[&key];
-        let iface = match hops.len() {
-            0 => return, // no route: dropped like an ICMP unreachable would say
-            1 => hops[0] as usize,
-            k => hops[(ecmp_hash(pkt.flow_key(), n.salt) % k as u64) as usize] as usize,
+            }
         };
-        self.transmit(node, iface, pkt);
+        let iface = match policy_src {
+            // Only multi-homed hosts have policy rules; the others share the fib.
+            Some(src) if !spec.routing.rules.is_empty() => {
+                let hops = n.policy_fib.entry((u32::from(src), dst_idx)).or_insert_with(|| lookup(Some(src)));
+                match hops.len() {
+                    0 => None,
+                    k => Some(hops[ecmp_pick(flow_hash, n.salt, k)] as usize),
+                }
+            }
+            _ => {
+                let di = dst_idx as usize;
+                if n.fib.len() <= di {
+                    n.fib.resize(self.addr_owner.len(), FIB_UNKNOWN);
+                }
+                if n.fib[di] == FIB_UNKNOWN {
+                    let hops = lookup(None);
+                    n.fib[di] = (n.hops.len() as u32) << 8 | hops.len().min(255) as u32;
+                    n.hops.extend_from_slice(&hops);
+                }
+                let e = n.fib[di];
+                let (start, k) = ((e >> 8) as usize, (e & 0xff) as usize);
+                match k {
+                    0 => None,
+                    1 => Some(n.hops[start] as usize),
+                    k => Some(n.hops[start + ecmp_pick(flow_hash, n.salt, k)] as usize),
+                }
+            }
+        };
+        match iface {
+            Some(iface) => self.transmit(node, iface, id),
+            None => self.pool.release(id), // no route: dropped like an ICMP unreachable would say
+        }
     }
 
-    fn deliver_local(&mut self, node: usize, pkt: Packet) {
+    fn deliver_local(&mut self, node: usize, id: u32) {
+        let pkt = &self.pool.pkts[id as usize];
         let key = (node as u32, u32::from(pkt.dst), pkt.tcp.dst_port, u32::from(pkt.src), pkt.tcp.src_port);
         let (flow, end) = match self.demux.get(&key) {
             Some(&fe) => fe,
@@ -349,7 +471,7 @@ impl World {
                 }
                 let f = &self.net.flows[flow as usize];
                 let iss = self.rng.stream(0x155_0000 + 2 * flow as u64 + 1).next_u32();
-                let ep = self.factory.accept(f, pkt.dst, pkt.src, &pkt, iss, self.now);
+                let ep = self.factory.accept(f, pkt.dst, pkt.src, pkt, iss, self.now);
                 let Some(ep) = ep else { return };
                 self.demux.insert(key, (flow, 1));
                 let e = &mut self.flows[flow as usize].ends[1];
@@ -359,7 +481,7 @@ impl World {
         };
         let e = &mut self.flows[flow as usize].ends[end as usize];
         let Some(ep) = e.ep.as_mut() else { return };
-        let p = ep.on_packet(self.now, &pkt);
+        let p = ep.on_packet(self.now, pkt);
         self.after_input(flow as usize, end as usize, p);
     }
 
@@ -420,9 +542,11 @@ impl World {
                 out.push(pkt);
             }
         }
-        for pkt in out.drain(..) {
+        for mut pkt in out.drain(..) {
             let src = pkt.src;
-            self.route_out(node, Some(src), pkt);
+            pkt.dst_idx = self.addr_idx.get(&u32::from(pkt.dst)).copied().unwrap_or(NO_ADDR);
+            let id = self.pool.put(pkt);
+            self.route_out(node, Some(src), id);
         }
         self.out_buf = out;
         let e = &mut self.flows[flow].ends[end];
@@ -469,6 +593,7 @@ impl World {
                     }
                 }
             }
+            self.reclaim(ev.link, d);
             self.schedule_link(ev.link, d);
         }
     }
@@ -556,9 +681,13 @@ impl World {
 
     /// Final results: summary over the whole run plus the sampled series.
     pub fn finish(mut self, backend: &str) -> RunResults {
-        for (_, sink) in self.pcaps.drain() {
+        self.results.errors.extend(self.capture_error.take());
+        for ((node, iface), sink) in self.pcaps.drain() {
             use std::io::Write as _;
-            let _ = sink.into_inner().flush();
+            if let Err(e) = sink.into_inner().flush() {
+                let n = &self.net.nodes[node];
+                self.results.errors.push(format!("pcap of {}:{}: {e}", n.name, n.interfaces[iface].name));
+            }
         }
         let dur = self.now.as_secs_f64();
         let mut s = Summary { scenario: self.net.name.clone(), backend: backend.into(), seed: self.net.seed, duration_s: dur, ..Default::default() };
