@@ -28,6 +28,7 @@ enum Command {
     /// Examples:
     ///   mplab run scenarios/tcp-single.toml
     ///   mplab run scenarios/tcp-single.toml --seed 7 --set links.0.rate=50Mbit --out /tmp/r --json
+    #[command(verbatim_doc_comment)]
     Run {
         /// Scenario file (TOML; see docs/scenario.md).
         scenario: PathBuf,

@@ -57,6 +57,11 @@ fn kernel_mptcp_capture_verifies_in_trace() {
         lab.exec(ns, "sysctl -qw net.mptcp.enabled=1 net.mptcp.checksum_enabled=1");
         support::netns::sh(&format!("ip -n {ns} mptcp limits set subflow 2 add_addr_accepted 2"));
     }
+    // Unshaped veths move gigabits per second; tcpdump on two busy cores
+    // then drops frames. 100 Mbit/s per path keeps the capture complete.
+    for dev in ["eth0", "eth1"] {
+        lab.exec(&cli, &format!("tc qdisc add dev {dev} root tbf rate 100mbit burst 32kb latency 50ms"));
+    }
     support::netns::sh(&format!("ip -n {srv} mptcp endpoint add 10.0.2.1 dev eth1 signal"));
     support::netns::sh(&format!("ip -n {cli} mptcp endpoint add 10.0.2.2 dev eth1 subflow"));
 

@@ -18,6 +18,7 @@
 //! ```
 
 pub mod apps;
+pub mod capture;
 pub mod endpoint;
 pub mod event;
 pub mod link;

@@ -409,6 +409,8 @@ pub struct LinkDirection<P> {
     /// cut by a link-down), handed back so that a caller owning them
     /// elsewhere (the simulator's packet pool) can reclaim them.
     discarded: Vec<P>,
+    /// When the last accepted packet's last bit leaves.
+    last_end_ns: u64,
 }
 
 impl<P> std::fmt::Debug for LinkDirection<P> {
@@ -452,8 +454,16 @@ impl<P> LinkDirection<P> {
             idle_since: 0,
             stats: LinkStats::default(),
             discarded: Vec::new(),
+            last_end_ns: 0,
             p,
         }
+    }
+
+    /// When the last bit of the packet accepted by the last successful
+    /// `offer` leaves (after the packets queued before it): the moment it
+    /// counts in `tx_bytes`.
+    pub fn last_end(&self) -> Instant {
+        Instant(self.last_end_ns)
     }
 
     /// Hands over the packets that will never be delivered, oldest first.
@@ -501,6 +511,7 @@ impl<P> LinkDirection<P> {
         self.next_seq += 1;
         let rec = Ser { end_ns, end_rem, jitter_ns: jitter, seq, size, lost };
         let end = rec.end();
+        self.last_end_ns = end;
         self.queue.push_back(rec);
         self.stats.queue_bytes += u64::from(size);
         self.stats.queue_packets += 1;

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use mplab_proto::Instant;
 use rustc_hash::FxHashMap as HashMap;
 use mplab_scenario::network::{self, Network, NodeKind};
-use mplab_wire::pcap::PcapSink;
 
-use crate::apps::{fill_pattern, App, AppKind};
+use crate::apps::{App, AppKind};
+use crate::capture::Capture;
 use crate::endpoint::{Endpoint, Progress};
 use crate::event::EventQueue;
 use crate::link::{LinkDirection, Offer};
@@ -147,17 +147,14 @@ pub struct World {
     rng: RngStreams,
     interval: Instant,
     results: RunResults,
-    pcaps: HashMap<(usize, usize), PcapSink<std::io::BufWriter<std::fs::File>>>,
+    pcaps: HashMap<(usize, usize), Capture>,
     pub stats: RunStats,
-    /// The first pcap write error, reported by `finish`.
-    capture_error: Option<String>,
     pool: Pool,
     /// Every interface address -> dense index; and the node owning each.
     addr_idx: HashMap<u32, u32>,
     addr_owner: Vec<u32>,
     /// Reused buffer for packets a link discarded.
     dropped: Vec<u32>,
-    scratch: Vec<u8>,
     /// Reused for the segments one endpoint emits in one service call.
     out_buf: Vec<Packet>,
 }
@@ -234,8 +231,7 @@ impl World {
             for p in &net.probes.pcap {
                 let node = &net.nodes[p.node];
                 let name = format!("{}-{}.pcap", node.name, node.interfaces[p.iface].name);
-                let f = std::io::BufWriter::new(std::fs::File::create(dir.join(name))?);
-                pcaps.insert((p.node, p.iface), PcapSink::new(f).map_err(std::io::Error::other)?);
+                pcaps.insert((p.node, p.iface), Capture::create(&dir.join(name))?);
             }
         }
         let mut addr_idx = HashMap::default();
@@ -264,12 +260,10 @@ impl World {
             results: RunResults::default(),
             pcaps,
             stats: RunStats::default(),
-            capture_error: None,
             pool: Pool::default(),
             addr_idx,
             addr_owner,
             dropped: Vec::new(),
-            scratch: Vec::new(),
             out_buf: Vec::new(),
             net,
         };
@@ -364,21 +358,27 @@ impl World {
         let size = self.pool.meta[id as usize].size;
         let l = &mut self.links[link];
         if let Offer::Queued = l.dirs[dir].offer(self.now, id, size, &mut l.rng[dir]) {
-            self.nodes[node].counters[iface].tx_bytes += size as u64;
-            self.capture(node, iface, id);
+            let at = l.dirs[dir].last_end();
+            self.capture(node, iface, id, at);
         }
         self.reclaim(link, dir);
         self.schedule_link(link, dir);
     }
 
-    fn capture(&mut self, node: usize, iface: usize, id: u32) {
-        let Some(sink) = self.pcaps.get_mut(&(node, iface)) else { return };
-        let pkt = &self.pool.pkts[id as usize];
-        self.scratch.resize(pkt.payload_len as usize, 0);
-        fill_pattern(pkt.tag, &mut self.scratch);
-        let t = std::time::Duration::from_nanos(self.now.0);
-        if let Err(e) = sink.write(t, pkt.src.into(), pkt.dst.into(), &pkt.tcp, &self.scratch) {
-            self.capture_error.get_or_insert_with(|| e.to_string());
+    fn capture(&mut self, node: usize, iface: usize, id: u32, at: Instant) {
+        if let Some(c) = self.pcaps.get_mut(&(node, iface)) {
+            c.record(at, self.now, &self.pool.pkts[id as usize]);
+        }
+    }
+
+    /// Interface transmit counters are the link's: bytes serialised by now.
+    fn sync_tx_counters(&mut self) {
+        for n in self.nodes.iter_mut() {
+            for (c, &(link, dir)) in n.counters.iter_mut().zip(&n.egress) {
+                let d = &mut self.links[link].dirs[dir as usize];
+                d.advance(self.now);
+                c.tx_bytes = d.stats().tx_bytes;
+            }
         }
     }
 
@@ -387,7 +387,7 @@ impl World {
     fn receive(&mut self, node: usize, iface: usize, id: u32) {
         let Meta { size, dst_idx: di, .. } = self.pool.meta[id as usize];
         self.nodes[node].counters[iface].rx_bytes += size as u64;
-        self.capture(node, iface, id);
+        self.capture(node, iface, id, self.now);
         if di == NO_ADDR {
             self.pool.release(id); // nobody has that address
             return;
@@ -601,6 +601,7 @@ impl World {
     // ---- probes ----------------------------------------------------------
 
     fn sample(&mut self) {
+        self.sync_tx_counters();
         let t = self.now.as_secs_f64();
         let secs = self.interval.as_secs_f64();
         for (ni, n) in self.nodes.iter_mut().enumerate() {
@@ -681,10 +682,11 @@ impl World {
 
     /// Final results: summary over the whole run plus the sampled series.
     pub fn finish(mut self, backend: &str) -> RunResults {
-        self.results.errors.extend(self.capture_error.take());
-        for ((node, iface), sink) in self.pcaps.drain() {
-            use std::io::Write as _;
-            if let Err(e) = sink.into_inner().flush() {
+        self.sync_tx_counters();
+        let mut pcaps: Vec<_> = self.pcaps.drain().collect();
+        pcaps.sort_by_key(|(k, _)| *k);
+        for ((node, iface), c) in pcaps {
+            if let Err(e) = c.finish(self.now) {
                 let n = &self.net.nodes[node];
                 self.results.errors.push(format!("pcap of {}:{}: {e}", n.name, n.interfaces[iface].name));
             }

@@ -1,0 +1,90 @@
+//! Packet captures of chosen interfaces, written as pcap files that
+//! tshark and Wireshark open.
+//!
+//! A packet leaving an interface is recorded when its last bit leaves
+//! (after the queue, like tcpdump on Linux, which sees packets the qdisc
+//! released; and at the moment the interface's transmit counter counts
+//! it), which the link model knows when the packet is queued — possibly in
+//! the future. Records therefore wait in a small time-ordered buffer (at most a
+//! queue's worth) and are written once the simulation clock has passed
+//! them, so every file is in timestamp order.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use mplab_proto::Instant;
+use mplab_wire::pcap::PcapSink;
+
+use crate::apps::fill_pattern;
+use crate::packet::Packet;
+
+struct Pending {
+    at: Instant,
+    seq: u64,
+    pkt: Packet,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+pub struct Capture {
+    sink: PcapSink<BufWriter<File>>,
+    pending: BinaryHeap<Reverse<Pending>>,
+    seq: u64,
+    payload: Vec<u8>,
+    error: Option<String>,
+}
+
+impl Capture {
+    pub fn create(path: &Path) -> std::io::Result<Capture> {
+        let f = BufWriter::new(File::create(path)?);
+        let sink = PcapSink::new(f).map_err(std::io::Error::other)?;
+        Ok(Capture { sink, pending: BinaryHeap::new(), seq: 0, payload: Vec::new(), error: None })
+    }
+
+    /// Records `pkt` as seen at `at` (>= `now`), and writes everything up to `now`.
+    pub fn record(&mut self, at: Instant, now: Instant, pkt: &Packet) {
+        self.seq += 1;
+        self.pending.push(Reverse(Pending { at, seq: self.seq, pkt: pkt.clone() }));
+        self.flush_until(now);
+    }
+
+    fn flush_until(&mut self, now: Instant) {
+        while self.pending.peek().is_some_and(|p| p.0.at <= now) {
+            let Some(Reverse(p)) = self.pending.pop() else { break };
+            self.payload.resize(p.pkt.payload_len as usize, 0);
+            fill_pattern(p.pkt.tag, &mut self.payload);
+            let t = std::time::Duration::from_nanos(p.at.0);
+            if let Err(e) = self.sink.write(t, p.pkt.src.into(), p.pkt.dst.into(), &p.pkt.tcp, &self.payload) {
+                self.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+
+    /// Writes what was sent by `end` (the rest never left) and closes the
+    /// file; the first error, if any.
+    pub fn finish(mut self, end: Instant) -> Result<(), String> {
+        self.flush_until(end);
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.sink.into_inner().flush().map_err(|e| e.to_string())
+    }
+}
