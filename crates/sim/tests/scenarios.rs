@@ -196,3 +196,77 @@ fn fat_tree_ecmp_spreads_flows_over_every_core() {
     }
     assert!(r.summary.flows.iter().all(|f| f.verified && f.bytes_delivered > 1_000_000));
 }
+
+#[test]
+fn download_records_its_completion_time() {
+    // 5 MB from server to client over 10 Mbit/s, 20 ms: ~4.2 s of transfer
+    // plus slow start and the handshake.
+    let r = run(&one_link("10Mbit", "20ms", 34, "", "app = \"download\"\nbytes = \"5MB\"", "20s"));
+    let f = &r.summary.flows[0];
+    assert!(f.completed && f.verified, "{f:?}");
+    assert_eq!(f.bytes_delivered, 5_000_000);
+    let ct = f.completion_time_s.unwrap();
+    let ideal = 5e6 * 8.0 / (10e6 * 1448.0 / 1500.0);
+    assert!(ct > ideal && ct < ideal + 1.5, "completion {ct:.2} s vs ideal {ideal:.2} s");
+    // The data went server -> client.
+    let server_tx = r.summary.interfaces.iter().find(|i| i.node == "server").unwrap().tx_bytes;
+    assert!(server_tx > 5_000_000);
+}
+
+#[test]
+fn request_response_latency_is_one_rtt_plus_transmission() {
+    // 100 requests of 300 B answered by 10 KB every 200 ms: each exchange
+    // takes one RTT (40 ms) plus the response's serialisation (~8.3 ms).
+    let app = "app = \"request\"\nrequest_size = \"300B\"\nresponse_size = \"10KB\"\ncount = 100\ninterval = \"200ms\"";
+    let r = run(&one_link("10Mbit", "20ms", 100, "", app, "30s"));
+    let f = &r.summary.flows[0];
+    assert!(f.completed && f.verified, "{f:?}");
+    let mean = f.mean_latency_ms.unwrap();
+    let expect = 40.0 + 10_000.0 * 1500.0 / 1448.0 * 8.0 / 10e6 * 1e3;
+    assert!(mean > 40.0 && mean < expect + 5.0, "mean latency {mean:.2} ms, expected about {expect:.1}");
+    assert!(f.p99_latency_ms.unwrap() >= mean);
+}
+
+#[test]
+fn rate_limited_sender_gets_its_rate_not_the_link() {
+    let r = run(&one_link("100Mbit", "10ms", 1000, "", "app = \"rate\"\nrate = \"7.5Mbit\"", "20s"));
+    let f = &r.summary.flows[0];
+    assert!((f.goodput_bps / 7.5e6 - 1.0).abs() < 0.03, "goodput {:.3} Mbit/s", mbit(f.goodput_bps));
+    assert_eq!(f.retransmitted_segments, 0);
+    // An application-limited sender does not grow its window without bound.
+    let cwnd_max = r.flows.iter().filter_map(|s| s.cwnd_bytes).max().unwrap();
+    assert!(cwnd_max < 200_000, "cwnd grew to {cwnd_max} bytes while app-limited");
+}
+
+#[test]
+fn red_keeps_the_average_queue_between_its_thresholds() {
+    // Four flows through a 20 Mbit/s RED bottleneck (thresholds 30 KB / 90 KB).
+    let mut toml = String::from(
+        r#"
+name = "red"
+duration = "30s"
+[topology]
+kind = "dumbbell"
+pairs = 4
+access_rate = "1Gbit"
+access_delay = "1ms"
+bottleneck_rate = "20Mbit"
+bottleneck_delay = "10ms"
+bottleneck_queue = { kind = "red", min_th = "30KB", max_th = "90KB", limit = "300KB", max_p = 0.1 }
+[probes]
+interval = "100ms"
+queues = ["left-right"]
+"#,
+    );
+    for i in 0..4 {
+        toml.push_str(&format!("[[flows]]\nname = \"f{i}\"\nfrom = \"l{i}\"\nto = \"r{i}\"\ntransport = \"tcp\"\n"));
+    }
+    let r = run(&toml);
+    let q: Vec<u64> = r.queues.iter().filter(|s| s.direction == "ab" && s.time_s > 5.0).map(|s| s.queue_bytes).collect();
+    let mean = q.iter().sum::<u64>() as f64 / q.len() as f64;
+    assert!(mean > 10_000.0 && mean < 120_000.0, "mean queue {mean:.0} B");
+    let bl = r.summary.links.iter().find(|l| l.name == "left-right" && l.direction == "ab").unwrap();
+    assert!(bl.drops_queue > 0 && bl.max_queue_bytes < 300_000, "{bl:?}");
+    let total: f64 = r.summary.flows.iter().map(|f| f.goodput_bps).sum();
+    assert!(total > 0.9 * 20e6 * 1448.0 / 1500.0, "RED keeps the link busy: {:.2}", mbit(total));
+}
