@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 
 use serde::{Serialize, Serializer};
 
-pub use crate::schema::{Direction, EndpointFlag, NodeKind, PathManager, ResegmentMode, StripOn, TransportKind};
+pub use crate::schema::{Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StripOn, TransportKind};
 
 pub type NodeId = usize;
 pub type LinkId = usize;
@@ -30,6 +30,8 @@ pub struct Network {
     pub description: Option<String>,
     pub seed: u64,
     pub duration_ns: u64,
+    /// How routers choose among equal-cost next hops.
+    pub ecmp: EcmpMode,
     pub nodes: Vec<Node>,
     pub links: Vec<Link>,
     pub flows: Vec<Flow>,
@@ -272,7 +274,13 @@ pub struct LinkEnd {
 pub struct LinkDirection {
     pub rate_bps: u64,
     pub delay_ns: u64,
+    /// Scale of the random extra delay: the uniform bound, the normal's σ
+    /// or the Pareto mean, per `jitter_distribution`.
     pub jitter_ns: u64,
+    pub jitter_distribution: JitterDistribution,
+    /// Whether jitter may reorder packets; if not, a packet is held until
+    /// the one sent before it has arrived.
+    pub reorder: bool,
     /// Independent (Bernoulli) loss probability; 0 when `gilbert_elliott` is set.
     pub loss: f64,
     pub gilbert_elliott: Option<GilbertElliott>,

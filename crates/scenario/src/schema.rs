@@ -38,6 +38,9 @@ pub struct Spec {
     pub seed: u64,
     #[serde(default = "default_duration")]
     pub duration: Duration,
+    /// How routers choose among equal-cost next hops.
+    #[serde(default)]
+    pub ecmp: EcmpMode,
     /// Filled in by a second, kind-specific pass (see `load`): serde's
     /// internally tagged enums buffer their content and lose the spans that
     /// give errors their line numbers.
@@ -61,6 +64,20 @@ pub struct Spec {
     pub middleboxes: Vec<MiddleboxSpec>,
     #[serde(default)]
     pub probes: ProbesSpec,
+}
+
+/// How a router chooses among its equal-cost next hops (top-level `ecmp`).
+/// Either way a flow (5-tuple) stays on one next hop per router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcmpMode {
+    /// A hash of the 5-tuple, salted per router from the seed (Linux's
+    /// multipath hash policy 1).
+    #[default]
+    Hash,
+    /// A uniformly random next hop the first time the router sees a flow,
+    /// drawn from the router's seeded stream and then remembered.
+    Random,
 }
 
 // ------------------------------------------------------------------ nodes
@@ -215,6 +232,22 @@ pub enum LossModel {
     GilbertElliott { p_gb: Probability, p_bg: Probability, loss_good: Probability, loss_bad: Probability },
 }
 
+/// Shape of a link's jitter: the random extra delay added to each packet,
+/// never negative, so no packet arrives before the propagation delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JitterDistribution {
+    /// Uniform in [0, jitter].
+    #[default]
+    Uniform,
+    /// Half-normal: |N(0, jitter)|, `jitter` is the normal's σ (mean
+    /// 0.80·jitter, standard deviation 0.60·jitter).
+    Normal,
+    /// Pareto (type I) with shape 3 and mean `jitter`: at least
+    /// 2/3·jitter, heavy-tailed above (standard deviation 0.58·jitter).
+    Pareto,
+}
+
 /// Queue at the sending side of a link direction.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -252,6 +285,10 @@ pub struct DirectionSpec {
     #[serde(default)]
     pub jitter: Option<Duration>,
     #[serde(default)]
+    pub jitter_distribution: Option<JitterDistribution>,
+    #[serde(default)]
+    pub reorder: Option<bool>,
+    #[serde(default)]
     pub loss: Option<Probability>,
     #[serde(default)]
     pub loss_model: Option<LossModel>,
@@ -274,6 +311,13 @@ pub struct LinkSpec {
     pub delay: Option<Duration>,
     #[serde(default)]
     pub jitter: Option<Duration>,
+    /// `uniform` (default), `normal` or `pareto`; see [`JitterDistribution`].
+    #[serde(default)]
+    pub jitter_distribution: Option<JitterDistribution>,
+    /// Let jitter reorder packets (default false: a packet never arrives
+    /// before the one sent ahead of it).
+    #[serde(default)]
+    pub reorder: Option<bool>,
     #[serde(default)]
     pub loss: Option<Probability>,
     #[serde(default)]

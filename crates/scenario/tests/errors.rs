@@ -191,6 +191,34 @@ fn per_direction_override_errors() {
 }
 
 #[test]
+fn jitter_distribution_errors_name_the_field() {
+    assert_eq!(
+        error(&with("jitter = \"5ms\"\njitter_distribution = \"gaussian\"\n")),
+        "scenario.toml:14:23: links[0].jitter_distribution: unknown variant `gaussian`, expected one of `uniform`, `normal`, `pareto`"
+    );
+    assert_eq!(
+        error(&with("\n[links.ba]\njitter_distribution = \"Normal\"\n")),
+        "scenario.toml:15:23: links[0].ba.jitter_distribution: unknown variant `Normal`, expected one of `uniform`, `normal`, `pareto`"
+    );
+    assert_eq!(error(&with("reorder = \"yes\"\n")), r#"scenario.toml:13:11: links[0].reorder: invalid type: string "yes", expected a boolean"#);
+    let t = |body: &str| error(&format!("name = \"t\"\n\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"1Mbit\"\n{body}"));
+    assert_eq!(
+        t("jitter_distribution = [\"normal\", \"cauchy\"]\n"),
+        "scenario.toml:7:34: topology.jitter_distribution[1]: unknown variant `cauchy`, expected one of `uniform`, `normal`, `pareto`"
+    );
+    assert_eq!(
+        t("jitter_distribution = [\"normal\"]\n"),
+        "scenario.toml:7:23: topology.jitter_distribution: has 1 entries but paths = 2; give one value or one per path"
+    );
+}
+
+#[test]
+fn ecmp_errors_name_the_field() {
+    assert_eq!(error("name = \"x\"\necmp = \"ospf\"\n"), "scenario.toml:2:8: ecmp: unknown variant `ospf`, expected `hash` or `random`");
+    assert_eq!(error("name = \"x\"\necmp = true\n"), "scenario.toml:2:8: ecmp: wanted string or table");
+}
+
+#[test]
 fn topology_errors() {
     let t = |body: &str| error(&format!("name = \"t\"\n\n[topology]\n{body}"));
     assert_eq!(t("kind = \"star\"\n"), r#"scenario.toml:4:8: topology.kind: unknown topology kind "star": expected one of parallel, dumbbell, khalili, fattree"#);

@@ -75,13 +75,80 @@ use crate::rng::SimRng;
 
 const NS_PER_SEC: u64 = 1_000_000_000;
 
-/// Random extra propagation delay per packet.
+/// Random extra propagation delay per packet. Every distribution is
+/// non-negative, so no packet arrives before `end + delay`. A zero scale
+/// (`max`, `sigma`, `mean`) means no jitter and costs no draw.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Jitter {
     #[default]
     None,
-    /// `delay + U[0, max]`, uniform over whole nanoseconds, `max` inclusive.
+    /// `delay + U[0, max]`, uniform over whole nanoseconds, `max` inclusive
+    /// (one draw).
     Uniform { max: Duration },
+    /// `delay + |N(0, sigma)|`: half-normal, mean `sigma * sqrt(2/pi)`,
+    /// standard deviation `sigma * sqrt(1 - 2/pi)` (two draws, Box-Muller).
+    Normal { sigma: Duration },
+    /// `delay + X`, X Pareto (type I) with shape [`PARETO_SHAPE`] and the
+    /// given mean: `X >= mean * (shape - 1) / shape`, heavy-tailed above
+    /// (one draw, by inversion).
+    Pareto { mean: Duration },
+}
+
+/// Shape (tail index) of [`Jitter::Pareto`]: 3 gives a finite variance
+/// (standard deviation `mean / sqrt(3)`) with a visibly heavy tail.
+pub const PARETO_SHAPE: f64 = 3.0;
+
+impl Jitter {
+    /// The same distribution with another scale (bound, sigma or mean);
+    /// `None` becomes `Uniform`. For changing a link's jitter while keeping
+    /// its distribution.
+    pub fn with_scale(self, scale: Duration) -> Jitter {
+        match self {
+            Jitter::None | Jitter::Uniform { .. } => Jitter::Uniform { max: scale },
+            Jitter::Normal { .. } => Jitter::Normal { sigma: scale },
+            Jitter::Pareto { .. } => Jitter::Pareto { mean: scale },
+        }
+    }
+
+    /// The scale in whole nanoseconds (0 for `None`).
+    pub fn scale_ns(self) -> u64 {
+        match self {
+            Jitter::None => 0,
+            Jitter::Uniform { max: d } | Jitter::Normal { sigma: d } | Jitter::Pareto { mean: d } => duration_ns(d),
+        }
+    }
+
+    /// One sample in nanoseconds, for a scale of `scale_ns` (> 0, the
+    /// cached [`Jitter::scale_ns`]).
+    #[inline]
+    fn sample(self, scale_ns: u64, rng: &mut SimRng) -> u64 {
+        match self {
+            Jitter::None => 0,
+            Jitter::Uniform { .. } => rng.up_to(scale_ns),
+            Jitter::Normal { .. } => {
+                // Box-Muller: sqrt(-2 ln u1) * cos(2 pi u2) is N(0, 1);
+                // u1 in (0, 1] keeps the logarithm finite.
+                let u1 = 1.0 - rng.uniform();
+                let u2 = rng.uniform();
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                to_ns(scale_ns as f64 * z.abs())
+            }
+            Jitter::Pareto { .. } => {
+                // Inversion: x_m * U^(-1/shape), U in (0, 1], has mean
+                // x_m * shape / (shape - 1) = the scale.
+                let x_m = scale_ns as f64 * (PARETO_SHAPE - 1.0) / PARETO_SHAPE;
+                let u = 1.0 - rng.uniform();
+                to_ns(x_m * u.powf(-1.0 / PARETO_SHAPE))
+            }
+        }
+    }
+}
+
+/// Non-negative float nanoseconds to whole nanoseconds, rounded, saturating
+/// (`as` maps NaN to 0 and anything too large to `u64::MAX`).
+#[inline]
+fn to_ns(x: f64) -> u64 {
+    (x + 0.5) as u64
 }
 
 /// Random loss applied to each packet after serialisation.
@@ -387,9 +454,9 @@ fn unit(x: f64) -> f64 {
 /// One direction of a link. See the module documentation for the model.
 pub struct LinkDirection<P> {
     p: LinkParams,
-    /// `p.delay` and the jitter bound in ns, cached (per-packet use).
+    /// `p.delay` and the jitter scale in ns, cached (per-packet use).
     delay_ns: u64,
-    jitter_max_ns: u64,
+    jitter_scale_ns: u64,
     up: bool,
     queue: VecDeque<Ser>,
     /// Records in `queue` that are not lost (they have a `flight` entry,
@@ -429,19 +496,12 @@ fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-fn jitter_ns(j: Jitter) -> u64 {
-    match j {
-        Jitter::None => 0,
-        Jitter::Uniform { max } => duration_ns(max),
-    }
-}
-
 impl<P> LinkDirection<P> {
     /// An idle, up link direction.
     pub fn new(p: LinkParams) -> Self {
         LinkDirection {
             delay_ns: duration_ns(p.delay),
-            jitter_max_ns: jitter_ns(p.jitter),
+            jitter_scale_ns: p.jitter.scale_ns(),
             up: true,
             queue: VecDeque::new(),
             queued_live: 0,
@@ -498,7 +558,7 @@ impl<P> LinkDirection<P> {
             return Offer::DroppedQueue;
         }
         let lost = self.draw_loss(rng);
-        let jitter = if lost || self.jitter_max_ns == 0 { 0 } else { rng.up_to(self.jitter_max_ns) };
+        let jitter = if lost || self.jitter_scale_ns == 0 { 0 } else { self.p.jitter.sample(self.jitter_scale_ns, rng) };
 
         // Serialisation starts when both the packet and the serialiser are
         // ready. Comparing (now, 0) with the exact free time keeps the
@@ -612,7 +672,7 @@ impl<P> LinkDirection<P> {
     /// Changes the jitter for packets offered from now on.
     pub fn set_jitter(&mut self, j: Jitter) {
         self.p.jitter = j;
-        self.jitter_max_ns = jitter_ns(j);
+        self.jitter_scale_ns = j.scale_ns();
     }
 
     /// Changes the loss model for packets offered from now on. Switching
@@ -1090,6 +1150,163 @@ mod tests {
         assert!(re.iter().any(|(id, at)| *at > u64::from(*id) * 200_000 + 120_000 + 13 * MS));
     }
 
+    /// The extra delay (arrival - offer - delay) of `n` packets on an
+    /// unlimited-rate link that may reorder, so nothing holds a packet back:
+    /// exactly the jitter samples.
+    fn jitter_samples(j: Jitter, n: u64, seed: u64) -> Vec<u64> {
+        let delay = 7 * MS;
+        let mut p = params(0, delay, unbounded());
+        p.jitter = j;
+        p.allow_reorder = true;
+        let mut l = LinkDirection::new(p);
+        let mut rng = SimRng::new(seed, 17);
+        let sent = |i: u64| i * 1_000;
+        for i in 0..n {
+            assert_eq!(l.offer(Instant(sent(i)), i, 1500, &mut rng), Offer::Queued);
+        }
+        let out = drain(&mut l);
+        assert_eq!(out.len() as u64, n);
+        let mut extra = vec![0u64; n as usize];
+        for (id, at) in out {
+            assert!(at >= sent(id) + delay, "packet {id} arrived before the propagation delay");
+            extra[id as usize] = at - sent(id) - delay;
+        }
+        extra
+    }
+
+    /// Sample mean and standard deviation.
+    fn mean_sd(x: &[u64]) -> (f64, f64) {
+        let n = x.len() as f64;
+        let mean = x.iter().map(|&v| v as f64).sum::<f64>() / n;
+        let var = x.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (mean, var.sqrt())
+    }
+
+    fn fraction(x: &[u64], pred: impl Fn(u64) -> bool) -> f64 {
+        x.iter().filter(|&&v| pred(v)).count() as f64 / x.len() as f64
+    }
+
+    const JITTER_N: u64 = 100_000;
+
+    #[test]
+    fn uniform_jitter_statistics() {
+        let j = 4 * MS;
+        let x = jitter_samples(Jitter::Uniform { max: Duration::from_nanos(j) }, JITTER_N, 1);
+        let (mean, sd) = mean_sd(&x);
+        let (want_mean, want_sd) = (j as f64 / 2.0, j as f64 / 12f64.sqrt());
+        // sd of the sample mean = want_sd / sqrt(n) = 0.09% of j: 1% is > 10 sigma.
+        assert!((mean / want_mean - 1.0).abs() < 0.01, "mean {mean} vs {want_mean}");
+        assert!((sd / want_sd - 1.0).abs() < 0.02, "sd {sd} vs {want_sd}");
+        assert!(x.iter().all(|&v| v <= j));
+        assert!(fraction(&x, |v| v < j / 4) > 0.24 && fraction(&x, |v| v > 3 * j / 4) > 0.24);
+    }
+
+    #[test]
+    fn normal_jitter_is_half_normal_with_sigma() {
+        let sigma = 3 * MS;
+        let x = jitter_samples(Jitter::Normal { sigma: Duration::from_nanos(sigma) }, JITTER_N, 2);
+        let (mean, sd) = mean_sd(&x);
+        let s = sigma as f64;
+        let want_mean = s * (2.0 / std::f64::consts::PI).sqrt();
+        let want_sd = s * (1.0 - 2.0 / std::f64::consts::PI).sqrt();
+        // sd of the sample mean = 0.6 sigma / sqrt(n) = 0.24% of the mean.
+        assert!((mean / want_mean - 1.0).abs() < 0.01, "mean {mean} vs {want_mean}");
+        assert!((sd / want_sd - 1.0).abs() < 0.02, "sd {sd} vs {want_sd}");
+        // |Z| < 1 with probability 0.6827, |Z| < 2 with 0.9545 (sd of a
+        // fraction over 100k is <= 0.0016).
+        assert!((fraction(&x, |v| v < sigma) - 0.6827).abs() < 0.008);
+        assert!((fraction(&x, |v| v < 2 * sigma) - 0.9545).abs() < 0.005);
+        // Mass near zero (the half-normal's mode), nothing absurd in the tail.
+        assert!(fraction(&x, |v| v < sigma / 10) > 0.07);
+        assert!(x.iter().all(|&v| v < 9 * sigma));
+    }
+
+    #[test]
+    fn pareto_jitter_has_the_mean_and_a_heavy_tail() {
+        let m = 2 * MS;
+        let x = jitter_samples(Jitter::Pareto { mean: Duration::from_nanos(m) }, JITTER_N, 3);
+        let (mean, sd) = mean_sd(&x);
+        let m_f = m as f64;
+        let x_m = m_f * 2.0 / 3.0;
+        // sd of the sample mean = (m / sqrt 3) / sqrt(n) = 0.18% of m.
+        assert!((mean / m_f - 1.0).abs() < 0.015, "mean {mean} vs {m_f}");
+        // The sample sd of a shape-3 Pareto converges slowly (infinite
+        // fourth moment): a loose check, the quantiles below are exact.
+        assert!((sd / (m_f / 3f64.sqrt()) - 1.0).abs() < 0.25, "sd {sd}");
+        // Never below the scale x_m = 2/3 mean; median x_m * 2^(1/3);
+        // P(X > 2 m) = (x_m / 2m)^3 = 1/27.
+        assert!(x.iter().all(|&v| v as f64 >= x_m - 1.0), "min {}", x.iter().min().unwrap());
+        let mut sorted = x.clone();
+        sorted.sort_unstable();
+        let median = sorted[sorted.len() / 2] as f64;
+        assert!((median / (x_m * 2f64.cbrt()) - 1.0).abs() < 0.01, "median {median}");
+        assert!((fraction(&x, |v| v > 2 * m) - 1.0 / 27.0).abs() < 0.003);
+        // Heavy tail: some packets wait many times the mean.
+        assert!(sorted[sorted.len() - 1] > 10 * m, "max {}", sorted[sorted.len() - 1]);
+    }
+
+    #[test]
+    fn jitter_draws_are_deterministic_and_zero_scale_draws_nothing() {
+        for j in [Jitter::Uniform { max: Duration::from_millis(3) }, Jitter::Normal { sigma: Duration::from_millis(3) }, Jitter::Pareto { mean: Duration::from_millis(3) }] {
+            let a = jitter_samples(j, 2000, 9);
+            assert_eq!(a, jitter_samples(j, 2000, 9), "{j:?}");
+            assert_ne!(a, jitter_samples(j, 2000, 10), "{j:?}");
+            // A zero scale is no jitter and leaves the stream untouched.
+            let zero = j.with_scale(Duration::ZERO);
+            assert_eq!(zero.scale_ns(), 0);
+            let mut l = LinkDirection::new(LinkParams { jitter: zero, ..params(0, MS, unbounded()) });
+            let mut rng = SimRng::new(1, 1);
+            let before = rng.clone();
+            for i in 0..100 {
+                l.offer(Instant(i), i, 100, &mut rng);
+            }
+            assert_eq!(rng.next_u64(), before.clone().next_u64());
+            assert!(drain(&mut l).iter().all(|&(i, at)| at == i + MS));
+        }
+    }
+
+    #[test]
+    fn with_scale_keeps_the_distribution() {
+        let d = Duration::from_millis(4);
+        assert_eq!(Jitter::None.with_scale(d), Jitter::Uniform { max: d });
+        assert_eq!(Jitter::Normal { sigma: Duration::ZERO }.with_scale(d), Jitter::Normal { sigma: d });
+        assert_eq!(Jitter::Pareto { mean: MS_D }.with_scale(d), Jitter::Pareto { mean: d });
+        assert_eq!(Jitter::Pareto { mean: d }.scale_ns(), 4 * MS);
+    }
+
+    const MS_D: Duration = Duration::from_millis(1);
+
+    /// 3000 packets of 1500 B every 200 us on a 100 Mbit/s link (120 us
+    /// each, so no queueing) with jitter far above the spacing.
+    fn jitter_order_run(j: Jitter, allow_reorder: bool) -> Vec<(u32, u64)> {
+        let mut p = params(100_000_000, 5 * MS, unbounded());
+        p.jitter = j;
+        p.allow_reorder = allow_reorder;
+        let mut l = LinkDirection::new(p);
+        let mut rng = SimRng::new(4, 4);
+        for i in 0..3000u32 {
+            l.offer(Instant(u64::from(i) * 200_000), i, 1500, &mut rng);
+        }
+        let out = drain(&mut l);
+        assert_eq!(out.len(), 3000);
+        for (id, at) in &out {
+            assert!(*at >= u64::from(*id) * 200_000 + 120_000 + 5 * MS, "{j:?}: {id} early");
+        }
+        assert!(out.windows(2).all(|w| w[0].1 <= w[1].1), "delivered in arrival order");
+        out
+    }
+
+    #[test]
+    fn no_distribution_reorders_unless_allowed() {
+        for j in [Jitter::Uniform { max: Duration::from_millis(10) }, Jitter::Normal { sigma: Duration::from_millis(5) }, Jitter::Pareto { mean: Duration::from_millis(5) }] {
+            let fifo = jitter_order_run(j, false);
+            assert!(fifo.windows(2).all(|w| w[0].0 < w[1].0), "{j:?} reordered");
+            let re = jitter_order_run(j, true);
+            let inversions = re.windows(2).filter(|w| w[0].0 > w[1].0).count();
+            assert!(inversions > 100, "{j:?}: only {inversions} inversions with reorder");
+        }
+    }
+
     fn red(gentle: bool, weight: f64) -> QueueConfig {
         QueueConfig::Red { min_th_bytes: 10_000, max_th_bytes: 20_000, max_p: 0.2, weight, limit_bytes: 1_000_000, gentle }
     }
@@ -1344,7 +1561,8 @@ mod tests {
             for rate in [0, 1, u64::MAX] {
                 let mut p = params(rate, u64::MAX, q);
                 p.delay = Duration::MAX;
-                p.jitter = Jitter::Uniform { max: Duration::MAX };
+                p.jitter = [Jitter::Uniform { max: Duration::MAX }, Jitter::Normal { sigma: Duration::MAX }, Jitter::Pareto { mean: Duration::MAX }]
+                    [rate as usize % 3];
                 p.loss = LossModel::GilbertElliott { p_gb: f64::NAN, p_bg: 2.0, loss_good: -1.0, loss_bad: f64::INFINITY };
                 let mut l = LinkDirection::new(p);
                 for (i, size) in [0u32, 1, u32::MAX, 1500].into_iter().enumerate() {
@@ -1400,6 +1618,7 @@ mod tests {
             rate in prop_oneof![Just(0u64), 100_000u64..1_000_000_000],
             delay in 0u64..20_000_000,
             jitter in prop_oneof![Just(0u64), 1u64..5_000_000],
+            jitter_kind in 0u8..3,
             loss in 0.0f64..0.3,
             limit in 1u64..40,
             queue_kind in 0u8..4,
@@ -1416,7 +1635,13 @@ mod tests {
                 },
             };
             let mut p = params(rate, delay, queue);
-            p.jitter = if jitter == 0 { Jitter::None } else { Jitter::Uniform { max: Duration::from_nanos(jitter) } };
+            let scale = Duration::from_nanos(jitter);
+            p.jitter = match jitter_kind {
+                _ if jitter == 0 => Jitter::None,
+                0 => Jitter::Uniform { max: scale },
+                1 => Jitter::Normal { sigma: scale },
+                _ => Jitter::Pareto { mean: scale },
+            };
             p.loss = LossModel::Bernoulli { p: loss };
             p.allow_reorder = reorder;
             let mut l = LinkDirection::new(p);

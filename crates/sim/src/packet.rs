@@ -6,6 +6,9 @@
 use core::net::Ipv4Addr;
 
 use mplab_wire::TcpHeader;
+use rustc_hash::FxHashMap;
+
+use crate::rng::SimRng;
 
 /// IPv4 header without options.
 pub const IPV4_HEADER: u32 = 20;
@@ -62,9 +65,93 @@ pub fn ecmp_pick(hash: u64, salt: u64, n: usize) -> usize {
     (mix(hash ^ salt) % n as u64) as usize
 }
 
+/// Stream ids of the nodes' ECMP draws (`ecmp = "random"`): this base +
+/// node id, away from every other element's range.
+pub const ECMP_STREAM_BASE: u64 = 0xec_0000_0000;
+
+/// How a node chooses among its equal-cost next hops. Either way one flow
+/// (5-tuple) keeps one next hop per node, so TCP sees no reordering.
+#[derive(Debug, Clone)]
+pub enum Ecmp {
+    /// Salted 5-tuple hash ([`ecmp_pick`]): stateless, like Linux's
+    /// multipath hash policy 1.
+    Hash { salt: u64 },
+    /// A uniformly random member the first time the node sees a flow,
+    /// drawn from the node's own stream (boxed: only new flows touch it)
+    /// and remembered by flow hash.
+    Random { rng: Box<SimRng>, flows: FxHashMap<u64, u16> },
+}
+
+impl Ecmp {
+    pub fn random(rng: SimRng) -> Ecmp {
+        Ecmp::Random { rng: Box::new(rng), flows: FxHashMap::default() }
+    }
+
+    /// The egress interface among `hops` (at least one) for the flow with
+    /// hash `flow_hash`. Allocates only when a random-mode node meets a new
+    /// flow (the table grows), never per packet.
+    #[inline]
+    pub fn pick(&mut self, flow_hash: u64, hops: &[u16]) -> u16 {
+        match self {
+            Ecmp::Hash { salt } => hops[ecmp_pick(flow_hash, *salt, hops.len())],
+            Ecmp::Random { rng, flows } => match flows.get(&flow_hash) {
+                // The remembered choice, unless it is no member here (a
+                // 64-bit hash collision with a flow going elsewhere).
+                Some(&i) if hops.contains(&i) => i,
+                _ => {
+                    let i = hops[rng.below(hops.len() as u64) as usize];
+                    flows.insert(flow_hash, i);
+                    i
+                }
+            },
+        }
+    }
+}
+
 #[inline]
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hashes(n: u32) -> impl Iterator<Item = u64> {
+        (0..n).map(|i| flow_hash((0x0a00_0001 + i, 0x0a00_0402, 49152 + (i % 7) as u16, 5001)))
+    }
+
+    #[test]
+    fn hash_mode_is_the_salted_hash() {
+        let hops = [3u16, 5, 9];
+        let mut e = Ecmp::Hash { salt: 77 };
+        for h in hashes(100) {
+            assert_eq!(e.pick(h, &hops), hops[ecmp_pick(h, 77, 3)]);
+        }
+    }
+
+    #[test]
+    fn random_mode_sticks_per_flow_spreads_uniformly_and_repeats() {
+        let hops = [0u16, 1, 2, 3];
+        let mut e = Ecmp::random(SimRng::new(1, ECMP_STREAM_BASE));
+        let first: Vec<u16> = hashes(40_000).map(|h| e.pick(h, &hops)).collect();
+        // A flow keeps its next hop ...
+        let again: Vec<u16> = hashes(40_000).map(|h| e.pick(h, &hops)).collect();
+        assert_eq!(first, again);
+        // ... and new flows spread evenly (expected 10000 each, sd 87).
+        for k in hops {
+            let c = first.iter().filter(|&&x| x == k).count() as i64;
+            assert!((c - 10_000).abs() < 450, "hop {k}: {c}");
+        }
+        // Same stream, same choices; another stream, others.
+        let mut f = Ecmp::random(SimRng::new(1, ECMP_STREAM_BASE));
+        assert_eq!(first, hashes(40_000).map(|h| f.pick(h, &hops)).collect::<Vec<_>>());
+        let mut g = Ecmp::random(SimRng::new(1, ECMP_STREAM_BASE + 1));
+        assert_ne!(first, hashes(40_000).map(|h| g.pick(h, &hops)).collect::<Vec<_>>());
+        // A remembered hop that is not a member of this route is re-drawn.
+        let h = hashes(1).next().unwrap();
+        assert!([7u16, 8].contains(&e.pick(h, &[7, 8])));
+    }
 }

@@ -71,8 +71,23 @@ impl EndpointFactory for TcpFactory {
     }
 }
 
+/// Uniform jitter up to `ns` (0: none).
 pub fn jitter(ns: u64) -> Jitter {
-    if ns == 0 { Jitter::None } else { Jitter::Uniform { max: Duration::from_nanos(ns) } }
+    jitter_with(ns, network::JitterDistribution::Uniform)
+}
+
+/// Jitter of scale `ns` (uniform bound, normal sigma or Pareto mean) with
+/// the given distribution. A zero scale is no jitter (and no draws); the
+/// non-uniform kinds keep their variant so a later change of scale
+/// ([`Jitter::with_scale`]) keeps the distribution.
+pub fn jitter_with(ns: u64, dist: network::JitterDistribution) -> Jitter {
+    let d = Duration::from_nanos(ns);
+    match dist {
+        network::JitterDistribution::Uniform if ns == 0 => Jitter::None,
+        network::JitterDistribution::Uniform => Jitter::Uniform { max: d },
+        network::JitterDistribution::Normal => Jitter::Normal { sigma: d },
+        network::JitterDistribution::Pareto => Jitter::Pareto { mean: d },
+    }
 }
 
 pub fn loss_model(p: f64, ge: Option<&network::GilbertElliott>) -> LossModel {
@@ -100,10 +115,10 @@ pub fn link_params(d: &network::LinkDirection) -> LinkParams {
     LinkParams {
         rate_bps: d.rate_bps,
         delay: Duration::from_nanos(d.delay_ns),
-        jitter: jitter(d.jitter_ns),
+        jitter: jitter_with(d.jitter_ns, d.jitter_distribution),
         loss: loss_model(d.loss, d.gilbert_elliott.as_ref()),
         queue,
-        allow_reorder: false,
+        allow_reorder: d.reorder,
     }
 }
 

@@ -17,7 +17,7 @@ use crate::capture::Capture;
 use crate::endpoint::{Endpoint, Progress};
 use crate::event::EventQueue;
 use crate::link::{LinkDirection, Offer};
-use crate::packet::{ecmp_pick, flow_hash, Packet, NO_ADDR};
+use crate::packet::{flow_hash, Ecmp, Packet, ECMP_STREAM_BASE, NO_ADDR};
 use crate::results::*;
 use crate::rng::{RngStreams, SimRng};
 use crate::transport::{self, EndpointFactory};
@@ -93,7 +93,8 @@ struct IfCounters {
 
 struct NodeRt {
     router: bool,
-    salt: u64,
+    /// Chooses among equal-cost next hops (`Network.ecmp`).
+    ecmp: Ecmp,
     /// Forwarding cache by destination index (routers, and hosts without
     /// policy rules), filled on first use: see [`FIB_UNKNOWN`].
     fib: Vec<u32>,
@@ -181,7 +182,10 @@ impl World {
             .iter()
             .map(|n| NodeRt {
                 router: n.kind == NodeKind::Router,
-                salt: rng.stream(0x5a17_0000 + n.id as u64).next_u64(),
+                ecmp: match net.ecmp {
+                    network::EcmpMode::Hash => Ecmp::Hash { salt: rng.stream(0x5a17_0000 + n.id as u64).next_u64() },
+                    network::EcmpMode::Random => Ecmp::random(rng.stream(ECMP_STREAM_BASE + n.id as u64)),
+                },
                 fib: Vec::new(),
                 hops: Vec::new(),
                 policy_fib: HashMap::default(),
@@ -412,7 +416,8 @@ impl World {
     }
 
     /// Chooses the egress interface (policy routing by source on hosts,
-    /// ECMP by 5-tuple hash on routers) and transmits.
+    /// ECMP per flow on routers, by salted hash or remembered random
+    /// choice) and transmits.
     fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, id: u32) {
         let Meta { flow_hash, dst_idx, .. } = self.pool.meta[id as usize];
         let spec = &self.net.nodes[node];
@@ -430,7 +435,8 @@ impl World {
                 let hops = n.policy_fib.entry((u32::from(src), dst_idx)).or_insert_with(|| lookup(Some(src)));
                 match hops.len() {
                     0 => None,
-                    k => Some(hops[ecmp_pick(flow_hash, n.salt, k)] as usize),
+                    1 => Some(hops[0] as usize),
+                    _ => Some(n.ecmp.pick(flow_hash, hops) as usize),
                 }
             }
             _ => {
@@ -448,7 +454,7 @@ impl World {
                 match k {
                     0 => None,
                     1 => Some(n.hops[start] as usize),
-                    k => Some(n.hops[start + ecmp_pick(flow_hash, n.salt, k)] as usize),
+                    k => Some(n.ecmp.pick(flow_hash, &n.hops[start..start + k]) as usize),
                 }
             }
         };
@@ -586,7 +592,7 @@ impl World {
                         l.set_delay(now, std::time::Duration::from_nanos(dl));
                     }
                     if let Some(j) = jitter_ns {
-                        l.set_jitter(transport::jitter(j));
+                        l.set_jitter(l.params().jitter.with_scale(std::time::Duration::from_nanos(j)));
                     }
                     if let Some(p) = loss {
                         l.set_loss(transport::loss_model(p, None));

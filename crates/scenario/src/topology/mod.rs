@@ -13,7 +13,7 @@ pub use khalili::KhaliliSpec;
 pub use parallel::ParallelSpec;
 
 use crate::error::{diag, Diag};
-use crate::network::{GilbertElliott, LinkDirection, Queue, QueueLimit, DEFAULT_MTU, DEFAULT_QUEUE};
+use crate::network::{GilbertElliott, JitterDistribution, LinkDirection, Queue, QueueLimit, DEFAULT_MTU, DEFAULT_QUEUE};
 use crate::schema::{Cidr, LossModel, NodeKind, QueueSpec};
 use crate::units::{Duration, Probability, Rate};
 
@@ -106,6 +106,8 @@ pub(crate) fn params(rate: Rate, delay: Option<Duration>, loss: Option<Probabili
         rate_bps: rate.bps(),
         delay_ns: delay.unwrap_or_default().as_nanos(),
         jitter_ns: 0,
+        jitter_distribution: JitterDistribution::Uniform,
+        reorder: false,
         loss: loss.unwrap_or_default().value(),
         gilbert_elliott: None,
         queue: queue.unwrap_or(DEFAULT_QUEUE),

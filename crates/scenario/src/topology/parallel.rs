@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::{check_count, resolve_queue, Draft, DraftEnd, DraftLink};
 use crate::error::{diag, Diag};
-use crate::network::{LinkDirection, DEFAULT_MTU, DEFAULT_QUEUE};
+use crate::network::{JitterDistribution, LinkDirection, DEFAULT_MTU, DEFAULT_QUEUE};
 use crate::schema::{KindTag, NodeKind, PerPath, QueueSpec};
 use crate::units::{Duration, Probability, Rate};
 
@@ -26,6 +26,10 @@ pub struct ParallelSpec {
     pub delay: Option<PerPath<Duration>>,
     #[serde(default)]
     pub jitter: Option<PerPath<Duration>>,
+    #[serde(default)]
+    pub jitter_distribution: Option<PerPath<JitterDistribution>>,
+    #[serde(default)]
+    pub reorder: Option<PerPath<bool>>,
     #[serde(default)]
     pub loss: Option<PerPath<Probability>>,
     #[serde(default)]
@@ -61,6 +65,14 @@ impl ParallelSpec {
                 Some(p) => *pick(p, i, self.paths, "jitter")?,
                 None => Duration::ZERO,
             };
+            let jitter_distribution = match &self.jitter_distribution {
+                Some(p) => *pick(p, i, self.paths, "jitter_distribution")?,
+                None => JitterDistribution::Uniform,
+            };
+            let reorder = match &self.reorder {
+                Some(p) => *pick(p, i, self.paths, "reorder")?,
+                None => false,
+            };
             let loss = match &self.loss {
                 Some(p) => Some(*pick(p, i, self.paths, "loss")?),
                 None => None,
@@ -74,6 +86,8 @@ impl ParallelSpec {
                 rate_bps: rate.bps(),
                 delay_ns: delay.as_nanos(),
                 jitter_ns: jitter.as_nanos(),
+                jitter_distribution,
+                reorder,
                 loss,
                 gilbert_elliott: None,
                 queue,
