@@ -5,6 +5,7 @@
 //! control behind a trait, and (later) MPTCP connections on top of them.
 
 pub mod cc;
+pub mod mptcp;
 pub mod tcp;
 pub mod time;
 

@@ -24,6 +24,9 @@ pub struct TcpConfig {
     pub min_rto: Duration,
     /// SYN / SYN-ACK retransmissions before the attempt fails.
     pub syn_retries: u32,
+    /// Option bytes kept free in every data segment for a layer above
+    /// (MPTCP's DSS): the payload per segment shrinks by this much.
+    pub option_reserve: u16,
 }
 
 impl Default for TcpConfig {
@@ -43,6 +46,7 @@ impl Default for TcpConfig {
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_millis(200),
             syn_retries: 6,
+            option_reserve: 0,
         }
     }
 }

@@ -136,6 +136,8 @@ pub struct Connection {
     snd_nxt: u64,
     fin_queued: bool,
     fin_sent: bool,
+    /// Ends of records queued with `send_record`: no segment crosses one.
+    record_ends: std::collections::VecDeque<u64>,
     board: Scoreboard,
     peer_wnd: u64,
     cc_state: CcState,
@@ -171,6 +173,9 @@ pub struct Connection {
     rcv_fin: Option<u64>,
     fin_received: bool,
     ack_due: AckDue,
+    /// Upper bound on the advertised window set by a layer above (MPTCP's
+    /// connection-level receive window), bytes.
+    window_cap: Option<u64>,
     unacked_segments: u32,
     ts_recent: u32,
     /// Right edge of the window last advertised (never shrinks).
@@ -207,6 +212,7 @@ impl Connection {
             snd_nxt: 0,
             fin_queued: false,
             fin_sent: false,
+            record_ends: std::collections::VecDeque::new(),
             board: Scoreboard::default(),
             peer_wnd: 0,
             cc_state: CcState::new(mss),
@@ -234,6 +240,7 @@ impl Connection {
             rcv_fin: None,
             fin_received: false,
             ack_due: AckDue::None,
+            window_cap: None,
             unacked_segments: 0,
             ts_recent: 0,
             adv_right: 0,
@@ -276,8 +283,10 @@ impl Connection {
             }
         }
         let peer_mss = o.mss.unwrap_or(536) as u64;
-        let ts_space = if self.ts_ok { 12 } else { 0 };
-        self.mss = (self.cfg.mss as u64).min(peer_mss).saturating_sub(ts_space).max(64);
+        // Options padded together: timestamps (10) and what the layer
+        // above reserves, rounded up to 32-bit words.
+        let opt_space = ((if self.ts_ok { 10 } else { 0 }) + self.cfg.option_reserve as u64).div_ceil(4) * 4;
+        self.mss = (self.cfg.mss as u64).min(peer_mss).saturating_sub(opt_space).max(64);
         self.cc_state = CcState::new(self.mss);
     }
 
@@ -292,6 +301,10 @@ impl Connection {
     }
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
+    }
+    /// Nothing more will be sent or received (closed, or in TIME-WAIT).
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Closed | State::TimeWait)
     }
     /// The peer reset the connection (or it timed out).
     pub fn was_reset(&self) -> bool {
@@ -354,6 +367,85 @@ impl Connection {
         let n = n.min(self.send_space());
         self.app_end += n;
         n
+    }
+
+    /// Queues `n` bytes as one record: segments never span two records (a
+    /// layer above maps each record somewhere else, like MPTCP's DSS).
+    /// Returns how many were taken (all or nothing).
+    pub fn send_record(&mut self, n: u64) -> u64 {
+        if n == 0 || n > self.send_space() {
+            return 0;
+        }
+        self.app_end += n;
+        self.record_ends.push_back(self.app_end);
+        n
+    }
+
+    /// Oldest unacknowledged stream offset of the send side.
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+
+    /// Next stream offset the receive side expects.
+    pub fn rcv_nxt(&self) -> u64 {
+        self.rcv.nxt()
+    }
+
+    /// Bytes queued but never sent.
+    pub fn unsent(&self) -> u64 {
+        self.app_end.saturating_sub(self.snd_nxt.min(self.app_end))
+    }
+
+    /// Whether a full segment of new data would go out now (congestion and
+    /// receive windows permitting): what a multipath scheduler asks.
+    pub fn can_send(&self) -> bool {
+        self.synced
+            && matches!(self.state, State::Established | State::CloseWait)
+            && !self.fin_queued
+            && self.in_flight() + self.mss <= self.cc_state.cwnd
+            && self.snd_nxt + self.mss <= self.snd_una + self.peer_wnd.max(self.mss)
+    }
+
+    /// A layer above had data for this connection but its congestion window
+    /// was full: the window may grow on the next ACK (as when `send`
+    /// itself is blocked by cwnd).
+    pub fn note_cwnd_limited(&mut self) {
+        if self.in_flight() + self.mss > self.cc_state.cwnd {
+            self.cwnd_limited = true;
+        }
+    }
+
+    /// The peer's receive window (bytes), as last advertised.
+    pub fn peer_window(&self) -> u64 {
+        self.peer_wnd
+    }
+
+    /// Caps the window this end advertises (MPTCP shares one receive
+    /// buffer among subflows); `None` removes the cap.
+    pub fn set_window_cap(&mut self, cap: Option<u64>) {
+        self.window_cap = cap;
+    }
+
+    /// Sends a pure ACK at the next `poll_transmit` (to carry options of a
+    /// layer above, or a window update).
+    pub fn ack_now(&mut self) {
+        if self.synced {
+            self.ack_due = AckDue::Now;
+        }
+    }
+
+    /// Consecutive retransmission timeouts without progress.
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
+    /// Initial sequence numbers (ours, the peer's): MPTCP's DSS carries
+    /// subflow sequence numbers relative to them.
+    pub fn iss(&self) -> u32 {
+        self.iss
+    }
+    pub fn irs(&self) -> u32 {
+        self.irs
     }
 
     /// Stream offset of the next byte `send` will queue.
@@ -753,7 +845,8 @@ impl Connection {
     /// The window we can advertise now: buffer space not held by data the
     /// application has not read.
     fn rcv_window(&self) -> u64 {
-        self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off)
+        let own = self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off);
+        self.window_cap.map_or(own, |c| own.min(c))
     }
 
     /// The next segment to send, if any. Call until it returns `None`.
@@ -857,6 +950,12 @@ impl Connection {
             return None;
         }
         let mut len = avail.min(self.mss);
+        while self.record_ends.front().is_some_and(|&e| e <= self.snd_nxt) {
+            self.record_ends.pop_front();
+        }
+        if let Some(&e) = self.record_ends.front() {
+            len = len.min(e - self.snd_nxt);
+        }
         let wnd_end = self.snd_una + self.peer_wnd;
         if len > 0 && self.snd_nxt + len > wnd_end {
             if self.snd_nxt >= wnd_end || (wnd_end - self.snd_nxt < self.mss && self.snd_nxt > self.snd_una) {

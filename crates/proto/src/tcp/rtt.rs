@@ -30,7 +30,7 @@ impl RttEstimator {
             }
             Some(s) => {
                 // rttvar = 3/4 rttvar + 1/4 |srtt - r|; srtt = 7/8 srtt + 1/8 r
-                let err = if s > r { s - r } else { r - s };
+                let err = s.abs_diff(r);
                 self.rttvar = (self.rttvar * 3 + err) / 4;
                 self.srtt = Some((s * 7 + r) / 8);
             }

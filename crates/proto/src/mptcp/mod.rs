@@ -1,0 +1,1228 @@
+//! A sans-IO Multipath TCP connection (RFC 8684, version 1).
+//!
+//! The connection (the "meta socket") owns its subflows, each a
+//! [`tcp::Connection`], and speaks MPTCP in their options: MP_CAPABLE and
+//! MP_JOIN handshakes, DSS mappings and DATA_ACKs, DATA_FIN, ADD_ADDR,
+//! REMOVE_ADDR, MP_PRIO, MP_FASTCLOSE and MP_TCPRST. Like the TCP engine it
+//! works in stream offsets: data offset 0 is the byte with DSN IDSN+1.
+//!
+//! Driving it: hand every segment of any of its 4-tuples to
+//! [`Connection::handle_segment`] (a SYN carrying MP_JOIN for a token the
+//! host knows goes to [`Connection::accept_join`]), call
+//! [`Connection::handle_timeout`] at [`Connection::poll_timeout`], and send
+//! what [`Connection::poll_transmit`] returns, each with its own 4-tuple.
+
+mod path_manager;
+pub mod scheduler;
+mod subflow;
+
+use core::ops::Range;
+use core::time::Duration;
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+
+use mplab_wire::crypto::{self, KeyMaterial};
+use mplab_wire::mptcp::{capable_flags, tcprst_reason};
+use mplab_wire::{AddAddr, AddrIdList, DataAck, Dss, DssMapping, MpCapable, MpJoin, MptcpOption, TcpHeader, TcpOptions};
+
+use crate::tcp::{self, reassembly::Reassembly, TcpConfig, TcpStats};
+use crate::time::Instant;
+
+pub use path_manager::{Endpoints, FullMesh, LocalAddr, Limits, NDiffPorts, PathManager, PmAction, PmView, RemoteAddr};
+pub use scheduler::{MinRtt, Scheduler, SubflowInfo};
+pub use subflow::{Handshake, Origin, Subflow};
+
+/// Option bytes a data segment keeps free for DSS: DATA_ACK and DSN of
+/// 64 bits, SSN, length and checksum (4 + 8 + 8 + 4 + 2 + 2).
+pub const DSS_RESERVE: u16 = 28;
+
+/// Which path manager a connection runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PmKind {
+    /// Linux's in-kernel manager (endpoints and limits; none: one subflow).
+    Default,
+    FullMesh,
+    NDiffPorts(u32),
+}
+
+#[derive(Debug, Clone)]
+pub struct MptcpConfig {
+    /// Settings of every subflow (the DSS reserve is added).
+    pub tcp: TcpConfig,
+    /// Ask for DSS checksums (they are used if either end asks).
+    pub checksum: bool,
+    pub snd_buf: u64,
+    pub rcv_buf: u64,
+    pub scheduler: String,
+    pub path_manager: PmKind,
+    pub limits: Limits,
+    /// This host's addresses (id 0 first), with endpoint flags.
+    pub locals: Vec<LocalAddr>,
+}
+
+impl Default for MptcpConfig {
+    fn default() -> Self {
+        MptcpConfig {
+            tcp: TcpConfig::default(),
+            checksum: false,
+            snd_buf: 4 << 20,
+            rcv_buf: 6 << 20,
+            scheduler: "minrtt".into(),
+            path_manager: PmKind::Default,
+            limits: Limits { subflows: 8, add_addr_accepted: 8 },
+            locals: Vec::new(),
+        }
+    }
+}
+
+/// Why a connection continues as plain TCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fallback {
+    /// The SYN or SYN/ACK had no MP_CAPABLE (peer without MPTCP, or a
+    /// middlebox stripped it).
+    NoMpCapable,
+    /// The handshake's third ACK reached us without MP_CAPABLE.
+    ThirdAckStripped,
+    /// Data arrived without DSS mappings (options stripped mid-stream).
+    NoMapping,
+    /// A DSS checksum failed (payload modified on the path).
+    Checksum,
+}
+
+/// What happened, for the application.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Established,
+    FellBack(Fallback),
+    SubflowEstablished { index: usize },
+    SubflowClosed { index: usize },
+    AddressAnnounced(RemoteAddr),
+    /// The peer reset the connection (MP_FASTCLOSE, or every subflow died).
+    Reset,
+}
+
+/// A join that was refused (the host answers with a RST).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinRefused {
+    NotASyn,
+    UnknownToken,
+    TooManySubflows,
+    Closed,
+}
+
+/// A segment to send on one subflow.
+#[derive(Debug, Clone)]
+pub struct Transmit {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub header: TcpHeader,
+    /// Data-level offsets of the payload (empty: no payload).
+    pub data: Range<u64>,
+}
+
+/// Where a driver finds the bytes of the data stream (for DSS checksums).
+pub trait PayloadSource {
+    /// Fills `buf` with the stream bytes starting at data offset `off`.
+    fn fill(&self, off: u64, buf: &mut [u8]);
+}
+
+/// Per-subflow statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubflowStats {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub backup: bool,
+    pub established: bool,
+    pub closed: bool,
+    pub stale: bool,
+    pub tcp: TcpStats,
+}
+
+/// Counters of the connection as a whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MptcpStats {
+    pub joins_refused: u64,
+    pub checksum_failures: u64,
+    pub reinjected_bytes: u64,
+    pub add_addr_sent: u64,
+    pub add_addr_received: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Announce {
+    id: u8,
+    addr: IpAddr,
+    next_at: Instant,
+    tries: u32,
+}
+
+#[derive(Debug)]
+pub struct Connection {
+    cfg: MptcpConfig,
+    client: bool,
+    local: KeyMaterial,
+    remote: Option<KeyMaterial>,
+    /// DSS checksums in use (either end asked).
+    checksum: bool,
+    fallback: Option<Fallback>,
+    /// After a fallback: data offset minus subflow offset of the stream.
+    fb_delta: u64,
+    established: bool,
+    /// Both DATA_FINs are through: the subflows are being closed.
+    closing: bool,
+    /// The path manager was told the connection is established.
+    pm_started: bool,
+    reset: bool,
+    subflows: Vec<Subflow>,
+    scheduler: Box<dyn Scheduler>,
+    pm: Box<dyn PathManager>,
+    remotes: Vec<RemoteAddr>,
+    add_addr_accepted: u32,
+    announces: Vec<Announce>,
+    /// ADD_ADDR echoes to send.
+    echoes: VecDeque<(u8, IpAddr, Option<u16>)>,
+    remove_pending: Vec<u8>,
+    fastclose_pending: bool,
+    rng: u64,
+
+    // ---- send side (data offsets)
+    app_end: u64,
+    data_una: u64,
+    /// Next new data offset to schedule.
+    sched_nxt: u64,
+    reinject: VecDeque<Range<u64>>,
+    /// Peer's data-level window, from DATA_ACK.
+    peer_wnd: u64,
+    fin_queued: bool,
+    fin_next_at: Option<Instant>,
+
+    // ---- receive side
+    rcv: Reassembly,
+    read_off: u64,
+    rcv_fin: Option<u64>,
+    fin_received: bool,
+
+    out: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+    stats: MptcpStats,
+    scratch: Vec<u8>,
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Connection {
+    fn new(mut cfg: MptcpConfig, client: bool, seed: u64) -> Connection {
+        let mut rng = seed;
+        let key = splitmix(&mut rng);
+        cfg.tcp.option_reserve = cfg.tcp.option_reserve.max(DSS_RESERVE);
+        let scheduler = scheduler::by_name(&cfg.scheduler).unwrap_or_else(|| Box::new(MinRtt));
+        let pm: Box<dyn PathManager> = match cfg.path_manager {
+            PmKind::Default => Box::new(Endpoints),
+            PmKind::FullMesh => Box::new(FullMesh),
+            PmKind::NDiffPorts(n) => Box::new(NDiffPorts { n }),
+        };
+        Connection {
+            client,
+            local: KeyMaterial::from_key(key),
+            remote: None,
+            checksum: cfg.checksum,
+            fallback: None,
+            fb_delta: 0,
+            established: false,
+            closing: false,
+            pm_started: false,
+            reset: false,
+            subflows: Vec::new(),
+            scheduler,
+            pm,
+            remotes: Vec::new(),
+            add_addr_accepted: 0,
+            announces: Vec::new(),
+            echoes: VecDeque::new(),
+            remove_pending: Vec::new(),
+            fastclose_pending: false,
+            rng,
+            app_end: 0,
+            data_una: 0,
+            sched_nxt: 0,
+            reinject: VecDeque::new(),
+            peer_wnd: 65535,
+            fin_queued: false,
+            fin_next_at: None,
+            rcv: Reassembly::new(0),
+            read_off: 0,
+            rcv_fin: None,
+            fin_received: false,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: MptcpStats::default(),
+            scratch: Vec::new(),
+            cfg,
+        }
+    }
+
+    /// Opens a connection from `local` to `remote`. `seed` makes the key,
+    /// nonces, ISNs and ports (deterministic for a simulator).
+    pub fn connect(cfg: MptcpConfig, local: SocketAddr, remote: SocketAddr, seed: u64, now: Instant) -> Connection {
+        let mut c = Connection::new(cfg, true, seed);
+        let iss = splitmix(&mut c.rng) as u32;
+        let tcp = tcp::Connection::connect(c.cfg.tcp.clone(), local, remote, iss, now);
+        let mut sf = Subflow::new(tcp, local, remote, Origin::Initial);
+        sf.local_id = c.local_id_of(local.ip());
+        c.subflows.push(sf);
+        c.remotes.push(RemoteAddr { id: 0, addr: remote });
+        c
+    }
+
+    /// Answers a SYN that reached a listener. A SYN without MP_CAPABLE gives
+    /// a connection that is plain TCP from the start.
+    pub fn accept(cfg: MptcpConfig, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64, now: Instant) -> Option<Connection> {
+        let mut c = Connection::new(cfg, false, seed);
+        let iss = splitmix(&mut c.rng) as u32;
+        let tcp = tcp::Connection::accept(c.cfg.tcp.clone(), local, remote, syn, iss, now).ok()?;
+        let mut sf = Subflow::new(tcp, local, remote, Origin::Initial);
+        sf.local_id = c.local_id_of(local.ip());
+        match syn.options.mptcp().find_map(|o| if let MptcpOption::MpCapable(m) = o { Some(*m) } else { None }) {
+            Some(m) if m.version == 1 => c.checksum |= m.checksum_required(),
+            _ => c.fall_back(Fallback::NoMpCapable),
+        }
+        c.subflows.push(sf);
+        c.remotes.push(RemoteAddr { id: 0, addr: remote });
+        Some(c)
+    }
+
+    fn local_id_of(&self, ip: IpAddr) -> u8 {
+        self.cfg.locals.iter().find(|l| l.addr == ip).map_or(0, |l| l.id)
+    }
+
+    // -------------------------------------------------------------- queries
+
+    /// Token of our key: a join SYN naming it belongs to this connection.
+    pub fn local_token(&self) -> u32 {
+        self.local.token
+    }
+    pub fn local_key(&self) -> u64 {
+        self.local.key
+    }
+    pub fn is_established(&self) -> bool {
+        self.established && !self.reset
+    }
+    pub fn fallback(&self) -> Option<Fallback> {
+        self.fallback
+    }
+    pub fn checksums(&self) -> bool {
+        self.checksum && self.fallback.is_none()
+    }
+    pub fn was_reset(&self) -> bool {
+        self.reset
+    }
+    pub fn subflows(&self) -> &[Subflow] {
+        &self.subflows
+    }
+    pub fn stats(&self) -> &MptcpStats {
+        &self.stats
+    }
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+    pub fn subflow_stats(&self) -> Vec<SubflowStats> {
+        self.subflows
+            .iter()
+            .map(|s| SubflowStats {
+                local: s.local,
+                remote: s.remote,
+                backup: s.backup || s.peer_backup,
+                established: s.handshake == Handshake::Established,
+                closed: s.is_closed(),
+                stale: s.stale,
+                tcp: s.tcp.stats(),
+            })
+            .collect()
+    }
+    /// One line of internals, for tracing.
+    pub fn debug_line(&self) -> String {
+        format!(
+            "est {} fb {:?} app_end {} data_una {} sched {} fin_q {} fin_next {:?} rcv_nxt {} rcv_fin {:?} fin_rx {} closing {} reinject {:?} peer_wnd {} sf {:?}",
+            self.established, self.fallback, self.app_end, self.data_una, self.sched_nxt, self.fin_queued, self.fin_next_at, self.rcv.nxt(), self.rcv_fin,
+            self.fin_received, self.closing, self.reinject, self.peer_wnd,
+            self.subflows.iter().map(|s| (s.handshake, s.usable(), s.stale, s.tcp.backoff(), s.tcp.state())).collect::<Vec<_>>()
+        )
+    }
+
+    /// Whether a driver must pass payload bytes to `handle_segment` (DSS
+    /// checksums are in use).
+    pub fn needs_payload(&self) -> bool {
+        self.checksums()
+    }
+
+    // --------------------------------------------------------- application
+
+    pub fn send_space(&self) -> u64 {
+        if self.fin_queued || self.reset {
+            return 0;
+        }
+        self.cfg.snd_buf.saturating_sub(self.app_end - self.data_una)
+    }
+    pub fn send(&mut self, n: u64) -> u64 {
+        let n = n.min(self.send_space());
+        self.app_end += n;
+        n
+    }
+    pub fn readable(&self) -> u64 {
+        self.rcv.nxt() - self.read_off
+    }
+    pub fn recv(&mut self, max: u64) -> Range<u64> {
+        let n = max.min(self.readable());
+        let r = self.read_off..self.read_off + n;
+        self.read_off += n;
+        r
+    }
+    /// The peer sent DATA_FIN and everything before it was read.
+    pub fn peer_closed(&self) -> bool {
+        self.fin_received && self.read_off == self.rcv.nxt()
+    }
+    /// DATA_FIN after the queued data.
+    pub fn close(&mut self) {
+        self.fin_queued = true;
+    }
+    /// MP_FASTCLOSE: abort at once, on every subflow.
+    pub fn abort(&mut self) {
+        self.fastclose_pending = true;
+    }
+    /// Asks the peer to use subflow `index` only as a backup (MP_PRIO).
+    pub fn set_backup(&mut self, index: usize, backup: bool) {
+        if let Some(s) = self.subflows.get_mut(index) {
+            s.backup = backup;
+            s.prio_pending = true;
+            s.tcp.ack_now();
+        }
+    }
+    /// Withdraws one of our addresses: REMOVE_ADDR, and its subflows end.
+    pub fn remove_local(&mut self, id: u8) {
+        self.remove_pending.push(id);
+        for s in self.subflows.iter_mut().filter(|s| s.local_id == id) {
+            s.tcp.abort();
+        }
+    }
+
+    // ---------------------------------------------------------------- input
+
+    /// A SYN carrying MP_JOIN, addressed to a token this connection owns.
+    pub fn accept_join(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader) -> Result<usize, JoinRefused> {
+        let Some(MpJoin::Syn { backup, addr_id, token, nonce }) = syn.options.mptcp().find_map(|o| if let MptcpOption::MpJoin(j) = o { Some(*j) } else { None }) else {
+            return Err(JoinRefused::NotASyn);
+        };
+        if token != self.local.token {
+            self.stats.joins_refused += 1;
+            return Err(JoinRefused::UnknownToken);
+        }
+        if self.reset || self.closing || self.fallback.is_some() || self.remote.is_none() {
+            self.stats.joins_refused += 1;
+            return Err(JoinRefused::Closed);
+        }
+        if self.subflows.iter().filter(|s| !s.is_closed()).count() as u32 > self.cfg.limits.subflows {
+            self.stats.joins_refused += 1;
+            return Err(JoinRefused::TooManySubflows);
+        }
+        if let Some(i) = self.subflows.iter().position(|s| s.local == local && s.remote == remote && !s.is_closed()) {
+            return Ok(i); // a retransmitted SYN: the subflow answers it
+        }
+        let iss = splitmix(&mut self.rng) as u32;
+        let tcp = tcp::Connection::accept(self.cfg.tcp.clone(), local, remote, syn, iss, now).map_err(|_| JoinRefused::NotASyn)?;
+        let local_nonce = splitmix(&mut self.rng) as u32;
+        let mut sf = Subflow::new(tcp, local, remote, Origin::Join { local_nonce, remote_nonce: nonce });
+        sf.local_id = self.local_id_of(local.ip());
+        sf.remote_id = addr_id;
+        sf.peer_backup = backup;
+        self.subflows.push(sf);
+        Ok(self.subflows.len() - 1)
+    }
+
+    /// Processes a segment that arrived on the subflow `local` <- `remote`.
+    /// `payload` is needed only when [`needs_payload`](Self::needs_payload).
+    /// Returns the data-level offsets the payload was placed at, if any.
+    pub fn handle_segment(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, h: &TcpHeader, payload_len: u32, payload: Option<&[u8]>) -> Option<Range<u64>> {
+        let i = self.subflows.iter().position(|s| s.local == local && s.remote == remote)?;
+        let mut placed = None;
+        if self.fallback.is_some() {
+            let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
+            self.after_fallback_input(i, sub_range.clone());
+            placed = sub_range.map(|r| r.start..r.end);
+            self.after_input(now);
+            return placed;
+        }
+        if h.rst() {
+            if let Some(k) = h.options.mptcp().find_map(|o| if let MptcpOption::MpFastclose { receiver_key } = o { Some(*receiver_key) } else { None }) {
+                if k == self.local.key {
+                    self.on_fastclose();
+                    return None;
+                }
+            }
+        }
+        let was_synced = self.subflows[i].tcp.is_established();
+        self.handshake_input(now, i, h);
+        if self.fallback.is_some() {
+            let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
+            self.after_fallback_input(i, sub_range.clone());
+            self.after_input(now);
+            return sub_range;
+        }
+        let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
+        if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
+            self.subflow_synced(now, i);
+        }
+        if h.ack_flag() {
+            self.peer_wnd = self.subflows[i].tcp.peer_window();
+        }
+        let mut dss = None;
+        for o in h.options.mptcp() {
+            match *o {
+                // The initiator's first data, mapped implicitly at IDSN+1.
+                MptcpOption::MpCapable(MpCapable { data_len: Some(dl), .. }) if !self.client => {
+                    if let Some(rk) = self.remote {
+                        self.subflows[i].add_rx(subflow::RxMap { sub: 0, dsn: rk.idsn.wrapping_add(1), len: dl as u64 });
+                        self.subflows[i].saw_dss = true;
+                    }
+                }
+                MptcpOption::Dss(d) => dss = Some(d),
+                MptcpOption::AddAddr(a) => self.on_add_addr(a),
+                MptcpOption::RemoveAddr(ids) => self.on_remove_addr(ids.as_slice()),
+                MptcpOption::MpPrio { backup, .. } => self.subflows[i].peer_backup = backup,
+                MptcpOption::MpFastclose { receiver_key } if receiver_key == self.local.key => {
+                    self.on_fastclose();
+                    return None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(d) = dss {
+            self.subflows[i].saw_dss = true;
+            if self.subflows[i].handshake == Handshake::ThirdAck && (!self.subflows[i].is_join() || d.data_ack.is_some()) {
+                self.subflows[i].handshake = Handshake::Established;
+            }
+            self.on_dss(now, i, &d, sub_range.clone(), payload);
+            if let (Some(m), Some(r)) = (d.mapping, sub_range.as_ref()) {
+                if !m.is_infinite() {
+                    let dsn = self.expand_dsn(m.dsn, m.dsn_wide);
+                    if let Some(rid) = self.remote.map(|k| k.idsn.wrapping_add(1)) {
+                        let off = dsn.wrapping_sub(rid).wrapping_add(r.start.wrapping_sub(self.sub_off_of_ssn(i, m.ssn)));
+                        placed = Some(off..off + (r.end - r.start));
+                    }
+                }
+            }
+        } else if sub_range.as_ref().is_some_and(|r| !r.is_empty() && !self.subflows[i].rx_covers(r.start)) && self.remote.is_some() {
+            // Data no mapping covers: options stripped on the path.
+            self.on_missing_mapping(i);
+            if self.fallback.is_some() {
+                self.after_fallback_input(i, sub_range.clone());
+                self.after_input(now);
+                return sub_range;
+            }
+        }
+        self.drain_subflow(i);
+        self.after_input(now);
+        placed
+    }
+
+    /// SSN (relative, on the wire) -> subflow receive offset.
+    fn sub_off_of_ssn(&self, i: usize, ssn: u32) -> u64 {
+        tcp::seq::unwrap(ssn, 1, self.subflows[i].tcp.rcv_nxt()).unwrap_or(0)
+    }
+
+    fn expand_dsn(&self, v: u64, wide: bool) -> u64 {
+        if wide {
+            return v;
+        }
+        let reference = self.remote.map_or(0, |k| k.idsn.wrapping_add(1).wrapping_add(self.rcv.nxt()));
+        crypto::expand_seq32(reference, v as u32)
+    }
+
+    fn expand_data_ack(&self, v: u64, wide: bool) -> u64 {
+        if wide {
+            return v;
+        }
+        crypto::expand_seq32(self.local.idsn.wrapping_add(1).wrapping_add(self.data_una), v as u32)
+    }
+
+    /// MP_CAPABLE / MP_JOIN processing before the TCP engine sees the segment.
+    fn handshake_input(&mut self, now: Instant, i: usize, h: &TcpHeader) {
+        let cap = h.options.mptcp().find_map(|o| if let MptcpOption::MpCapable(m) = o { Some(*m) } else { None });
+        let join = h.options.mptcp().find_map(|o| if let MptcpOption::MpJoin(j) = o { Some(*j) } else { None });
+        let sf = &self.subflows[i];
+        match sf.origin {
+            Origin::Initial if self.client && h.syn() && h.ack_flag() && sf.handshake == Handshake::Opening => match cap {
+                Some(m) if m.sender_key.is_some() => {
+                    self.remote = m.sender_key.map(KeyMaterial::from_key);
+                    self.checksum |= m.checksum_required();
+                }
+                _ => self.fall_back(Fallback::NoMpCapable),
+            },
+            Origin::Initial if !self.client && self.remote.is_none() && !h.syn() => match cap {
+                Some(m) if m.receiver_key == Some(self.local.key) => {
+                    self.remote = m.sender_key.map(KeyMaterial::from_key);
+                    self.subflows[i].handshake = Handshake::Established;
+                    let _ = now;
+                }
+                // Only a segment with no MPTCP option at all says the third
+                // ACK's MP_CAPABLE was stripped (not merely lost).
+                _ if h.ack_flag() && !h.options.has_mptcp() => self.fall_back(Fallback::ThirdAckStripped),
+                _ => {}
+            },
+            Origin::Join { local_nonce, .. } if self.client && h.syn() && h.ack_flag() && sf.handshake == Handshake::Opening => {
+                let ok = match (join, self.remote) {
+                    (Some(MpJoin::SynAck { backup, addr_id, hmac, nonce }), Some(rk)) => {
+                        let expect = crypto::join_synack_hmac(rk.key, self.local.key, nonce, local_nonce);
+                        if expect == hmac {
+                            let s = &mut self.subflows[i];
+                            s.origin = Origin::Join { local_nonce, remote_nonce: nonce };
+                            s.peer_backup = backup;
+                            s.remote_id = addr_id;
+                            true
+                        } else {
+                            false
+                        }
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    self.stats.joins_refused += 1;
+                    let s = &mut self.subflows[i];
+                    s.reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
+                    s.tcp.abort();
+                }
+            }
+            Origin::Join { local_nonce, remote_nonce } if !self.client || sf.handshake == Handshake::ThirdAck => {
+                // Responder: the third ACK must carry the initiator's HMAC.
+                if !self.client && sf.handshake != Handshake::Established && !h.syn() && h.ack_flag() {
+                    let ok = match (join, self.remote) {
+                        (Some(MpJoin::Ack { hmac }), Some(rk)) => crypto::join_ack_hmac(rk.key, self.local.key, remote_nonce, local_nonce) == hmac,
+                        _ => false,
+                    };
+                    let s = &mut self.subflows[i];
+                    if ok {
+                        s.handshake = Handshake::Established;
+                        s.tcp.ack_now(); // the fourth ACK lets the initiator send
+                    } else {
+                        self.stats.joins_refused += 1;
+                        s.reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
+                        s.tcp.abort();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The TCP handshake of subflow `i` completed on our side.
+    fn subflow_synced(&mut self, now: Instant, i: usize) {
+        let s = &mut self.subflows[i];
+        if self.client {
+            // We owe the third ACK (keys / HMAC) and resend it until the peer
+            // shows it arrived.
+            s.handshake = Handshake::ThirdAck;
+            s.third_ack_at = Some(now);
+            s.tcp.ack_now();
+        }
+    }
+
+    fn on_dss(&mut self, now: Instant, i: usize, d: &Dss, sub_range: Option<Range<u64>>, payload: Option<&[u8]>) {
+        if let Some(a) = d.data_ack {
+            let ack = self.expand_data_ack(a.value, a.wide);
+            let off = ack.wrapping_sub(self.local.idsn.wrapping_add(1));
+            // Acceptable: within what we sent (plus the DATA_FIN).
+            let max = self.app_end + u64::from(self.fin_queued);
+            if off <= max && off > self.data_una {
+                self.data_una = off;
+            }
+            if self.client && self.subflows[i].origin == Origin::Initial && self.subflows[i].handshake == Handshake::ThirdAck {
+                self.subflows[i].handshake = Handshake::Established;
+            }
+        }
+        let Some(m) = d.mapping else { return };
+        if m.is_infinite() {
+            self.fall_back(Fallback::NoMapping);
+            return;
+        }
+        let dsn = self.expand_dsn(m.dsn, m.dsn_wide);
+        let mut len = m.data_len as u64;
+        if d.data_fin {
+            // The DATA_FIN takes the last DSN of the mapping.
+            len = len.saturating_sub(1);
+            if let Some(rk) = self.remote {
+                self.rcv_fin = Some(dsn.wrapping_sub(rk.idsn.wrapping_add(1)).wrapping_add(len));
+            }
+        }
+        if len == 0 || m.ssn == 0 {
+            return; // DATA_FIN alone
+        }
+        let sub = self.sub_off_of_ssn(i, m.ssn);
+        if let (Some(c), Some(r), Some(p)) = (m.checksum, sub_range.as_ref(), payload) {
+            // Verifiable here when the mapping is exactly this segment.
+            if self.checksum && r.start == sub && r.end - r.start == len && p.len() as u64 == len && !crypto::dss_checksum_ok(dsn, m.ssn, m.data_len, p, c) {
+                self.stats.checksum_failures += 1;
+                self.on_checksum_failure(i);
+                return;
+            }
+        }
+        let _ = now;
+        self.subflows[i].add_rx(subflow::RxMap { sub, dsn, len });
+    }
+
+    /// Moves in-order subflow data into the connection's reassembly.
+    fn drain_subflow(&mut self, i: usize) {
+        let Some(rk) = self.remote else { return };
+        let base = rk.idsn.wrapping_add(1);
+        let s = &mut self.subflows[i];
+        loop {
+            let avail = s.tcp.readable();
+            if avail == 0 {
+                break;
+            }
+            let start = s.tcp.rcv_nxt() - avail;
+            let Some((dsn, left)) = s.rx_lookup(start) else { break };
+            let n = s.tcp.recv(avail.min(left));
+            let off = dsn.wrapping_sub(base);
+            self.rcv.insert(off..off + (n.end - n.start));
+        }
+        self.check_data_fin();
+    }
+
+    fn check_data_fin(&mut self) {
+        if !self.fin_received && self.rcv_fin == Some(self.rcv.nxt()) {
+            self.fin_received = true;
+            // Acknowledge it promptly.
+            if let Some(s) = self.subflows.iter_mut().find(|s| s.usable()) {
+                s.tcp.ack_now();
+            }
+        }
+    }
+
+    fn on_missing_mapping(&mut self, i: usize) {
+        let alive = self.subflows.iter().filter(|s| !s.is_closed()).count();
+        if alive == 1 && self.subflows[i].origin == Origin::Initial {
+            self.fall_back(Fallback::NoMapping);
+        } else {
+            let s = &mut self.subflows[i];
+            s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
+            s.tcp.abort();
+        }
+    }
+
+    fn on_checksum_failure(&mut self, i: usize) {
+        let alive = self.subflows.iter().filter(|s| !s.is_closed()).count();
+        if alive == 1 {
+            self.fall_back(Fallback::Checksum);
+        } else {
+            let s = &mut self.subflows[i];
+            s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
+            s.tcp.abort();
+        }
+    }
+
+    fn on_add_addr(&mut self, a: AddAddr) {
+        if a.echo {
+            self.announces.retain(|x| x.id != a.addr_id);
+            return;
+        }
+        let Some(rk) = self.remote else { return };
+        // The HMAC proves the sender holds the keys (RFC 8684 3.4.1).
+        let ok = a.hmac == Some(crypto::add_addr_hmac(rk.key, self.local.key, a.addr_id, a.addr, a.port));
+        if !ok {
+            return;
+        }
+        self.stats.add_addr_received += 1;
+        self.echoes.push_back((a.addr_id, a.addr, a.port));
+        if let Some(s) = self.subflows.iter_mut().find(|s| s.usable()) {
+            s.tcp.ack_now();
+        }
+        let port = a.port.unwrap_or_else(|| self.remotes.first().map_or(0, |r| r.addr.port()));
+        let r = RemoteAddr { id: a.addr_id, addr: SocketAddr::new(a.addr, port) };
+        if self.remotes.iter().any(|x| x.addr == r.addr) || self.add_addr_accepted >= self.cfg.limits.add_addr_accepted {
+            return;
+        }
+        self.add_addr_accepted += 1;
+        self.remotes.push(r);
+        self.events.push_back(Event::AddressAnnounced(r));
+        let mut out = Vec::new();
+        let tuples: Vec<_> = self.subflows.iter().filter(|s| !s.is_closed()).map(|s| (s.local, s.remote)).collect();
+        let v = PmView { client: self.client, locals: &self.cfg.locals, remotes: &self.remotes, subflows: &tuples, limits: self.cfg.limits };
+        self.pm.on_add_addr(&v, r, &mut out);
+        self.apply(out);
+    }
+
+    fn on_remove_addr(&mut self, ids: &[u8]) {
+        for s in self.subflows.iter_mut().filter(|s| ids.contains(&s.remote_id) && s.is_join()) {
+            s.tcp.abort();
+        }
+        self.remotes.retain(|r| r.id == 0 || !ids.contains(&r.id));
+    }
+
+    fn on_fastclose(&mut self) {
+        self.reset = true;
+        for s in &mut self.subflows {
+            s.tcp.abort();
+        }
+        self.events.push_back(Event::Reset);
+    }
+
+    fn fall_back(&mut self, why: Fallback) {
+        if self.fallback.is_none() {
+            self.fallback = Some(why);
+            // From now on the single subflow's stream is the data stream,
+            // shifted by whatever other subflows carried before.
+            if let Some(s) = self.subflows.first() {
+                self.fb_delta = self.sched_nxt.wrapping_sub(s.tcp.send_offset());
+            }
+            self.events.push_back(Event::FellBack(why));
+        }
+    }
+
+    fn after_fallback_input(&mut self, i: usize, _sub_range: Option<Range<u64>>) {
+        if i != 0 {
+            return;
+        }
+        let s = &mut self.subflows[0];
+        let avail = s.tcp.readable();
+        if avail > 0 {
+            let r = s.tcp.recv(avail);
+            let off = self.rcv.nxt();
+            self.rcv.insert(off..off + (r.end - r.start));
+        }
+        if s.tcp.peer_closed() {
+            self.fin_received = true;
+        }
+        let una = self.subflows[0].tcp.snd_una().wrapping_add(self.fb_delta);
+        self.data_una = self.data_una.max(una.min(self.app_end));
+        if !self.established && self.subflows[0].tcp.is_established() {
+            self.established = true;
+            self.events.push_back(Event::Established);
+        }
+    }
+
+    /// Bookkeeping after any input: establishment, stale subflows, closed
+    /// subflows, path manager.
+    fn after_input(&mut self, _now: Instant) {
+        self.update_subflows();
+    }
+
+    fn update_subflows(&mut self) {
+        let mut newly_established = false;
+        for idx in 0..self.subflows.len() {
+            let s = &mut self.subflows[idx];
+            if !s.announced_up && s.handshake == Handshake::Established && s.tcp.is_established() {
+                s.announced_up = true;
+                self.events.push_back(Event::SubflowEstablished { index: idx });
+                if s.origin == Origin::Initial && !self.established {
+                    newly_established = true;
+                }
+            }
+            // Stale after two timeouts in a row: its data goes elsewhere.
+            let stale = s.tcp.backoff() >= 2;
+            if stale && !s.stale {
+                s.stale = true;
+                let ranges: Vec<Range<u64>> = s.tx.iter().map(|m| m.data..m.data + m.len).collect();
+                for r in ranges {
+                    self.push_reinject(r);
+                }
+            } else if !stale && self.subflows[idx].stale {
+                self.subflows[idx].stale = false;
+            }
+            let s = &mut self.subflows[idx];
+            if s.is_closed() && !s.announced_down {
+                s.announced_down = true;
+                let ranges: Vec<Range<u64>> = s.tx.iter().map(|m| m.data..m.data + m.len).collect();
+                self.events.push_back(Event::SubflowClosed { index: idx });
+                for r in ranges {
+                    self.push_reinject(r);
+                }
+            }
+        }
+        let _ = newly_established;
+        if self.fallback.is_none() && !self.established && self.remote.is_some() && self.subflows.first().is_some_and(|s| s.usable()) {
+            self.established = true;
+            self.events.push_back(Event::Established);
+        }
+        // More subflows only once the peer has shown it holds our keys (the
+        // first subflow is fully established), and not while closing.
+        if self.established && !self.pm_started && !self.closing && self.subflows.first().is_some_and(|s| s.handshake == Handshake::Established) {
+            self.pm_started = true;
+            let mut out = Vec::new();
+            let tuples: Vec<_> = self.subflows.iter().map(|s| (s.local, s.remote)).collect();
+            let v = PmView { client: self.client, locals: &self.cfg.locals, remotes: &self.remotes, subflows: &tuples, limits: self.cfg.limits };
+            self.pm.on_established(&v, &mut out);
+            self.apply(out);
+        }
+        if !self.reset && !self.subflows.is_empty() && self.subflows.iter().all(|s| s.is_closed()) && !self.all_done() {
+            self.reset = true;
+            self.events.push_back(Event::Reset);
+        }
+        if self.all_done() && !self.closing {
+            // Both DATA_FINs are acknowledged: the subflows end with FINs.
+            self.closing = true;
+            for s in &mut self.subflows {
+                if s.tcp.is_established() {
+                    s.tcp.close();
+                } else {
+                    s.tcp.abort(); // a join still opening is not needed any more
+                }
+            }
+        }
+        // One receive buffer for all subflows: each advertises its free space.
+        let cap = self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off);
+        for s in &mut self.subflows {
+            s.tcp.set_window_cap(Some(cap));
+            s.prune_tx();
+        }
+    }
+
+    fn push_reinject(&mut self, r: Range<u64>) {
+        let r = r.start.max(self.data_una)..r.end;
+        if r.is_empty() {
+            return;
+        }
+        self.stats.reinjected_bytes += r.end - r.start;
+        self.reinject.push_back(r);
+    }
+
+    fn apply(&mut self, actions: Vec<PmAction>) {
+        for a in actions {
+            match a {
+                PmAction::Open { local, remote, backup } => self.open_subflow(local, remote, backup),
+                PmAction::Announce { id, addr } => {
+                    self.announces.push(Announce { id, addr, next_at: Instant::ZERO, tries: 0 });
+                }
+            }
+        }
+    }
+
+    fn open_subflow(&mut self, local_ip: IpAddr, remote: RemoteAddr, backup: bool) {
+        let Some(rk) = self.remote else { return };
+        let _ = rk;
+        let port = 32768 + (splitmix(&mut self.rng) % 28000) as u16;
+        let local = SocketAddr::new(local_ip, port);
+        let iss = splitmix(&mut self.rng) as u32;
+        let nonce = splitmix(&mut self.rng) as u32;
+        let tcp = tcp::Connection::connect(self.cfg.tcp.clone(), local, remote.addr, iss, Instant::ZERO);
+        let mut sf = Subflow::new(tcp, local, remote.addr, Origin::Join { local_nonce: nonce, remote_nonce: 0 });
+        sf.local_id = self.local_id_of(local_ip);
+        sf.remote_id = remote.id;
+        sf.backup = backup;
+        self.subflows.push(sf);
+    }
+
+    fn all_done(&self) -> bool {
+        self.fin_received && self.fin_queued && self.data_una > self.app_end
+    }
+
+    // --------------------------------------------------------------- timers
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let subs = self.subflows.iter().filter_map(|s| s.tcp.poll_timeout());
+        let third = self.subflows.iter().filter(|s| s.handshake == Handshake::ThirdAck && s.is_join()).filter_map(|s| s.third_ack_at.map(|t| t + s.tcp.stats().rto));
+        let ann = self.announces.iter().map(|a| a.next_at);
+        let fin = self.fin_next_at;
+        subs.chain(third).chain(ann).chain(fin).min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for s in &mut self.subflows {
+            if s.tcp.poll_timeout().is_some_and(|t| t <= now) {
+                s.tcp.handle_timeout(now);
+            }
+            if s.handshake == Handshake::ThirdAck && s.is_join() && s.third_ack_at.is_some_and(|t| t + s.tcp.stats().rto <= now) {
+                s.third_ack_at = Some(now);
+                s.tcp.ack_now();
+            }
+        }
+        if self.fin_next_at.is_some_and(|t| t <= now) {
+            self.fin_next_at = None; // poll_transmit resends it
+        }
+        self.update_subflows();
+    }
+
+    // ------------------------------------------------------------- transmit
+
+    fn infos(&self) -> Vec<SubflowInfo> {
+        self.subflows
+            .iter()
+            .enumerate()
+            .map(|(index, s)| {
+                let st = s.tcp.cc_state();
+                SubflowInfo {
+                    index,
+                    srtt: s.tcp.srtt(),
+                    cwnd: st.cwnd,
+                    in_flight: s.tcp.in_flight(),
+                    mss: s.tcp.mss(),
+                    backup: s.backup || s.peer_backup,
+                    usable: s.usable(),
+                    has_window: s.tcp.can_send() && s.tcp.unsent() == 0,
+                    unsent: s.tcp.unsent(),
+                }
+            })
+            .collect()
+    }
+
+    /// Hands chunks of data (reinjections first) to the subflows the
+    /// scheduler picks, while it picks.
+    fn schedule(&mut self, now: Instant) {
+        if self.fallback.is_some() {
+            let s = &mut self.subflows[0];
+            let want = self.app_end - self.sched_nxt;
+            if want > 0 && s.tcp.is_established() {
+                self.sched_nxt += s.tcp.send(want);
+            }
+            if self.fin_queued && self.sched_nxt >= self.app_end {
+                s.tcp.close();
+            }
+            return;
+        }
+        if !self.established {
+            return;
+        }
+        let mut picks = Vec::new();
+        for _ in 0..4096 {
+            let (range, reinjected) = match self.reinject.front() {
+                Some(r) => (r.clone(), true),
+                None => {
+                    let limit = self.app_end.min(self.data_una + self.peer_wnd);
+                    if self.sched_nxt >= limit {
+                        break;
+                    }
+                    (self.sched_nxt..limit, false)
+                }
+            };
+            let infos = self.infos();
+            let mss = infos.iter().filter(|i| i.usable).map(|i| i.mss).min().unwrap_or(1400);
+            let len = (range.end - range.start).min(mss);
+            picks.clear();
+            self.scheduler.schedule(&infos, len, now, &mut picks);
+            if picks.is_empty() {
+                // Data waits for windows: the subflows' windows may grow.
+                for s in self.subflows.iter_mut().filter(|s| s.usable()) {
+                    s.tcp.note_cwnd_limited();
+                }
+                break;
+            }
+            for &p in &picks {
+                let Some(s) = self.subflows.get_mut(p) else { continue };
+                let sub = s.tcp.send_offset();
+                if s.tcp.send_record(len) == len {
+                    s.tx.push_back(subflow::TxMap { sub, data: range.start, len });
+                }
+            }
+            if reinjected {
+                let f = self.reinject.front_mut().expect("front");
+                f.start += len;
+                if f.is_empty() || f.end <= self.data_una {
+                    self.reinject.pop_front();
+                }
+            } else {
+                self.sched_nxt += len;
+            }
+        }
+        // Reinjections already acknowledged at the data level are moot.
+        while self.reinject.front().is_some_and(|r| r.end <= self.data_una) {
+            self.reinject.pop_front();
+        }
+    }
+
+    /// The next segment to send, on whichever subflow.
+    pub fn poll_transmit(&mut self, now: Instant, src: &dyn PayloadSource) -> Option<Transmit> {
+        if let Some(t) = self.out.pop_front() {
+            return Some(t);
+        }
+        if self.fastclose_pending {
+            self.fastclose_pending = false;
+            self.emit_fastclose(now);
+            return self.out.pop_front();
+        }
+        self.schedule(now);
+        self.queue_control(now);
+        for i in 0..self.subflows.len() {
+            for _ in 0..1024 {
+                let Some(t) = self.subflows[i].tcp.poll_transmit(now) else { break };
+                let t = self.decorate(now, i, t, src);
+                self.out.push_back(t);
+            }
+        }
+        self.out.pop_front()
+    }
+
+    /// Pure ACKs that must go out to carry options (DATA_FIN, ADD_ADDR,
+    /// echoes, REMOVE_ADDR).
+    fn queue_control(&mut self, now: Instant) {
+        let Some(carrier) = self.subflows.iter().position(|s| s.usable()) else { return };
+        let fin_due = self.fallback.is_none() && self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.fin_next_at.is_none();
+        let ann_due = self.announces.iter().any(|a| a.next_at <= now);
+        if fin_due || ann_due || !self.echoes.is_empty() || !self.remove_pending.is_empty() {
+            self.subflows[carrier].tcp.ack_now();
+        }
+    }
+
+    fn emit_fastclose(&mut self, now: Instant) {
+        let Some(rk) = self.remote else { return };
+        for i in 0..self.subflows.len() {
+            let s = &mut self.subflows[i];
+            if s.is_closed() {
+                continue;
+            }
+            s.tcp.abort();
+            if let Some(mut t) = s.tcp.poll_transmit(now) {
+                t.header.options = TcpOptions::new();
+                let _ = t.header.options.push_mptcp(MptcpOption::MpFastclose { receiver_key: rk.key });
+                self.out.push_back(Transmit { local: s.local, remote: s.remote, header: t.header, data: 0..0 });
+            }
+        }
+        self.reset = true;
+    }
+
+    /// Adds the MPTCP options a subflow segment carries.
+    fn decorate(&mut self, now: Instant, i: usize, t: tcp::Transmit, src: &dyn PayloadSource) -> Transmit {
+        let mut h = t.header;
+        let sub = t.payload.clone();
+        let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
+        let mut data = 0..0;
+        if self.fallback.is_some() {
+            data = sub.start.wrapping_add(self.fb_delta)..sub.end.wrapping_add(self.fb_delta);
+            return Transmit { local, remote, header: h, data };
+        }
+        if h.rst() {
+            if let Some(reason) = self.subflows[i].reset_reason {
+                let _ = h.options.push_mptcp(MptcpOption::MpTcpRst { flags: 0, reason });
+            }
+            return Transmit { local, remote, header: h, data };
+        }
+        let cap_flags = capable_flags::H | if self.cfg.checksum || self.checksum { capable_flags::A } else { 0 };
+        let s = &self.subflows[i];
+        if h.syn() {
+            let o = match s.origin {
+                Origin::Initial if !h.ack_flag() => MptcpOption::MpCapable(MpCapable { version: 1, flags: cap_flags, sender_key: None, receiver_key: None, data_len: None, checksum: None }),
+                Origin::Initial => MptcpOption::MpCapable(MpCapable { version: 1, flags: cap_flags, sender_key: Some(self.local.key), receiver_key: None, data_len: None, checksum: None }),
+                Origin::Join { local_nonce, .. } if !h.ack_flag() => {
+                    let token = self.remote.map_or(0, |k| k.token);
+                    MptcpOption::MpJoin(MpJoin::Syn { backup: s.backup, addr_id: s.local_id, token, nonce: local_nonce })
+                }
+                Origin::Join { local_nonce, remote_nonce } => {
+                    let rk = self.remote.map_or(0, |k| k.key);
+                    let hmac = crypto::join_synack_hmac(self.local.key, rk, local_nonce, remote_nonce);
+                    MptcpOption::MpJoin(MpJoin::SynAck { backup: s.backup, addr_id: s.local_id, hmac, nonce: local_nonce })
+                }
+            };
+            let _ = h.options.push_mptcp(o);
+            return Transmit { local, remote, header: h, data };
+        }
+        let Some(rk) = self.remote else {
+            return Transmit { local, remote, header: h, data };
+        };
+        let payload_len = sub.end - sub.start;
+        let fin_due = self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.fin_next_at.is_none_or(|t| t <= now);
+        // The initiator repeats its keys / HMAC until the peer confirms.
+        if s.handshake == Handshake::ThirdAck && self.client {
+            match s.origin {
+                Origin::Initial => {
+                    let first_data = payload_len > 0 && s.tx_lookup(sub.start).is_some_and(|(d, _)| d == 0);
+                    if (payload_len == 0 && (!fin_due || !s.keys_sent)) || first_data {
+                        let (data_len, checksum) = if first_data {
+                            let dl = payload_len as u16;
+                            let c = self.checksum.then(|| self.checksum_of(0, 1, dl, src));
+                            data = 0..payload_len;
+                            (Some(dl), c)
+                        } else {
+                            (None, None)
+                        };
+                        let o = MpCapable { version: 1, flags: cap_flags, sender_key: Some(self.local.key), receiver_key: Some(rk.key), data_len, checksum };
+                        self.subflows[i].keys_sent = true;
+                        let _ = h.options.push_mptcp(MptcpOption::MpCapable(o));
+                        return Transmit { local, remote, header: h, data };
+                    }
+                }
+                Origin::Join { local_nonce, remote_nonce } => {
+                    if payload_len == 0 {
+                        let hmac = crypto::join_ack_hmac(self.local.key, rk.key, local_nonce, remote_nonce);
+                        let _ = h.options.push_mptcp(MptcpOption::MpJoin(MpJoin::Ack { hmac }));
+                        return Transmit { local, remote, header: h, data };
+                    }
+                }
+            }
+        }
+        // DSS: DATA_ACK always, a mapping for payload, DATA_FIN when due.
+        let data_ack = rk.idsn.wrapping_add(1).wrapping_add(self.rcv.nxt()).wrapping_add(u64::from(self.fin_received));
+        let mut dss = Dss { data_ack: Some(DataAck { value: data_ack, wide: true }), mapping: None, data_fin: false };
+        if payload_len > 0 {
+            if let Some((d, _)) = self.subflows[i].tx_lookup(sub.start) {
+                let dsn = self.local.idsn.wrapping_add(1).wrapping_add(d);
+                let ssn = (sub.start + 1) as u32;
+                let dl = payload_len as u16;
+                let checksum = self.checksum.then(|| self.checksum_of(d, ssn, dl, src));
+                dss.mapping = Some(DssMapping { dsn, dsn_wide: true, ssn, data_len: dl, checksum });
+                data = d..d + payload_len;
+            }
+        } else if fin_due {
+            let dsn = self.local.idsn.wrapping_add(1).wrapping_add(self.app_end);
+            dss.mapping = Some(DssMapping { dsn, dsn_wide: true, ssn: 0, data_len: 1, checksum: self.checksum.then_some(0) });
+            dss.data_fin = true;
+            let rto = self.subflows[i].tcp.stats().rto;
+            self.fin_next_at = Some(now + rto);
+        }
+        let _ = h.options.push_mptcp(MptcpOption::Dss(dss));
+        if payload_len == 0 {
+            self.add_signalling(now, i, &mut h, rk);
+        }
+        fit_options(&mut h);
+        Transmit { local, remote, header: h, data }
+    }
+
+    /// ADD_ADDR, echoes, MP_PRIO and REMOVE_ADDR ride on pure ACKs.
+    fn add_signalling(&mut self, now: Instant, i: usize, h: &mut TcpHeader, rk: KeyMaterial) {
+        if self.subflows[i].prio_pending {
+            self.subflows[i].prio_pending = false;
+            let _ = h.options.push_mptcp(MptcpOption::MpPrio { backup: self.subflows[i].backup, addr_id: None });
+        }
+        if let Some((id, addr, port)) = self.echoes.pop_front() {
+            let _ = h.options.push_mptcp(MptcpOption::AddAddr(AddAddr { echo: true, addr_id: id, addr, port, hmac: None }));
+        } else if let Some(a) = self.announces.iter_mut().find(|a| a.next_at <= now && a.tries < 8) {
+            let hmac = crypto::add_addr_hmac(self.local.key, rk.key, a.id, a.addr, None);
+            let _ = h.options.push_mptcp(MptcpOption::AddAddr(AddAddr { echo: false, addr_id: a.id, addr: a.addr, port: None, hmac: Some(hmac) }));
+            a.tries += 1;
+            // Resent until echoed (RFC 8684 3.4.1), backing off.
+            a.next_at = now + Duration::from_secs(1) * (1 << a.tries.min(6));
+            self.stats.add_addr_sent += 1;
+        }
+        if !self.remove_pending.is_empty() {
+            if let Some(ids) = AddrIdList::from_slice(&self.remove_pending) {
+                let _ = h.options.push_mptcp(MptcpOption::RemoveAddr(ids));
+            }
+            self.remove_pending.clear();
+        }
+    }
+
+    fn checksum_of(&mut self, data_off: u64, ssn: u32, len: u16, src: &dyn PayloadSource) -> u16 {
+        let dsn = self.local.idsn.wrapping_add(1).wrapping_add(data_off);
+        self.scratch.resize(len as usize, 0);
+        src.fill(data_off, &mut self.scratch);
+        crypto::dss_checksum(dsn, ssn, len, &self.scratch)
+    }
+}
+
+/// Keeps the options within 40 bytes: SACK blocks go first (the DSS is
+/// what keeps the connection alive; SACK is an optimisation).
+fn fit_options(h: &mut TcpHeader) {
+    while h.options.wire_len().map_or(true, |l| l > 40) {
+        let n = h.options.sack().len();
+        if n == 0 {
+            break;
+        }
+        let blocks: Vec<_> = h.options.sack()[..n - 1].to_vec();
+        h.options.set_sack(&blocks);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+//! Path managers: which subflows a connection opens and which addresses it
+//! announces. The connection asks at the moments that matter (established,
+//! an address announced by the peer, a subflow gone) and carries out the
+//! actions; a path manager never touches packets.
+
+use core::fmt::Debug;
+use std::net::{IpAddr, SocketAddr};
+
+/// One of this host's addresses, with Linux endpoint flags
+/// (`ip mptcp endpoint add ADDR id ID signal|subflow|backup|fullmesh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalAddr {
+    pub id: u8,
+    pub addr: IpAddr,
+    pub signal: bool,
+    pub subflow: bool,
+    pub backup: bool,
+    pub fullmesh: bool,
+}
+
+impl LocalAddr {
+    pub fn plain(id: u8, addr: IpAddr) -> Self {
+        LocalAddr { id, addr, signal: false, subflow: false, backup: false, fullmesh: false }
+    }
+}
+
+/// An address of the peer: the one connected to (id 0) or announced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteAddr {
+    pub id: u8,
+    pub addr: SocketAddr,
+}
+
+/// `ip mptcp limits`: extra subflows per connection, ADD_ADDRs accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub subflows: u32,
+    pub add_addr_accepted: u32,
+}
+
+/// What the path manager sees.
+#[derive(Debug, Clone, Copy)]
+pub struct PmView<'a> {
+    /// This end opened the connection.
+    pub client: bool,
+    pub locals: &'a [LocalAddr],
+    pub remotes: &'a [RemoteAddr],
+    /// (local, remote) of every subflow alive or being opened.
+    pub subflows: &'a [(SocketAddr, SocketAddr)],
+    pub limits: Limits,
+}
+
+impl PmView<'_> {
+    /// Extra subflows (beyond the first) alive or being opened.
+    pub fn extra_subflows(&self) -> u32 {
+        self.subflows.len().saturating_sub(1) as u32
+    }
+    fn has(&self, local: IpAddr, remote: SocketAddr) -> bool {
+        self.subflows.iter().any(|(l, r)| l.ip() == local && *r == remote)
+    }
+    fn initial_local(&self) -> Option<IpAddr> {
+        self.subflows.first().map(|(l, _)| l.ip())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PmAction {
+    /// Open a subflow (MP_JOIN) from `local` to `remote`; port 0 lets the
+    /// connection pick a fresh source port.
+    Open { local: IpAddr, remote: RemoteAddr, backup: bool },
+    /// Announce one of our addresses (ADD_ADDR).
+    Announce { id: u8, addr: IpAddr },
+}
+
+pub trait PathManager: Debug {
+    fn name(&self) -> &'static str;
+    /// The connection is fully established.
+    fn on_established(&mut self, v: &PmView, out: &mut Vec<PmAction>);
+    /// The peer announced `addr` (already counted against the limit).
+    fn on_add_addr(&mut self, v: &PmView, addr: RemoteAddr, out: &mut Vec<PmAction>);
+}
+
+/// Server side of every manager: announce the addresses flagged `signal`.
+fn announce_signal(v: &PmView, out: &mut Vec<PmAction>) {
+    if v.client {
+        return;
+    }
+    for l in v.locals.iter().filter(|l| l.signal) {
+        out.push(PmAction::Announce { id: l.id, addr: l.addr });
+    }
+}
+
+fn room(v: &PmView, out: &[PmAction]) -> bool {
+    let opening = out.iter().filter(|a| matches!(a, PmAction::Open { .. })).count() as u32;
+    v.extra_subflows() + opening < v.limits.subflows
+}
+
+/// Linux's in-kernel manager driven by endpoints: `subflow` endpoints open
+/// subflows to the peer's address (to every known peer address when also
+/// `fullmesh`), `signal` endpoints are announced, announced peer addresses
+/// get a subflow from the initial local address; all within the limits.
+/// With no endpoints it is the plain `default`: one subflow, plus one per
+/// accepted ADD_ADDR.
+#[derive(Debug, Clone, Default)]
+pub struct Endpoints;
+
+impl PathManager for Endpoints {
+    fn name(&self) -> &'static str {
+        "default"
+    }
+
+    fn on_established(&mut self, v: &PmView, out: &mut Vec<PmAction>) {
+        announce_signal(v, out);
+        if !v.client {
+            return;
+        }
+        for l in v.locals.iter().filter(|l| l.subflow) {
+            let targets: Vec<RemoteAddr> = if l.fullmesh { v.remotes.to_vec() } else { v.remotes.iter().take(1).copied().collect() };
+            for r in targets {
+                if !v.has(l.addr, r.addr) && room(v, out) {
+                    out.push(PmAction::Open { local: l.addr, remote: r, backup: l.backup });
+                }
+            }
+        }
+    }
+
+    fn on_add_addr(&mut self, v: &PmView, addr: RemoteAddr, out: &mut Vec<PmAction>) {
+        if !v.client {
+            return;
+        }
+        let mesh: Vec<&LocalAddr> = v.locals.iter().filter(|l| l.subflow && l.fullmesh).collect();
+        if mesh.is_empty() {
+            if let Some(local) = v.initial_local() {
+                if !v.has(local, addr.addr) && room(v, out) {
+                    out.push(PmAction::Open { local, remote: addr, backup: false });
+                }
+            }
+        } else {
+            for l in mesh {
+                if !v.has(l.addr, addr.addr) && room(v, out) {
+                    out.push(PmAction::Open { local: l.addr, remote: addr, backup: l.backup });
+                }
+            }
+        }
+    }
+}
+
+/// A subflow for every (local address, peer address) pair; the server
+/// announces all its other addresses so the client learns them.
+#[derive(Debug, Clone, Default)]
+pub struct FullMesh;
+
+impl PathManager for FullMesh {
+    fn name(&self) -> &'static str {
+        "fullmesh"
+    }
+
+    fn on_established(&mut self, v: &PmView, out: &mut Vec<PmAction>) {
+        if !v.client {
+            let first = v.subflows.first().map(|(l, _)| l.ip());
+            for l in v.locals.iter().filter(|l| Some(l.addr) != first) {
+                out.push(PmAction::Announce { id: l.id, addr: l.addr });
+            }
+            return;
+        }
+        for r in v.remotes {
+            self.mesh_to(v, *r, out);
+        }
+    }
+
+    fn on_add_addr(&mut self, v: &PmView, addr: RemoteAddr, out: &mut Vec<PmAction>) {
+        if v.client {
+            self.mesh_to(v, addr, out);
+        }
+    }
+}
+
+impl FullMesh {
+    fn mesh_to(&self, v: &PmView, r: RemoteAddr, out: &mut Vec<PmAction>) {
+        for l in v.locals {
+            let pending = out.iter().any(|a| matches!(a, PmAction::Open { local, remote, .. } if *local == l.addr && remote.addr == r.addr));
+            if !v.has(l.addr, r.addr) && !pending && room(v, out) {
+                out.push(PmAction::Open { local: l.addr, remote: r, backup: l.backup });
+            }
+        }
+    }
+}
+
+/// `n` subflows between the same two addresses, differing in source port
+/// (the out-of-tree kernel's `mptcp_ndiffports`): spreads one address pair
+/// over ECMP paths.
+#[derive(Debug, Clone)]
+pub struct NDiffPorts {
+    pub n: u32,
+}
+
+impl PathManager for NDiffPorts {
+    fn name(&self) -> &'static str {
+        "ndiffports"
+    }
+
+    fn on_established(&mut self, v: &PmView, out: &mut Vec<PmAction>) {
+        let (Some(&(l, _)), Some(r)) = (v.subflows.first(), v.remotes.first()) else { return };
+        if !v.client {
+            return;
+        }
+        for _ in v.subflows.len() as u32..self.n {
+            out.push(PmAction::Open { local: l.ip(), remote: *r, backup: false });
+        }
+    }
+
+    fn on_add_addr(&mut self, _v: &PmView, _addr: RemoteAddr, _out: &mut Vec<PmAction>) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn ip(a: u8) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::new(10, 0, a, 1))
+    }
+    fn sa(a: u8, p: u16) -> SocketAddr {
+        SocketAddr::new(ip(a), p)
+    }
+
+    #[test]
+    fn fullmesh_pairs_every_local_with_every_remote() {
+        let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
+        let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+        let subflows = [(sa(1, 1000), sa(9, 80))];
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 } };
+        let mut out = vec![];
+        FullMesh.on_established(&v, &mut out);
+        assert_eq!(out, vec![PmAction::Open { local: ip(2), remote: remotes[0], backup: false }]);
+        let mut out = vec![];
+        FullMesh.on_add_addr(&v, RemoteAddr { id: 1, addr: sa(8, 80) }, &mut out);
+        assert_eq!(out.len(), 2, "both locals to the new address");
+    }
+
+    #[test]
+    fn limits_cap_extra_subflows() {
+        let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2)), LocalAddr::plain(2, ip(3))];
+        let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+        let subflows = [(sa(1, 1000), sa(9, 80))];
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 0 } };
+        let mut out = vec![];
+        FullMesh.on_established(&v, &mut out);
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn ndiffports_opens_n_minus_one_more() {
+        let locals = [LocalAddr::plain(0, ip(1))];
+        let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+        let subflows = [(sa(1, 1000), sa(9, 80))];
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 0 } };
+        let mut out = vec![];
+        NDiffPorts { n: 4 }.on_established(&v, &mut out);
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn default_joins_an_announced_address_within_limits() {
+        let locals = [LocalAddr::plain(0, ip(1))];
+        let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+        let subflows = [(sa(1, 1000), sa(9, 80))];
+        let mut v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 2, add_addr_accepted: 2 } };
+        let mut out = vec![];
+        Endpoints.on_add_addr(&v, RemoteAddr { id: 1, addr: sa(8, 80) }, &mut out);
+        assert_eq!(out.len(), 1);
+        v.limits.subflows = 0;
+        let mut out = vec![];
+        Endpoints.on_add_addr(&v, RemoteAddr { id: 1, addr: sa(8, 80) }, &mut out);
+        assert!(out.is_empty());
+    }
+}

@@ -1,0 +1,170 @@
+//! One MPTCP subflow: a TCP connection of crates/proto plus what MPTCP keeps
+//! per subflow — address ids, backup flags, the join handshake, and the
+//! mappings between this subflow's byte stream and the connection's data
+//! sequence space (both directions).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use crate::tcp;
+use crate::time::Instant;
+
+/// Where the MPTCP handshake of this subflow stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handshake {
+    /// SYN / SYN-ACK exchange in progress.
+    Opening,
+    /// We must (re)send the third ACK carrying MP_CAPABLE keys / MP_JOIN
+    /// HMAC until the peer shows it got it.
+    ThirdAck,
+    /// Done: data may flow.
+    Established,
+}
+
+/// How this subflow came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The first subflow (MP_CAPABLE).
+    Initial,
+    /// An additional subflow (MP_JOIN) with the two nonces.
+    Join { local_nonce: u32, remote_nonce: u32 },
+}
+
+/// A stretch of this subflow's send stream and where it sits in the
+/// connection's data stream (offsets from the first data byte).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxMap {
+    pub sub: u64,
+    pub data: u64,
+    pub len: u64,
+}
+
+/// A mapping received in a DSS option: subflow offset, absolute 64-bit
+/// DSN, length (the DATA_FIN excluded), and whether it was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxMap {
+    pub sub: u64,
+    pub dsn: u64,
+    pub len: u64,
+}
+
+#[derive(Debug)]
+pub struct Subflow {
+    pub tcp: tcp::Connection,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub local_id: u8,
+    pub remote_id: u8,
+    /// We asked the peer to use it only as a backup (MP_JOIN B flag, MP_PRIO).
+    pub backup: bool,
+    /// The peer asked us to use it only as a backup.
+    pub peer_backup: bool,
+    pub origin: Origin,
+    pub handshake: Handshake,
+    /// When the third ACK was last sent (join initiator retransmits it).
+    pub third_ack_at: Option<Instant>,
+    pub tx: VecDeque<TxMap>,
+    pub rx: VecDeque<RxMap>,
+    /// RTOs keep firing: its data was reinjected elsewhere.
+    pub stale: bool,
+    /// A DSS option arrived on it (the peer speaks MPTCP here).
+    pub saw_dss: bool,
+    /// The initiator's keys went out at least once (MP_CAPABLE third ACK).
+    pub keys_sent: bool,
+    /// An MP_PRIO to send on the next segment.
+    pub prio_pending: bool,
+    /// A reason to send with the RST that ends it (MP_TCPRST).
+    pub reset_reason: Option<u8>,
+    /// Reported to the application as established / closed.
+    pub announced_up: bool,
+    pub announced_down: bool,
+}
+
+impl Subflow {
+    pub fn new(tcp: tcp::Connection, local: SocketAddr, remote: SocketAddr, origin: Origin) -> Self {
+        Subflow {
+            tcp,
+            local,
+            remote,
+            local_id: 0,
+            remote_id: 0,
+            backup: false,
+            peer_backup: false,
+            origin,
+            handshake: Handshake::Opening,
+            third_ack_at: None,
+            tx: VecDeque::new(),
+            rx: VecDeque::new(),
+            stale: false,
+            saw_dss: false,
+            keys_sent: false,
+            prio_pending: false,
+            reset_reason: None,
+            announced_up: false,
+            announced_down: false,
+        }
+    }
+
+    pub fn is_join(&self) -> bool {
+        matches!(self.origin, Origin::Join { .. })
+    }
+
+    /// Alive and past the MPTCP handshake: may carry data. The initiator's
+    /// first subflow may send right after its third ACK (which it repeats
+    /// on its data); a joined subflow waits for the peer's fourth ACK.
+    pub fn usable(&self) -> bool {
+        let shaken = match self.handshake {
+            Handshake::Established => true,
+            Handshake::ThirdAck => self.origin == Origin::Initial,
+            Handshake::Opening => false,
+        };
+        shaken && self.tcp.is_established() && !self.tcp.is_closed() && !self.stale
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.tcp.is_closed()
+    }
+
+    /// The data-level placement of send-stream offset `sub`, and how many
+    /// bytes from there stay in the same mapping.
+    pub fn tx_lookup(&self, sub: u64) -> Option<(u64, u64)> {
+        let i = self.tx.partition_point(|m| m.sub + m.len <= sub);
+        let m = self.tx.get(i)?;
+        (m.sub <= sub).then(|| (m.data + (sub - m.sub), m.sub + m.len - sub))
+    }
+
+    /// Forgets send mappings the subflow has delivered.
+    pub fn prune_tx(&mut self) {
+        let una = self.tcp.snd_una();
+        while self.tx.front().is_some_and(|m| m.sub + m.len <= una) {
+            self.tx.pop_front();
+        }
+    }
+
+    /// Records a received mapping (kept sorted; duplicates ignored).
+    pub fn add_rx(&mut self, m: RxMap) {
+        if m.len == 0 {
+            return;
+        }
+        let i = self.rx.partition_point(|x| x.sub < m.sub);
+        if self.rx.get(i).is_some_and(|x| x.sub == m.sub) {
+            return;
+        }
+        self.rx.insert(i, m);
+    }
+
+    /// Whether a received mapping covers receive-stream offset `sub`.
+    pub fn rx_covers(&self, sub: u64) -> bool {
+        self.rx.iter().any(|m| m.sub <= sub && sub < m.sub + m.len)
+    }
+
+    /// The absolute DSN of receive-stream offset `sub`, with the bytes left
+    /// in its mapping; forgets mappings wholly before `sub`.
+    pub fn rx_lookup(&mut self, sub: u64) -> Option<(u64, u64)> {
+        while self.rx.front().is_some_and(|m| m.sub + m.len <= sub) {
+            self.rx.pop_front();
+        }
+        let m = self.rx.front()?;
+        (m.sub <= sub).then(|| (m.dsn.wrapping_add(sub - m.sub), m.sub + m.len - sub))
+    }
+}

@@ -1,0 +1,401 @@
+//! Two MPTCP endpoints joined by several paths (one per address pair),
+//! each with its own delay, rate and drop rule: the connection exercised
+//! without any simulator.
+
+use super::*;
+use std::net::Ipv4Addr;
+
+const MS: u64 = 1_000_000;
+
+fn ip(a: u8, b: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, a, b, 1))
+}
+
+fn pattern(off: u64) -> u8 {
+    (off.wrapping_mul(7).wrapping_add(3) & 0xff) as u8
+}
+
+struct Pattern;
+impl PayloadSource for Pattern {
+    fn fill(&self, off: u64, buf: &mut [u8]) {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = pattern(off + i as u64);
+        }
+    }
+}
+
+struct Pkt {
+    at: Instant,
+    to_server: bool,
+    t: Transmit,
+}
+
+/// What a drop rule sees.
+struct Seen<'a> {
+    /// When the packet would arrive.
+    now: Instant,
+    to_server: bool,
+    t: &'a Transmit,
+}
+
+type Rule<'a> = Box<dyn FnMut(&Seen) -> bool + 'a>;
+type Mangle<'a> = Box<dyn FnMut(&mut TcpHeader, bool) + 'a>;
+
+struct Net<'a> {
+    client: Connection,
+    server: Option<Connection>,
+    server_cfg: MptcpConfig,
+    server_locals: Vec<IpAddr>,
+    delay: u64,
+    ns_per_byte: u64,
+    /// Per (client ip, server ip): when its wire is free, per direction.
+    busy: std::collections::HashMap<(IpAddr, IpAddr, bool), Instant>,
+    wire: Vec<Pkt>,
+    now: Instant,
+    drop: Rule<'a>,
+    mangle: Mangle<'a>,
+    corrupt: Box<dyn FnMut(&Transmit) -> bool + 'a>,
+    to_send: u64,
+    received: u64,
+    misplaced: u64,
+    refused: Vec<JoinRefused>,
+}
+
+fn cfg(locals: &[IpAddr], pm: PmKind) -> MptcpConfig {
+    MptcpConfig {
+        path_manager: pm,
+        locals: locals.iter().enumerate().map(|(i, a)| LocalAddr::plain(i as u8, *a)).collect(),
+        ..Default::default()
+    }
+}
+
+impl<'a> Net<'a> {
+    fn new(client_locals: &[IpAddr], server_locals: &[IpAddr], pm: PmKind, delay_ms: u64, rate_mbit: u64) -> Self {
+        let ccfg = cfg(client_locals, pm);
+        let scfg = cfg(server_locals, pm);
+        let client = Connection::connect(ccfg, SocketAddr::new(client_locals[0], 40000), SocketAddr::new(server_locals[0], 5001), 1, Instant(0));
+        Net {
+            client,
+            server: None,
+            server_cfg: scfg,
+            server_locals: server_locals.to_vec(),
+            delay: delay_ms * MS,
+            ns_per_byte: 8000 / rate_mbit.max(1),
+            busy: Default::default(),
+            wire: Vec::new(),
+            now: Instant(0),
+            drop: Box::new(|_| false),
+            mangle: Box::new(|_, _| {}),
+            corrupt: Box::new(|_| false),
+            to_send: 0,
+            received: 0,
+            misplaced: 0,
+            refused: Vec::new(),
+        }
+    }
+
+    fn emit(&mut self, from_client: bool) {
+        loop {
+            let c = if from_client { Some(&mut self.client) } else { self.server.as_mut() };
+            let Some(c) = c else { return };
+            let Some(mut t) = c.poll_transmit(self.now, &Pattern) else { return };
+            (self.mangle)(&mut t.header, from_client);
+            let (cip, sip) = if from_client { (t.local.ip(), t.remote.ip()) } else { (t.remote.ip(), t.local.ip()) };
+            let len = t.data.end - t.data.start;
+            let b = self.busy.entry((cip, sip, from_client)).or_insert(Instant(0));
+            let start = (*b).max(self.now);
+            let done = start + Duration::from_nanos((len + 60) * self.ns_per_byte);
+            *b = done;
+            let at = done + Duration::from_nanos(self.delay);
+            if (self.drop)(&Seen { now: at, to_server: from_client, t: &t }) {
+                continue;
+            }
+            self.wire.push(Pkt { at, to_server: from_client, t });
+        }
+    }
+
+    fn app(&mut self) {
+        let n = self.client.send(self.to_send);
+        self.to_send -= n;
+        if self.to_send == 0 {
+            self.client.close();
+        }
+        if let Some(s) = self.server.as_mut() {
+            let r = s.recv(u64::MAX);
+            assert_eq!(r.start, self.received, "reads are contiguous");
+            self.received = r.end;
+            if s.peer_closed() {
+                s.close();
+            }
+        }
+    }
+
+    fn deliver(&mut self, p: Pkt) {
+        let Pkt { t, to_server, .. } = p;
+        let len = (t.data.end - t.data.start) as u32;
+        let mut bytes = vec![0u8; len as usize];
+        Pattern.fill(t.data.start, &mut bytes);
+        if len > 0 && (self.corrupt)(&t) {
+            bytes[0] ^= 0x55;
+        }
+        if to_server {
+            let (local, remote) = (t.remote, t.local);
+            if self.server.is_none() {
+                if !self.server_locals.contains(&local.ip()) {
+                    return;
+                }
+                self.server = Connection::accept(self.server_cfg.clone(), local, remote, &t.header, 2, self.now);
+            }
+            let s = self.server.as_mut().unwrap();
+            let known = s.subflows().iter().any(|x| x.local == local && x.remote == remote);
+            if !known && t.header.syn() && !t.header.ack_flag() {
+                if let Err(e) = s.accept_join(self.now, local, remote, &t.header) {
+                    self.refused.push(e);
+                    return;
+                }
+            }
+            let payload = s.needs_payload().then_some(&bytes[..]);
+            if let Some(r) = s.handle_segment(self.now, local, remote, &t.header, len, payload) {
+                if r.start != t.data.start && len > 0 {
+                    self.misplaced += 1;
+                }
+            }
+        } else {
+            let payload = self.client.needs_payload().then_some(&bytes[..]);
+            self.client.handle_segment(self.now, t.remote, t.local, &t.header, len, payload);
+        }
+    }
+
+    fn run(&mut self, limit_ms: u64) {
+        let limit = Instant(limit_ms * MS);
+        for _ in 0..20_000_000 {
+            self.app();
+            self.emit(true);
+            self.emit(false);
+            let next_pkt = self.wire.iter().map(|p| p.at).min();
+            let timers = [self.client.poll_timeout(), self.server.as_ref().and_then(|s| s.poll_timeout())];
+            let next_timer = timers.iter().flatten().min().copied();
+            let Some(next) = [next_pkt, next_timer].into_iter().flatten().min() else { return };
+            if next > limit {
+                self.now = limit;
+                return;
+            }
+            self.now = self.now.max(next);
+            if next_pkt == Some(next) {
+                let i = self.wire.iter().position(|p| p.at == next).unwrap();
+                let p = self.wire.remove(i);
+                self.deliver(p);
+            } else {
+                self.client.handle_timeout(self.now);
+                if let Some(s) = self.server.as_mut() {
+                    s.handle_timeout(self.now);
+                }
+            }
+            let done = |c: &Connection| c.subflows().iter().all(|s| s.tcp.is_finished());
+            if done(&self.client) && self.server.as_ref().is_some_and(done) {
+                return;
+            }
+        }
+        panic!("event budget exhausted");
+    }
+
+    fn server(&self) -> &Connection {
+        self.server.as_ref().expect("server exists")
+    }
+}
+
+fn bytes_on(c: &Connection) -> Vec<u64> {
+    c.subflow_stats().iter().map(|s| s.tcp.bytes_acked).collect()
+}
+
+#[test]
+fn mp_capable_handshake_exchanges_keys() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 10, 100);
+    n.run(200);
+    let s = n.server();
+    assert!(n.client.is_established() && s.is_established());
+    assert_eq!(n.client.fallback(), None);
+    assert_eq!(n.client.remote.unwrap().key, s.local_key());
+    assert_eq!(s.remote.unwrap().key, n.client.local_key());
+    assert_eq!(n.client.subflows().len(), 1);
+}
+
+#[test]
+fn fullmesh_uses_both_paths_and_delivers_every_byte() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 10, 10);
+    n.to_send = 5_000_000;
+    n.run(30_000);
+    assert_eq!(n.received, 5_000_000);
+    assert_eq!(n.misplaced, 0);
+    let per = bytes_on(&n.client);
+    assert_eq!(per.len(), 2);
+    assert!(per.iter().all(|&b| b > 1_500_000), "both subflows carry data: {per:?}");
+    // Two 10 Mbit/s paths: well above what one could do.
+    for st in n.client.subflow_stats() {
+        eprintln!("{} -> {} acked {} rtt {:?} cwnd {} rto {}", st.local, st.remote, st.tcp.bytes_acked, st.tcp.srtt, st.tcp.cwnd, st.tcp.rto_count);
+    }
+    eprintln!("{}", n.client.debug_line());
+    assert!(n.now.as_secs_f64() < 3.2, "took {:.2} s", n.now.as_secs_f64());
+}
+
+#[test]
+fn data_fin_closes_both_ends() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 5, 100);
+    n.to_send = 200_000;
+    n.run(20_000);
+    eprintln!("client {}\nserver {}", n.client.debug_line(), n.server().debug_line());
+    assert_eq!(n.received, 200_000);
+    assert!(n.server().peer_closed());
+    assert!(n.client.subflows().iter().all(|s| s.tcp.is_finished()), "{:?}", n.client.subflow_stats());
+    assert!(n.server().subflows().iter().all(|s| s.tcp.is_finished()), "{:?}", n.server().subflow_stats());
+    assert!(!n.client.was_reset() && !n.server().was_reset());
+}
+
+#[test]
+fn ndiffports_opens_subflows_on_one_address_pair() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::NDiffPorts(3), 5, 100);
+    n.to_send = 1_000_000;
+    n.run(20_000);
+    assert_eq!(n.received, 1_000_000);
+    let sf = n.client.subflows();
+    assert_eq!(sf.len(), 3);
+    let ports: std::collections::HashSet<u16> = sf.iter().map(|s| s.local.port()).collect();
+    assert_eq!(ports.len(), 3);
+}
+
+#[test]
+fn add_addr_from_the_server_leads_to_joins_two_by_two() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(9, 2)], PmKind::FullMesh, 5, 100);
+    n.to_send = 2_000_000;
+    n.run(20_000);
+    assert_eq!(n.received, 2_000_000);
+    assert_eq!(n.client.subflows().len(), 4, "{:?}", n.client.subflow_stats());
+    assert!(n.server().stats().add_addr_sent >= 1);
+    assert!(n.client.stats().add_addr_received >= 1);
+}
+
+#[test]
+fn a_join_with_a_bad_hmac_is_refused_and_data_is_unaffected() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 5, 100);
+    n.to_send = 1_000_000;
+    // An attacker on path 2 rewrites the join SYN/ACK's HMAC.
+    n.mangle = Box::new(|h, from_client| {
+        if !from_client && h.syn() {
+            let opts: Vec<MptcpOption> = h.options.mptcp().copied().collect();
+            h.options.clear_mptcp();
+            for o in opts {
+                let o = match o {
+                    MptcpOption::MpJoin(MpJoin::SynAck { backup, addr_id, hmac, nonce }) => MptcpOption::MpJoin(MpJoin::SynAck { backup, addr_id, hmac: hmac ^ 1, nonce }),
+                    o => o,
+                };
+                let _ = h.options.push_mptcp(o);
+            }
+        }
+    });
+    n.run(20_000);
+    assert_eq!(n.received, 1_000_000);
+    assert!(n.client.stats().joins_refused >= 1);
+    let joined: Vec<_> = n.client.subflows().iter().filter(|s| s.is_join()).collect();
+    assert!(joined.iter().all(|s| s.handshake != Handshake::Established));
+}
+
+#[test]
+fn a_join_for_an_unknown_token_is_refused() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 5, 100);
+    n.run(100);
+    let s = n.server.as_mut().unwrap();
+    let mut o = TcpOptions::new();
+    o.push_mptcp(MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 3, token: s.local_token() ^ 1, nonce: 7 })).unwrap();
+    let syn = TcpHeader { src_port: 999, dst_port: 5001, seq: 1, ack: 0, flags: mplab_wire::tcp::flags::SYN, window: 1000, urgent: 0, options: o };
+    let r = s.accept_join(Instant(0), SocketAddr::new(ip(9, 1), 5001), SocketAddr::new(ip(7, 7), 999), &syn);
+    assert_eq!(r, Err(JoinRefused::UnknownToken));
+    assert_eq!(s.subflows().len(), 1);
+}
+
+#[test]
+fn stripped_mp_capable_falls_back_to_tcp_and_completes() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 5, 100);
+    n.to_send = 1_000_000;
+    n.mangle = Box::new(|h, _| h.options.clear_mptcp());
+    n.run(20_000);
+    assert_eq!(n.received, 1_000_000);
+    assert_eq!(n.client.fallback(), Some(Fallback::NoMpCapable));
+    assert_eq!(n.server().fallback(), Some(Fallback::NoMpCapable));
+    assert_eq!(n.client.subflows().len(), 1);
+}
+
+#[test]
+fn a_dead_path_is_left_and_its_data_reinjected() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 10, 10);
+    n.to_send = 4_000_000;
+    // Path 2 dies at 1 s: whatever has not arrived by then is lost.
+    let lost = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let l2 = lost.clone();
+    n.drop = Box::new(move |s| {
+        let c = if s.to_server { s.t.local.ip() } else { s.t.remote.ip() };
+        let d = c == ip(2, 1) && s.now >= Instant(1000 * MS);
+        if d {
+            l2.set(l2.get() + s.t.data.end - s.t.data.start);
+        }
+        d
+    });
+    n.run(60_000);
+    eprintln!("lost data bytes {}", lost.get());
+    eprintln!("{} {}\n{}\n{:?}", n.received, n.now.as_secs_f64(), n.client.debug_line(), n.client.stats());
+    for st in n.client.subflow_stats() {
+        eprintln!("{} -> {} acked {} rtt {:?} cwnd {} rto {}", st.local, st.remote, st.tcp.bytes_acked, st.tcp.srtt, st.tcp.cwnd, st.tcp.rto_count);
+    }
+    assert_eq!(n.received, 4_000_000);
+    assert_eq!(n.misplaced, 0);
+    assert!(n.client.stats().reinjected_bytes > 0);
+}
+
+#[test]
+fn dss_checksums_verify_and_catch_a_modified_payload() {
+    let mut locals = cfg(&[ip(1, 1)], PmKind::Default);
+    locals.checksum = true;
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 5, 100);
+    n.client = Connection::connect(locals, SocketAddr::new(ip(1, 1), 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    n.to_send = 300_000;
+    n.run(10_000);
+    assert_eq!(n.received, 300_000);
+    assert!(n.server().checksums());
+    assert_eq!(n.server().stats().checksum_failures, 0);
+
+    // Now a box rewrites one byte of one data segment.
+    let mut locals = cfg(&[ip(1, 1)], PmKind::Default);
+    locals.checksum = true;
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 5, 100);
+    n.client = Connection::connect(locals, SocketAddr::new(ip(1, 1), 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    n.to_send = 300_000;
+    let mut hit = false;
+    n.corrupt = Box::new(move |t| {
+        if !hit && t.data.start > 100_000 {
+            hit = true;
+            return true;
+        }
+        false
+    });
+    n.run(10_000);
+    assert_eq!(n.server().stats().checksum_failures, 1);
+    assert_eq!(n.server().fallback(), Some(Fallback::Checksum));
+}
+
+#[test]
+fn fastclose_with_the_wrong_key_is_ignored() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 5, 100);
+    n.to_send = 10_000_000;
+    n.run(300);
+    let s = n.server.as_mut().unwrap();
+    let sf = &s.subflows()[0];
+    let (local, remote) = (sf.local, sf.remote);
+    let mut o = TcpOptions::new();
+    o.push_mptcp(MptcpOption::MpFastclose { receiver_key: s.local_key() ^ 1 }).unwrap();
+    let rst = TcpHeader { src_port: remote.port(), dst_port: local.port(), seq: 0, ack: 0, flags: mplab_wire::tcp::flags::RST, window: 0, urgent: 0, options: o };
+    s.handle_segment(Instant(300 * MS), local, remote, &rst, 0, None);
+    assert!(!s.was_reset());
+    n.client.abort();
+    n.run(2000);
+    assert!(n.server().was_reset(), "the real key closes it");
+}
+
