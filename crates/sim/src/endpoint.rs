@@ -46,4 +46,13 @@ pub trait Endpoint: StreamSocket {
         false
     }
     fn paths(&self) -> Vec<PathStats>;
+    /// A SYN carrying MP_JOIN for this endpoint's token arrived on a new
+    /// 4-tuple: true when it became a subflow of this endpoint.
+    fn accept_join(&mut self, _now: Instant, _syn: &Packet) -> bool {
+        false
+    }
+    /// The MPTCP token MP_JOINs name this endpoint by.
+    fn token(&self) -> Option<u32> {
+        None
+    }
 }

@@ -22,6 +22,7 @@ pub mod capture;
 pub mod endpoint;
 pub mod event;
 pub mod link;
+pub mod mptcp_endpoint;
 pub mod packet;
 pub mod results;
 pub mod rng;

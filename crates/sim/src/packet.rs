@@ -30,6 +30,9 @@ pub struct Packet {
     /// world when the packet enters the network, so routers look routes up
     /// in a vector rather than hashing addresses on every hop.
     pub dst_idx: u32,
+    /// A middlebox rewrote payload bytes (receivers regenerate the bytes
+    /// from `tag` and then apply the damage).
+    pub corrupted: bool,
 }
 
 /// `dst_idx` of an address that belongs to no interface.
@@ -40,7 +43,7 @@ impl Packet {
         // Options that do not encode (more than 40 bytes) would be a stack
         // bug; count them at the maximum header size rather than panic.
         let thl = tcp.wire_len().unwrap_or(60) as u32;
-        Packet { src, dst, ttl: 64, tcp, payload_len, tag, size: IPV4_HEADER + thl + payload_len, dst_idx: NO_ADDR }
+        Packet { src, dst, ttl: 64, tcp, payload_len, tag, size: IPV4_HEADER + thl + payload_len, dst_idx: NO_ADDR, corrupted: false }
     }
 
     /// 5-tuple hash input for ECMP.

@@ -6,12 +6,13 @@ use core::time::Duration;
 use std::net::{Ipv4Addr, SocketAddr};
 
 use mplab_proto::Instant;
-use mplab_scenario::network::{self, Flow};
+use mplab_scenario::network::{self, Flow, Network};
 
 use crate::apps::AppKind;
 use crate::endpoint::Endpoint;
 use crate::link::{Jitter, LinkParams, LossModel, QueueConfig};
 use crate::packet::Packet;
+use crate::mptcp_endpoint::{mptcp_config, MptcpEndpoint};
 use crate::tcp_endpoint::TcpEndpoint;
 
 /// A scenario setting the simulator cannot honour (it never substitutes
@@ -34,40 +35,55 @@ pub fn unsupported(net: &network::Network) -> Vec<Unsupported> {
                 message: format!("congestion control {:?} is not implemented by the simulator (it has reno, cubic)", f.tcp.cc),
             });
         }
-        if f.transport == network::TransportKind::Mptcp {
-            out.push(Unsupported {
-                flow: f.id,
-                field: "transport",
-                message: "MPTCP flows are not simulated yet: the MPTCP connection layer is still being built; use transport = \"tcp\"".into(),
-            });
+        if let Some(m) = &f.mptcp {
+            if mplab_proto::mptcp::scheduler::by_name(&m.scheduler).is_none() {
+                out.push(Unsupported { flow: f.id, field: "scheduler", message: format!("scheduler {:?} is not implemented by the simulator (it has minrtt)", m.scheduler) });
+            }
+            if mplab_proto::cc::CcAlgorithm::from_name(&m.cc).is_none() {
+                out.push(Unsupported { flow: f.id, field: "cc", message: format!("congestion control {:?} is not implemented by the simulator (it has reno, cubic)", m.cc) });
+            }
         }
     }
     out
 }
 
-/// Creates the transport endpoints of a flow.
+/// Creates the transport endpoints of a flow. `seed` makes everything
+/// random about the endpoint (ISNs, MPTCP keys, nonces, ports).
 pub trait EndpointFactory {
     /// The client end, opening the connection at `now`.
-    fn connect(&mut self, flow: &Flow, iss: u32, now: Instant) -> Option<Box<dyn Endpoint>>;
+    fn connect(&mut self, net: &Network, flow: &Flow, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>>;
     /// The server end, from the SYN that reached it.
-    fn accept(&mut self, flow: &Flow, local: Ipv4Addr, remote: Ipv4Addr, syn: &Packet, iss: u32, now: Instant) -> Option<Box<dyn Endpoint>>;
+    fn accept(&mut self, net: &Network, flow: &Flow, local: Ipv4Addr, remote: Ipv4Addr, syn: &Packet, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>>;
 }
 
-/// Plain TCP for every flow.
+/// TCP or MPTCP endpoints, as each flow's `transport` says. An MPTCP
+/// server answers a SYN without MP_CAPABLE as plain TCP (fallback).
 #[derive(Default)]
-pub struct TcpFactory;
+pub struct SimFactory;
 
-impl EndpointFactory for TcpFactory {
-    fn connect(&mut self, f: &Flow, iss: u32, now: Instant) -> Option<Box<dyn Endpoint>> {
+impl EndpointFactory for SimFactory {
+    fn connect(&mut self, net: &Network, f: &Flow, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>> {
         let local = SocketAddr::new(f.src.into(), f.sport);
         let remote = SocketAddr::new(f.dst.into(), f.dport);
-        Some(Box::new(TcpEndpoint::connect(&f.tcp, local, remote, iss, now)))
+        match f.transport {
+            network::TransportKind::Tcp => Some(Box::new(TcpEndpoint::connect(&f.tcp, local, remote, seed as u32, now))),
+            network::TransportKind::Mptcp => {
+                let cfg = mptcp_config(net, f, f.from, f.src);
+                Some(Box::new(MptcpEndpoint::connect(cfg, local, remote, seed, now)))
+            }
+        }
     }
 
-    fn accept(&mut self, f: &Flow, local: Ipv4Addr, remote: Ipv4Addr, syn: &Packet, iss: u32, now: Instant) -> Option<Box<dyn Endpoint>> {
-        let local = SocketAddr::new(local.into(), syn.tcp.dst_port);
-        let remote = SocketAddr::new(remote.into(), syn.tcp.src_port);
-        TcpEndpoint::accept(&f.tcp, local, remote, syn, iss, now).map(|e| Box::new(e) as Box<dyn Endpoint>)
+    fn accept(&mut self, net: &Network, f: &Flow, local: Ipv4Addr, remote: Ipv4Addr, syn: &Packet, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>> {
+        let local_sa = SocketAddr::new(local.into(), syn.tcp.dst_port);
+        let remote_sa = SocketAddr::new(remote.into(), syn.tcp.src_port);
+        match f.transport {
+            network::TransportKind::Tcp => TcpEndpoint::accept(&f.tcp, local_sa, remote_sa, syn, seed as u32, now).map(|e| Box::new(e) as Box<dyn Endpoint>),
+            network::TransportKind::Mptcp => {
+                let cfg = mptcp_config(net, f, f.to, local);
+                MptcpEndpoint::accept(cfg, local_sa, remote_sa, syn, seed, now).map(|e| Box::new(e) as Box<dyn Endpoint>)
+            }
+        }
     }
 }
 

@@ -130,6 +130,8 @@ struct FlowRt {
 pub struct RunStats {
     pub events: u64,
     pub packets_forwarded: u64,
+    /// RSTs the hosts sent for segments no connection wanted.
+    pub resets_sent: u64,
 }
 
 pub struct World {
@@ -141,7 +143,9 @@ pub struct World {
     nodes: Vec<NodeRt>,
     flows: Vec<FlowRt>,
     /// (node, local ip, local port, remote ip, remote port) -> (flow, end).
-    demux: HashMap<(u32, u32, u16, u32, u16), (u32, u8)>,
+    demux: HashMap<DemuxKey, (u32, u8)>,
+    /// (node, MPTCP token) -> (flow, end): how an MP_JOIN finds its connection.
+    tokens: HashMap<(u32, u32), (u32, u8)>,
     /// (node, local port) -> flow listening there.
     listeners: HashMap<(u32, u16), u32>,
     factory: Box<dyn EndpointFactory>,
@@ -162,6 +166,9 @@ pub struct World {
 
 const DIR_NAMES: [&str; 2] = ["ab", "ba"];
 
+/// (node, local ip, local port, remote ip, remote port).
+type DemuxKey = (u32, u32, u16, u32, u16);
+
 /// A fib entry not looked up yet. Otherwise an entry is `start << 8 |
 /// count`: the egress interfaces are `hops[start..start + count]`
 /// (count 0: no route).
@@ -171,7 +178,7 @@ impl World {
     /// Builds the world with TCP on every host; `pcap_dir` receives one
     /// capture per probed interface.
     pub fn new(net: Network, pcap_dir: Option<PathBuf>) -> std::io::Result<World> {
-        Self::with_factory(net, Box::new(transport::TcpFactory), pcap_dir)
+        Self::with_factory(net, Box::new(transport::SimFactory), pcap_dir)
     }
 
     /// Builds the world with the given transport endpoints.
@@ -257,6 +264,7 @@ impl World {
             nodes,
             flows,
             demux: HashMap::default(),
+            tokens: HashMap::default(),
             listeners,
             factory,
             rng,
@@ -469,34 +477,89 @@ impl World {
         let key = (node as u32, u32::from(pkt.dst), pkt.tcp.dst_port, u32::from(pkt.src), pkt.tcp.src_port);
         let (flow, end) = match self.demux.get(&key) {
             Some(&fe) => fe,
-            None => {
-                // A SYN to a listening port creates the server end.
-                let Some(&flow) = self.listeners.get(&(node as u32, pkt.tcp.dst_port)) else { return };
-                if !pkt.tcp.syn() || pkt.tcp.ack_flag() {
+            None => match self.new_connection(node, id, key) {
+                Some(fe) => fe,
+                None => {
+                    self.send_rst(node, id);
                     return;
                 }
-                let f = &self.net.flows[flow as usize];
-                let iss = self.rng.stream(0x155_0000 + 2 * flow as u64 + 1).next_u32();
-                let ep = self.factory.accept(f, pkt.dst, pkt.src, pkt, iss, self.now);
-                let Some(ep) = ep else { return };
-                self.demux.insert(key, (flow, 1));
-                let e = &mut self.flows[flow as usize].ends[1];
-                e.ep = Some(ep);
-                (flow, 1)
-            }
+            },
         };
+        let pkt = &self.pool.pkts[id as usize];
         let e = &mut self.flows[flow as usize].ends[end as usize];
         let Some(ep) = e.ep.as_mut() else { return };
         let p = ep.on_packet(self.now, pkt);
         self.after_input(flow as usize, end as usize, p);
     }
 
+    /// A segment for no known 4-tuple: a SYN may open a connection on a
+    /// listening port, or join one by its MPTCP token. `None`: refused.
+    fn new_connection(&mut self, node: usize, id: u32, key: DemuxKey) -> Option<(u32, u8)> {
+        let pkt = &self.pool.pkts[id as usize];
+        if !pkt.tcp.syn() || pkt.tcp.ack_flag() || pkt.tcp.rst() {
+            return None;
+        }
+        let join_token = pkt.tcp.options.mptcp().find_map(|o| match o {
+            mplab_wire::MptcpOption::MpJoin(mplab_wire::MpJoin::Syn { token, .. }) => Some(*token),
+            _ => None,
+        });
+        if let Some(token) = join_token {
+            // The token names the connection (a per-host token table, as in
+            // Linux); a wrong one, or a refused join, gets a reset.
+            let &(flow, end) = self.tokens.get(&(node as u32, token))?;
+            let ep = self.flows[flow as usize].ends[end as usize].ep.as_mut()?;
+            if !ep.accept_join(self.now, pkt) {
+                return None;
+            }
+            self.demux.insert(key, (flow, end));
+            return Some((flow, end));
+        }
+        let &flow = self.listeners.get(&(node as u32, pkt.tcp.dst_port))?;
+        if self.flows[flow as usize].ends[1].ep.is_some() {
+            return None; // one connection per flow: a stray SYN is refused
+        }
+        let f = &self.net.flows[flow as usize];
+        let seed = self.rng.stream(0x155_0000 + 2 * flow as u64 + 1).next_u64();
+        let ep = self.factory.accept(&self.net, f, pkt.dst, pkt.src, pkt, seed, self.now)?;
+        if let Some(t) = ep.token() {
+            self.tokens.insert((node as u32, t), (flow, 1));
+        }
+        self.demux.insert(key, (flow, 1));
+        self.flows[flow as usize].ends[1].ep = Some(ep);
+        Some((flow, 1))
+    }
+
+    /// Answers a segment nobody wants with a RST (RFC 9293 3.10.7.1).
+    fn send_rst(&mut self, node: usize, id: u32) {
+        let p = &self.pool.pkts[id as usize];
+        if p.tcp.rst() {
+            return;
+        }
+        let mut h = mplab_wire::TcpHeader { src_port: p.tcp.dst_port, dst_port: p.tcp.src_port, ..Default::default() };
+        if p.tcp.ack_flag() {
+            h.seq = p.tcp.ack;
+            h.flags = mplab_wire::tcp::flags::RST;
+        } else {
+            h.ack = p.tcp.seq.wrapping_add(p.payload_len + u32::from(p.tcp.syn()) + u32::from(p.tcp.fin()));
+            h.flags = mplab_wire::tcp::flags::RST | mplab_wire::tcp::flags::ACK;
+        }
+        let mut rst = Packet::new(p.dst, p.src, h, 0, 0);
+        rst.dst_idx = self.addr_idx.get(&u32::from(rst.dst)).copied().unwrap_or(NO_ADDR);
+        let src = rst.src;
+        let rid = self.pool.put(rst);
+        self.stats.resets_sent += 1;
+        self.route_out(node, Some(src), rid);
+    }
+
     // ---- flows -----------------------------------------------------------
 
     fn flow_start(&mut self, flow: usize) {
         let f = &self.net.flows[flow];
-        let iss = self.rng.stream(0x155_0000 + 2 * flow as u64).next_u32();
-        let Some(ep) = self.factory.connect(f, iss, self.now) else { return };
+        let seed = self.rng.stream(0x155_0000 + 2 * flow as u64).next_u64();
+        let Some(ep) = self.factory.connect(&self.net, f, seed, self.now) else { return };
+        if let Some(t) = ep.token() {
+            self.tokens.insert((f.from as u32, t), (flow as u32, 0));
+        }
         let key = (f.from as u32, u32::from(f.src), f.sport, u32::from(f.dst), f.dport);
         self.demux.insert(key, (flow as u32, 0));
         self.flows[flow].ends[0].ep = Some(ep);
@@ -550,6 +613,11 @@ impl World {
         }
         for mut pkt in out.drain(..) {
             let src = pkt.src;
+            if pkt.tcp.syn() && !pkt.tcp.ack_flag() {
+                // A new subflow's first segment: its replies come back here.
+                let key = (node as u32, u32::from(pkt.src), pkt.tcp.src_port, u32::from(pkt.dst), pkt.tcp.dst_port);
+                self.demux.entry(key).or_insert((flow as u32, end as u8));
+            }
             pkt.dst_idx = self.addr_idx.get(&u32::from(pkt.dst)).copied().unwrap_or(NO_ADDR);
             let id = self.pool.put(pkt);
             self.route_out(node, Some(src), id);

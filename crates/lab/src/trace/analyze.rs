@@ -447,6 +447,11 @@ impl Analyzer<'_> {
             }
             self.set_key(conn, to, k);
         }
+        if c.data_len.is_some() && p.payload_len > 0 {
+            // The first data rode in MP_CAPABLE (its DSN is IDSN+1 by
+            // definition): the first DSS mapping that follows starts later.
+            self.conns[conn].first_dsn_checked[from as usize] = true;
+        }
         if let (Some(len), Some(ck)) = (c.data_len, c.checksum) {
             // MP_CAPABLE with data: the mapping starts at IDSN+1, SSN 1.
             if let Some(k) = self.key(conn, from) {

@@ -1083,8 +1083,14 @@ impl Connection {
         self.reset = true;
     }
 
-    /// Adds the MPTCP options a subflow segment carries.
+    /// Adds the MPTCP options a subflow segment carries, within 40 bytes.
     fn decorate(&mut self, now: Instant, i: usize, t: tcp::Transmit, src: &dyn PayloadSource) -> Transmit {
+        let mut t = self.decorate_inner(now, i, t, src);
+        fit_options(&mut t.header);
+        t
+    }
+
+    fn decorate_inner(&mut self, now: Instant, i: usize, t: tcp::Transmit, src: &dyn PayloadSource) -> Transmit {
         let mut h = t.header;
         let sub = t.payload.clone();
         let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
@@ -1175,31 +1181,34 @@ impl Connection {
         if payload_len == 0 {
             self.add_signalling(now, i, &mut h, rk);
         }
-        fit_options(&mut h);
         Transmit { local, remote, header: h, data }
     }
 
-    /// ADD_ADDR, echoes, MP_PRIO and REMOVE_ADDR ride on pure ACKs.
+    /// ADD_ADDR, echoes, MP_PRIO and REMOVE_ADDR ride on pure ACKs, each
+    /// only if it fits (SACK blocks give way); what does not fit waits.
     fn add_signalling(&mut self, now: Instant, i: usize, h: &mut TcpHeader, rk: KeyMaterial) {
-        if self.subflows[i].prio_pending {
+        if self.subflows[i].prio_pending && try_push(h, MptcpOption::MpPrio { backup: self.subflows[i].backup, addr_id: None }) {
             self.subflows[i].prio_pending = false;
-            let _ = h.options.push_mptcp(MptcpOption::MpPrio { backup: self.subflows[i].backup, addr_id: None });
         }
-        if let Some((id, addr, port)) = self.echoes.pop_front() {
-            let _ = h.options.push_mptcp(MptcpOption::AddAddr(AddAddr { echo: true, addr_id: id, addr, port, hmac: None }));
+        if let Some(&(id, addr, port)) = self.echoes.front() {
+            if try_push(h, MptcpOption::AddAddr(AddAddr { echo: true, addr_id: id, addr, port, hmac: None })) {
+                self.echoes.pop_front();
+            }
         } else if let Some(a) = self.announces.iter_mut().find(|a| a.next_at <= now && a.tries < 8) {
             let hmac = crypto::add_addr_hmac(self.local.key, rk.key, a.id, a.addr, None);
-            let _ = h.options.push_mptcp(MptcpOption::AddAddr(AddAddr { echo: false, addr_id: a.id, addr: a.addr, port: None, hmac: Some(hmac) }));
-            a.tries += 1;
-            // Resent until echoed (RFC 8684 3.4.1), backing off.
-            a.next_at = now + Duration::from_secs(1) * (1 << a.tries.min(6));
-            self.stats.add_addr_sent += 1;
+            if try_push(h, MptcpOption::AddAddr(AddAddr { echo: false, addr_id: a.id, addr: a.addr, port: None, hmac: Some(hmac) })) {
+                a.tries += 1;
+                // Resent until echoed (RFC 8684 3.4.1), backing off.
+                a.next_at = now + Duration::from_secs(1) * (1 << a.tries.min(6));
+                self.stats.add_addr_sent += 1;
+            }
         }
         if !self.remove_pending.is_empty() {
             if let Some(ids) = AddrIdList::from_slice(&self.remove_pending) {
-                let _ = h.options.push_mptcp(MptcpOption::RemoveAddr(ids));
+                if try_push(h, MptcpOption::RemoveAddr(ids)) {
+                    self.remove_pending.clear();
+                }
             }
-            self.remove_pending.clear();
         }
     }
 
@@ -1208,6 +1217,26 @@ impl Connection {
         self.scratch.resize(len as usize, 0);
         src.fill(data_off, &mut self.scratch);
         crypto::dss_checksum(dsn, ssn, len, &self.scratch)
+    }
+}
+
+/// Adds `o` if the options still fit in 40 bytes, dropping SACK blocks
+/// to make room if needed.
+fn try_push(h: &mut TcpHeader, o: MptcpOption) -> bool {
+    let mut trial = h.options;
+    if trial.push_mptcp(o).is_err() {
+        return false;
+    }
+    let mut sack: Vec<_> = trial.sack().to_vec();
+    loop {
+        if trial.wire_len().is_ok_and(|l| l <= 40) {
+            h.options = trial;
+            return true;
+        }
+        if sack.pop().is_none() {
+            return false;
+        }
+        trial.set_sack(&sack);
     }
 }
 

@@ -1,0 +1,203 @@
+//! A crates/proto MPTCP connection as a simulator endpoint: one endpoint,
+//! many 4-tuples (its subflows). Payload bytes are never stored: when DSS
+//! checksums are on, the bytes of a segment are regenerated from its
+//! data-level offset (the stream pattern), with the damage a middlebox
+//! did applied, so a checksum catches a modified payload.
+
+use core::ops::Range;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use mplab_proto::mptcp::{self, Connection, Event, LocalAddr, MptcpConfig, PayloadSource, PmKind};
+use mplab_proto::Instant;
+use mplab_scenario::network::{self, EndpointFlag, Network, PathManager};
+
+use crate::apps::{fill_pattern, StreamSocket};
+use crate::endpoint::{Endpoint, PathStats, Progress};
+use crate::packet::Packet;
+use crate::tcp_endpoint::tcp_config;
+
+/// The data stream's bytes: the pattern every simulated sender writes.
+struct Pattern;
+
+impl PayloadSource for Pattern {
+    fn fill(&self, off: u64, buf: &mut [u8]) {
+        fill_pattern(off, buf);
+    }
+}
+
+pub struct MptcpEndpoint {
+    conn: Connection,
+    scratch: Vec<u8>,
+}
+
+fn v4(a: SocketAddr) -> Ipv4Addr {
+    match a.ip() {
+        IpAddr::V4(v) => v,
+        IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
+    }
+}
+
+/// The connection settings of flow `f` on node `node` (its addresses, the
+/// scenario's endpoints and limits), in the engine's terms. `first` is the
+/// address the connection starts from (it gets id 0, as in Linux).
+pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Addr) -> MptcpConfig {
+    let m = f.mptcp.clone().unwrap_or_else(|| network::MptcpConfig {
+        path_manager: PathManager::Default,
+        subflows: None,
+        checksum: false,
+        scheduler: "default".into(),
+        cc: f.tcp.cc.clone(),
+        max_subflows: None,
+        add_addr_accepted: None,
+    });
+    let mut tcp = tcp_config(&f.tcp);
+    tcp.cc = mplab_proto::cc::CcAlgorithm::from_name(&m.cc).unwrap_or(tcp.cc);
+    let eps: Vec<&network::MptcpEndpoint> = net.mptcp_endpoints.iter().filter(|e| e.node == node).collect();
+    let mut locals = vec![LocalAddr::plain(0, first.into())];
+    for (k, i) in net.nodes[node].interfaces.iter().enumerate() {
+        if i.addr == first {
+            continue;
+        }
+        let mut l = LocalAddr::plain(k as u8 + 1, i.addr.into());
+        if let Some(e) = eps.iter().find(|e| e.addr == i.addr) {
+            l.id = e.id;
+            l.signal = e.flags.contains(&EndpointFlag::Signal);
+            l.subflow = e.flags.contains(&EndpointFlag::Subflow);
+            l.backup = e.flags.contains(&EndpointFlag::Backup);
+            l.fullmesh = e.flags.contains(&EndpointFlag::Fullmesh);
+        }
+        locals.push(l);
+    }
+    // Linux's defaults (`ip mptcp limits`: 2 subflows, 0 ADD_ADDRs) for the
+    // kernel-like managers; room for a full mesh otherwise.
+    let (pm, dflt_subflows, dflt_accept) = match m.path_manager {
+        PathManager::Default | PathManager::Endpoints => (PmKind::Default, 2, 0),
+        PathManager::Fullmesh => (PmKind::FullMesh, 8, 8),
+        PathManager::Ndiffports => (PmKind::NDiffPorts(m.subflows.unwrap_or(2)), 8, 0),
+    };
+    MptcpConfig {
+        tcp,
+        checksum: m.checksum,
+        snd_buf: f.tcp.snd_buf.unwrap_or(4 << 20),
+        rcv_buf: f.tcp.rcv_buf.unwrap_or(6 << 20),
+        scheduler: m.scheduler.clone(),
+        path_manager: pm,
+        limits: mptcp::Limits {
+            subflows: m.max_subflows.unwrap_or(if pm == PmKind::FullMesh { m.subflows.unwrap_or(dflt_subflows) } else { dflt_subflows }),
+            add_addr_accepted: m.add_addr_accepted.unwrap_or(dflt_accept),
+        },
+        locals,
+    }
+}
+
+impl MptcpEndpoint {
+    pub fn connect(cfg: MptcpConfig, local: SocketAddr, remote: SocketAddr, seed: u64, now: Instant) -> Self {
+        MptcpEndpoint { conn: Connection::connect(cfg, local, remote, seed, now), scratch: Vec::new() }
+    }
+
+    pub fn accept(cfg: MptcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, seed: u64, now: Instant) -> Option<Self> {
+        Connection::accept(cfg, local, remote, &syn.tcp, seed, now).map(|conn| MptcpEndpoint { conn, scratch: Vec::new() })
+    }
+
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl StreamSocket for MptcpEndpoint {
+    fn send_space(&self) -> u64 {
+        self.conn.send_space()
+    }
+    fn send(&mut self, n: u64) -> u64 {
+        self.conn.send(n)
+    }
+    fn readable(&self) -> u64 {
+        self.conn.readable()
+    }
+    fn recv(&mut self, max: u64) -> Range<u64> {
+        self.conn.recv(max)
+    }
+    fn close(&mut self) {
+        self.conn.close()
+    }
+}
+
+fn addrs(pkt: &Packet) -> (SocketAddr, SocketAddr) {
+    (SocketAddr::new(pkt.dst.into(), pkt.tcp.dst_port), SocketAddr::new(pkt.src.into(), pkt.tcp.src_port))
+}
+
+impl Endpoint for MptcpEndpoint {
+    fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress {
+        let (local, remote) = addrs(pkt);
+        let payload = if self.conn.needs_payload() && pkt.payload_len > 0 {
+            self.scratch.resize(pkt.payload_len as usize, 0);
+            fill_pattern(pkt.tag, &mut self.scratch);
+            if pkt.corrupted {
+                self.scratch[0] ^= 0xff;
+            }
+            Some(&self.scratch[..])
+        } else {
+            None
+        };
+        let placed = self.conn.handle_segment(now, local, remote, &pkt.tcp, pkt.payload_len, payload);
+        let misplaced = match placed {
+            Some(r) if !r.is_empty() && pkt.payload_len > 0 => r.start != pkt.tag,
+            _ => false,
+        };
+        while let Some(e) = self.conn.poll_event() {
+            let _: Event = e;
+        }
+        Progress { misplaced, ..Default::default() }
+    }
+
+    fn poll_transmit(&mut self, now: Instant) -> Option<Packet> {
+        let t = self.conn.poll_transmit(now, &Pattern)?;
+        let len = (t.data.end - t.data.start) as u32;
+        Some(Packet::new(v4(t.local), v4(t.remote), t.header, len, t.data.start))
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    fn on_timeout(&mut self, now: Instant) -> Progress {
+        self.conn.handle_timeout(now);
+        Progress::default()
+    }
+
+    fn is_established(&self) -> bool {
+        self.conn.is_established()
+    }
+
+    fn fell_back(&self) -> bool {
+        self.conn.fallback().is_some()
+    }
+
+    fn paths(&self) -> Vec<PathStats> {
+        self.conn
+            .subflow_stats()
+            .into_iter()
+            .map(|s| PathStats {
+                local: s.local.to_string(),
+                remote: s.remote.to_string(),
+                backup: s.backup,
+                cwnd: s.tcp.cwnd,
+                in_flight: s.tcp.in_flight,
+                srtt_ns: s.tcp.srtt.map(|d| d.as_nanos() as u64),
+                bytes_sent: s.tcp.bytes_sent,
+                bytes_acked: s.tcp.bytes_acked,
+                retransmitted_segments: s.tcp.segments_retransmitted,
+                rto_count: s.tcp.rto_count,
+            })
+            .collect()
+    }
+
+    fn accept_join(&mut self, now: Instant, pkt: &Packet) -> bool {
+        let (local, remote) = addrs(pkt);
+        self.conn.accept_join(now, local, remote, &pkt.tcp).is_ok()
+    }
+
+    fn token(&self) -> Option<u32> {
+        Some(self.conn.local_token())
+    }
+}
