@@ -22,6 +22,7 @@ pub mod capture;
 pub mod endpoint;
 pub mod event;
 pub mod link;
+pub mod middlebox;
 pub mod mptcp_endpoint;
 pub mod packet;
 pub mod results;
@@ -31,5 +32,5 @@ pub mod transport;
 pub mod world;
 
 pub use results::{RunResults, Summary};
-pub use transport::{unsupported, Unsupported};
+pub use transport::{unsupported, unsupported_middleboxes, Unsupported};
 pub use world::{RunStats, World};

@@ -47,6 +47,20 @@ pub fn unsupported(net: &network::Network) -> Vec<Unsupported> {
     out
 }
 
+/// Middleboxes the simulator cannot model yet: (index in the file, why).
+pub fn unsupported_middleboxes(net: &network::Network) -> Vec<(usize, String)> {
+    net.middleboxes
+        .iter()
+        .filter_map(|m| match m.action {
+            network::MiddleboxAction::Nat { .. } => Some((m.id, "NAT middleboxes are not simulated yet (the kernel backend has them)".to_string())),
+            network::MiddleboxAction::Resegment { mode: network::ResegmentMode::Coalesce, .. } => {
+                Some((m.id, "coalescing middleboxes are not simulated yet (mode = \"split\" is)".to_string()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Creates the transport endpoints of a flow. `seed` makes everything
 /// random about the endpoint (ISNs, MPTCP keys, nonces, ports).
 pub trait EndpointFactory {

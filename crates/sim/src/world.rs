@@ -158,6 +158,7 @@ pub struct World {
     /// Every interface address -> dense index; and the node owning each.
     addr_idx: HashMap<u32, u32>,
     addr_owner: Vec<u32>,
+    mbox: crate::middlebox::Middleboxes,
     /// Reused buffer for packets a link discarded.
     dropped: Vec<u32>,
     /// Reused for the segments one endpoint emits in one service call.
@@ -168,6 +169,13 @@ const DIR_NAMES: [&str; 2] = ["ab", "ba"];
 
 /// (node, local ip, local port, remote ip, remote port).
 type DemuxKey = (u32, u32, u16, u32, u16);
+
+/// Where middleboxes sit: a link direction (`2 * link + dir`) or a node.
+#[derive(Clone, Copy)]
+enum MboxAt {
+    Link(usize),
+    Node(usize),
+}
 
 /// A fib entry not looked up yet. Otherwise an entry is `start << 8 |
 /// count`: the egress interfaces are `hops[start..start + count]`
@@ -276,6 +284,7 @@ impl World {
             addr_idx,
             addr_owner,
             dropped: Vec::new(),
+            mbox: crate::middlebox::Middleboxes::new(&net),
             out_buf: Vec::new(),
             net,
         };
@@ -367,6 +376,32 @@ impl World {
     fn transmit(&mut self, node: usize, iface: usize, id: u32) {
         let (link, dir) = self.nodes[node].egress[iface];
         let dir = dir as usize;
+        if !self.mbox.on_link[2 * link + dir].is_empty() {
+            for id in self.through_middleboxes(id, MboxAt::Link(2 * link + dir)) {
+                self.offer(node, iface, link, dir, id);
+            }
+            return;
+        }
+        self.offer(node, iface, link, dir, id);
+    }
+
+    /// Runs a packet through the middleboxes at `at`; returns the packets
+    /// that come out (more than one when a box splits it).
+    fn through_middleboxes(&mut self, id: u32, at: MboxAt) -> Vec<u32> {
+        let actions = match at {
+            MboxAt::Link(i) => &self.mbox.on_link[i],
+            MboxAt::Node(n) => &self.mbox.on_node[n],
+        };
+        let mut extra = Vec::new();
+        let mut p = self.pool.pkts[id as usize].clone();
+        crate::middlebox::apply(actions, &mut p, &mut extra);
+        self.pool.release(id);
+        let mut out = vec![self.pool.put(p)];
+        out.extend(extra.into_iter().map(|q| self.pool.put(q)));
+        out
+    }
+
+    fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, id: u32) {
         let size = self.pool.meta[id as usize].size;
         let l = &mut self.links[link];
         if let Offer::Queued = l.dirs[dir].offer(self.now, id, size, &mut l.rng[dir]) {
@@ -420,6 +455,12 @@ impl World {
         }
         *ttl -= 1;
         self.stats.packets_forwarded += 1;
+        if !self.mbox.on_node[node].is_empty() {
+            for id in self.through_middleboxes(id, MboxAt::Node(node)) {
+                self.route_out(node, None, id);
+            }
+            return;
+        }
         self.route_out(node, None, id);
     }
 

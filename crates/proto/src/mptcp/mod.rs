@@ -221,6 +221,10 @@ impl Connection {
         let mut rng = seed;
         let key = splitmix(&mut rng);
         cfg.tcp.option_reserve = cfg.tcp.option_reserve.max(DSS_RESERVE);
+        // A subflow whose path died keeps probing at least every second
+        // (its data already went elsewhere), so it is back in use soon
+        // after the path is (Linux: ~1 s, see docs).
+        cfg.tcp.max_backoff = cfg.tcp.max_backoff.min(Duration::from_secs(1));
         let scheduler = scheduler::by_name(&cfg.scheduler).unwrap_or_else(|| Box::new(MinRtt));
         let pm: Box<dyn PathManager> = match cfg.path_manager {
             PmKind::Default => Box::new(Endpoints),

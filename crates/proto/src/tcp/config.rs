@@ -24,6 +24,12 @@ pub struct TcpConfig {
     pub min_rto: Duration,
     /// SYN / SYN-ACK retransmissions before the attempt fails.
     pub syn_retries: u32,
+    /// Ceiling of the exponential RTO backoff (never below the RTO
+    /// itself): 120 s as in Linux; MPTCP subflows probe a dead path more
+    /// often so they come back soon after it does.
+    pub max_backoff: Duration,
+    /// Time without progress after which the connection is abandoned.
+    pub user_timeout: Duration,
     /// Option bytes kept free in every data segment for a layer above
     /// (MPTCP's DSS): the payload per segment shrinks by this much.
     pub option_reserve: u16,
@@ -47,6 +53,8 @@ impl Default for TcpConfig {
             min_rto: Duration::from_millis(200),
             syn_retries: 6,
             option_reserve: 0,
+            max_backoff: Duration::from_secs(120),
+            user_timeout: Duration::from_secs(900),
         }
     }
 }

@@ -158,6 +158,8 @@ pub struct Connection {
     rtt: RttEstimator,
     rto_at: Option<Instant>,
     backoff: u32,
+    /// First retransmission timeout of the current run without progress.
+    stalled_since: Option<Instant>,
     persist_at: Option<Instant>,
     probe_due: bool,
     /// SYN or SYN-ACK to (re)send.
@@ -190,7 +192,8 @@ fn now_ms(now: Instant) -> u32 {
 impl Connection {
     fn new(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, state: State) -> Connection {
         let cc = cfg.cc.build();
-        let rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto);
+        let mut rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto);
+        rtt.set_max_backoff(cfg.max_backoff);
         let rcv_wscale = if cfg.wscale { wscale_for(cfg.rcv_buf) } else { 0 };
         let mss = cfg.mss as u64;
         Connection {
@@ -228,6 +231,7 @@ impl Connection {
             rtt,
             rto_at: None,
             backoff: 0,
+            stalled_since: None,
             persist_at: None,
             probe_due: false,
             syn_due: true,
@@ -545,8 +549,10 @@ impl Connection {
                 self.dupacks = 0;
                 self.dup_credit = 0;
                 self.backoff += 1;
-                // 15 consecutive timeouts (Linux's tcp_retries2): give up.
-                if self.backoff > 15 {
+                // Give up after `user_timeout` without progress (Linux's
+                // tcp_retries2 = 15 comes to about 15 minutes).
+                let since = *self.stalled_since.get_or_insert(now);
+                if now - since > self.cfg.user_timeout {
                     self.state = State::Closed;
                     self.reset = true;
                     return;
@@ -749,6 +755,7 @@ impl Connection {
                 self.rtt.sample(now - t);
             }
             self.backoff = 0;
+            self.stalled_since = None;
             self.rto_at = if self.board.is_empty() { None } else { Some(now + self.rtt.rto()) };
             self.after_new_ack(now, a.bytes);
         } else if pure && outstanding_before > 0 && self.peer_wnd == old_wnd {

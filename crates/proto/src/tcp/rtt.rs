@@ -54,13 +54,19 @@ impl RttEstimator {
     pub fn rto(&self) -> Duration {
         match self.srtt {
             None => self.initial_rto,
-            Some(s) => (s + (self.rttvar * 4).max(self.min_rto)).min(self.max_rto),
+            Some(s) => (s + (self.rttvar * 4).max(self.min_rto)).min(Duration::from_secs(120)),
         }
     }
 
     /// The RTO after `backoff` consecutive timeouts (doubling, capped).
     pub fn backed_off(&self, backoff: u32) -> Duration {
-        self.rto().saturating_mul(1u32 << backoff.min(16)).min(self.max_rto)
+        let rto = self.rto();
+        rto.saturating_mul(1u32 << backoff.min(16)).min(self.max_rto.max(rto))
+    }
+
+    /// Limits how far backoff can push the timeout (not below the RTO).
+    pub fn set_max_backoff(&mut self, max: Duration) {
+        self.max_rto = max.min(Duration::from_secs(120));
     }
 }
 

@@ -1,0 +1,177 @@
+//! MPTCP scenarios on the simulator: seed 000's lab and firewall, path
+//! managers, lossy paths; figures checked against the link rates.
+
+use mplab_proto::Instant;
+use mplab_scenario::Scenario;
+use mplab_sim::{RunResults, World};
+
+fn run_scenario(sc: Scenario) -> RunResults {
+    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
+    assert!(mplab_sim::unsupported(&net).is_empty(), "{:?}", mplab_sim::unsupported(&net));
+    let end = Instant(net.duration_ns);
+    let mut w = World::new(net, None).unwrap();
+    w.run_until(end);
+    w.finish("sim")
+}
+
+fn run(toml: &str) -> RunResults {
+    run_scenario(Scenario::from_str(toml, "test.toml").unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn bundled(name: &str, sets: &[(&str, &str)]) -> RunResults {
+    let path = format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"));
+    let mut sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    sc.set_all(sets.iter().copied()).unwrap_or_else(|e| panic!("{e}"));
+    run_scenario(sc)
+}
+
+/// Mean connection goodput (Mbit/s) over samples in (t0, t1].
+fn goodput(r: &RunResults, flow: &str, t0: f64, t1: f64) -> f64 {
+    let v: Vec<f64> = r.flows.iter().filter(|s| s.flow == flow && s.subflow == "all" && s.time_s > t0 && s.time_s <= t1).map(|s| s.goodput_bps).collect();
+    v.iter().sum::<f64>() / v.len().max(1) as f64 / 1e6
+}
+
+#[test]
+fn seed000_lab1_aggregates_survives_a_cut_and_recovers() {
+    let r = bundled("seed000-lab1.toml", &[]);
+    let f = &r.summary.flows[0];
+    assert!(f.verified && !f.fallback, "{f:?}");
+    assert_eq!(f.subflows.len(), 2);
+    let (both, cut, back) = (goodput(&r, "iperf", 5.0, 20.0), goodput(&r, "iperf", 21.0, 40.0), goodput(&r, "iperf", 45.0, 60.0));
+    assert!(both >= 18.0, "aggregate {both:.2} Mbit/s");
+    assert!(cut >= 9.0, "one link left: {cut:.2} Mbit/s");
+    assert!(back >= 18.0, "link back at 40 s: {back:.2} Mbit/s from 45 s");
+    // Back to the aggregate within 5 s of the restore.
+    let first_full = r.flows.iter().filter(|s| s.subflow == "all" && s.time_s > 40.0 && s.goodput_bps >= 18e6).map(|s| s.time_s).next();
+    assert!(first_full.is_some_and(|t| t <= 45.0), "recovered at {first_full:?}");
+    // The second uplink carried nothing while it was down.
+    let wan2: Vec<f64> = r.interfaces.iter().filter(|s| s.node == "client" && s.iface == "eth1" && s.time_s > 21.0 && s.time_s <= 40.0).map(|s| s.tx_bps).collect();
+    assert!(wan2.iter().all(|&b| b == 0.0));
+}
+
+#[test]
+fn seed000_firewall_falls_back_to_tcp_and_completes() {
+    let r = bundled("seed000-firewall.toml", &[]);
+    let f = &r.summary.flows[0];
+    assert!(f.fallback && f.completed && f.verified, "{f:?}");
+    assert_eq!(f.bytes_delivered, 10_000_000);
+    assert_eq!(f.subflows.len(), 1);
+    // Without the ASA: MPTCP, two subflows, faster.
+    let r = bundled("seed000-firewall.toml", &[("middleboxes", "[]")]);
+    let g = &r.summary.flows[0];
+    assert!(!g.fallback && g.completed && g.verified, "{g:?}");
+    assert_eq!(g.subflows.len(), 2);
+    assert!(g.completion_time_s.unwrap() < 0.7 * f.completion_time_s.unwrap());
+}
+
+#[test]
+fn stripping_only_syns_falls_back_too() {
+    let r = bundled("seed000-firewall.toml", &[("middleboxes.0.on", "syn")]);
+    assert!(r.summary.flows[0].fallback && r.summary.flows[0].completed);
+}
+
+#[test]
+fn fullmesh_on_two_by_two_addresses_opens_four_subflows() {
+    let r = bundled("two-paths.toml", &[("duration", "10s")]);
+    let f = &r.summary.flows[0];
+    assert_eq!(f.subflows.len(), 4, "{:?}", f.subflows);
+    assert!(f.verified);
+    assert!(goodput(&r, "bulk", 3.0, 10.0) >= 18.0);
+}
+
+const ONE_PATH: &str = r#"
+name = "one"
+duration = "10s"
+[topology]
+kind = "parallel"
+paths = 1
+rate = "100Mbit"
+delay = "5ms"
+[[flows]]
+name = "f"
+from = "client"
+to = "server"
+transport = "mptcp"
+path_manager = "ndiffports"
+subflows = 2
+"#;
+
+#[test]
+fn ndiffports_opens_two_subflows_on_one_address_pair() {
+    let r = run(ONE_PATH);
+    let f = &r.summary.flows[0];
+    assert_eq!(f.subflows.len(), 2);
+    let ip = |s: &str| s.split(':').next().unwrap().to_string();
+    assert_eq!(ip(&f.subflows[0].local), ip(&f.subflows[1].local));
+    assert_ne!(f.subflows[0].local, f.subflows[1].local, "different source ports");
+    assert!(f.subflows.iter().all(|s| s.bytes_sent > 1_000_000));
+}
+
+#[test]
+fn add_addr_from_the_server_leads_to_a_join() {
+    // Linux-style endpoints: the server signals its second address; the
+    // client accepts one ADD_ADDR and joins it.
+    let toml = r#"
+name = "signal"
+duration = "10s"
+[topology]
+kind = "parallel"
+paths = 2
+rate = "10Mbit"
+delay = "10ms"
+[transport.mptcp]
+path_manager = "endpoints"
+limits = { subflows = 2, add_addr_accepted = 1 }
+endpoints = [ { node = "server", iface = "eth1", flags = ["signal"] } ]
+[[flows]]
+name = "f"
+from = "client"
+to = "server"
+transport = "mptcp"
+"#;
+    let r = run(toml);
+    let f = &r.summary.flows[0];
+    assert_eq!(f.subflows.len(), 2, "{:?}", f.subflows);
+    assert!(f.subflows[1].remote.starts_with("10.0.1.1"), "joined the announced address: {:?}", f.subflows[1]);
+    assert!(f.verified);
+}
+
+#[test]
+fn five_percent_loss_on_one_path_still_delivers_every_byte() {
+    let toml = r#"
+name = "lossy"
+duration = "60s"
+[topology]
+kind = "parallel"
+paths = 2
+rate = "10Mbit"
+delay = "10ms"
+loss = [0.0, 0.05]
+[transport.mptcp]
+path_manager = "fullmesh"
+checksum = true
+[[flows]]
+name = "f"
+from = "client"
+to = "server"
+from_addr = "10.0.0.2"
+to_addr = "10.0.0.1"
+transport = "mptcp"
+app = "bulk"
+bytes = "20MB"
+"#;
+    let r = run(toml);
+    let f = &r.summary.flows[0];
+    assert!(f.completed && f.verified && !f.fallback, "{f:?}");
+    assert_eq!(f.bytes_delivered, 20_000_000);
+    assert!(f.retransmitted_segments > 0);
+}
+
+#[test]
+fn mptcp_runs_are_deterministic() {
+    let a = bundled("two-paths.toml", &[("duration", "5s"), ("topology.loss", "0.01")]);
+    let b = bundled("two-paths.toml", &[("duration", "5s"), ("topology.loss", "0.01")]);
+    assert_eq!(a, b);
+    let c = bundled("two-paths.toml", &[("duration", "5s"), ("topology.loss", "0.01"), ("seed", "9")]);
+    assert_ne!(a.summary, c.summary);
+}
