@@ -1176,7 +1176,10 @@ impl Connection {
             }
         } else if fin_due {
             let dsn = self.local.idsn.wrapping_add(1).wrapping_add(self.app_end);
-            dss.mapping = Some(DssMapping { dsn, dsn_wide: true, ssn: 0, data_len: 1, checksum: self.checksum.then_some(0) });
+            // A DATA_FIN without data: SSN 0, length 1, and a checksum over
+            // the pseudo-header alone.
+            let checksum = self.checksum.then(|| crypto::dss_checksum(dsn, 0, 1, &[]));
+            dss.mapping = Some(DssMapping { dsn, dsn_wide: true, ssn: 0, data_len: 1, checksum });
             dss.data_fin = true;
             let rto = self.subflows[i].tcp.stats().rto;
             self.fin_next_at = Some(now + rto);
