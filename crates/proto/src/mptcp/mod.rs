@@ -167,6 +167,8 @@ pub struct Connection {
     fallback: Option<Fallback>,
     /// After a fallback: data offset minus subflow offset of the stream.
     fb_delta: u64,
+    /// An MP_FAIL (the DSN whose checksum failed) to send.
+    mp_fail_pending: Option<u64>,
     established: bool,
     /// Both DATA_FINs are through: the subflows are being closed.
     closing: bool,
@@ -238,6 +240,7 @@ impl Connection {
             checksum: cfg.checksum,
             fallback: None,
             fb_delta: 0,
+            mp_fail_pending: None,
             established: false,
             closing: false,
             pm_started: false,
@@ -469,6 +472,19 @@ impl Connection {
                 }
             }
         }
+        if h.options.mptcp().any(|o| matches!(o, MptcpOption::MpFail { .. })) && self.alive_subflows() == 1 {
+            self.fall_back(Fallback::Checksum);
+        } else if self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial {
+            // The peer went on as plain TCP (it fell back, or a box strips
+            // option 30 from here on): so do we.
+            self.fall_back(Fallback::NoMapping);
+        }
+        if self.fallback.is_some() {
+            let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
+            self.after_fallback_input(i, sub_range.clone());
+            self.after_input(now);
+            return sub_range;
+        }
         let was_synced = self.subflows[i].tcp.is_established();
         self.handshake_input(now, i, h);
         if self.fallback.is_some() {
@@ -670,7 +686,7 @@ impl Connection {
             // Verifiable here when the mapping is exactly this segment.
             if self.checksum && r.start == sub && r.end - r.start == len && p.len() as u64 == len && !crypto::dss_checksum_ok(dsn, m.ssn, m.data_len, p, c) {
                 self.stats.checksum_failures += 1;
-                self.on_checksum_failure(i);
+                self.on_checksum_failure(i, dsn);
                 return;
             }
         }
@@ -707,8 +723,12 @@ impl Connection {
         }
     }
 
+    fn alive_subflows(&self) -> usize {
+        self.subflows.iter().filter(|s| !s.is_closed()).count()
+    }
+
     fn on_missing_mapping(&mut self, i: usize) {
-        let alive = self.subflows.iter().filter(|s| !s.is_closed()).count();
+        let alive = self.alive_subflows();
         if alive == 1 && self.subflows[i].origin == Origin::Initial {
             self.fall_back(Fallback::NoMapping);
         } else {
@@ -718,10 +738,13 @@ impl Connection {
         }
     }
 
-    fn on_checksum_failure(&mut self, i: usize) {
+    fn on_checksum_failure(&mut self, i: usize, dsn: u64) {
         let alive = self.subflows.iter().filter(|s| !s.is_closed()).count();
         if alive == 1 {
+            // RFC 8684 3.7: tell the sender (MP_FAIL) and go on as TCP.
+            self.mp_fail_pending = Some(dsn);
             self.fall_back(Fallback::Checksum);
+            self.subflows[i].tcp.ack_now();
         } else {
             let s = &mut self.subflows[i];
             s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
@@ -1101,6 +1124,9 @@ impl Connection {
         let mut data = 0..0;
         if self.fallback.is_some() {
             data = sub.start.wrapping_add(self.fb_delta)..sub.end.wrapping_add(self.fb_delta);
+            if let Some(dsn) = self.mp_fail_pending.take() {
+                let _ = h.options.push_mptcp(MptcpOption::MpFail { dsn });
+            }
             return Transmit { local, remote, header: h, data };
         }
         if h.rst() {

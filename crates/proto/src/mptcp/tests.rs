@@ -376,9 +376,12 @@ fn dss_checksums_verify_and_catch_a_modified_payload() {
         }
         false
     });
-    n.run(10_000);
+    n.to_send = 8_000_000; // more than the send buffer: the sender must follow
+    n.run(30_000);
     assert_eq!(n.server().stats().checksum_failures, 1);
     assert_eq!(n.server().fallback(), Some(Fallback::Checksum));
+    assert_eq!(n.client.fallback(), Some(Fallback::Checksum), "MP_FAIL told the sender");
+    assert_eq!(n.received, 8_000_000, "the byte stream goes on as TCP");
 }
 
 #[test]
