@@ -78,8 +78,21 @@ fn main() {
         toml.push_str(&format!("[[flows]]\nname = \"f{a}\"\nfrom = \"h{a}\"\nto = \"h{b}\"\ntransport = \"tcp\"\n"));
     }
     let o = run(&toml);
+    report(&o, &format!("fat-tree k=8, 128 hosts, 10 Gbit/s, permutation TCP, {duration} simulated"));
+
+    // The same permutation with MPTCP, 8 subflows per connection spread
+    // over the ECMP paths by their source ports (ndiffports). htsim does
+    // this run in ~53 s (3.2 M events/s) and reaches ~90 % of optimal with
+    // its coupled congestion control; these subflows are uncoupled.
+    let mptcp = toml.replace("transport = \"tcp\"", "transport = \"mptcp\"\npath_manager = \"ndiffports\"\nsubflows = 8");
+    let o = run(&mptcp);
+    report(&o, &format!("fat-tree k=8, permutation MPTCP (ndiffports, 8 subflows), {duration} simulated"));
+    two_paths();
+}
+
+fn report(o: &Outcome, title: &str) {
     let mean = o.goodputs.iter().sum::<f64>() / o.goodputs.len() as f64;
-    println!("fat-tree k=8, 128 hosts, 10 Gbit/s, permutation TCP, {duration} simulated");
+    println!("{title}");
     println!("  wall time            {:>10.2} s", o.wall_s);
     println!("  events               {:>10}", o.events);
     // htsim schedules two events per packet and hop (the queue's service
@@ -90,7 +103,9 @@ fn main() {
     println!("  link traversals/s    {:>10.2} M   (htsim ~2.8 M)", o.traversals as f64 / o.wall_s / 1e6);
     println!("  mean host goodput    {:>10.1} % of 10 Gbit/s", mean / 10e9 * 100.0);
     println!("  peak memory          {:>10.1} MiB", peak_rss_mib());
+}
 
+fn two_paths() {
     let two = r#"
 name = "two-paths-tcp"
 duration = "60s"
