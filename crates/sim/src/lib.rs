@@ -24,6 +24,7 @@ pub mod event;
 pub mod link;
 pub mod middlebox;
 pub mod mptcp_endpoint;
+pub mod nat;
 pub mod packet;
 pub mod results;
 pub mod rng;

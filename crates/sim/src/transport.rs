@@ -52,7 +52,9 @@ pub fn unsupported_middleboxes(net: &network::Network) -> Vec<(usize, String)> {
     net.middleboxes
         .iter()
         .filter_map(|m| match m.action {
-            network::MiddleboxAction::Nat { .. } => Some((m.id, "NAT middleboxes are not simulated yet (the kernel backend has them)".to_string())),
+            network::MiddleboxAction::Nat { .. } if !matches!(m.placement, network::Placement::Node { .. }) => {
+                Some((m.id, "a NAT sits on a router: give it `node`, not `link`".to_string()))
+            }
             network::MiddleboxAction::Resegment { mode: network::ResegmentMode::Coalesce, .. } => {
                 Some((m.id, "coalescing middleboxes are not simulated yet (mode = \"split\" is)".to_string()))
             }

@@ -159,6 +159,7 @@ pub struct World {
     addr_idx: HashMap<u32, u32>,
     addr_owner: Vec<u32>,
     mbox: crate::middlebox::Middleboxes,
+    nats: Vec<Option<crate::nat::Nat>>,
     /// Reused buffer for packets a link discarded.
     dropped: Vec<u32>,
     /// Reused for the segments one endpoint emits in one service call.
@@ -285,6 +286,7 @@ impl World {
             addr_owner,
             dropped: Vec::new(),
             mbox: crate::middlebox::Middleboxes::new(&net),
+            nats: crate::nat::build(&net),
             out_buf: Vec::new(),
             net,
         };
@@ -376,6 +378,13 @@ impl World {
     fn transmit(&mut self, node: usize, iface: usize, id: u32) {
         let (link, dir) = self.nodes[node].egress[iface];
         let dir = dir as usize;
+        if let Some(nat) = self.nats[node].as_mut() {
+            let p = &mut self.pool.pkts[id as usize];
+            if iface == nat.outside && !self.net.nodes[node].owns(p.src) {
+                nat.outbound(p);
+                self.refresh_meta(id);
+            }
+        }
         if !self.mbox.on_link[2 * link + dir].is_empty() {
             for id in self.through_middleboxes(id, MboxAt::Link(2 * link + dir)) {
                 self.offer(node, iface, link, dir, id);
@@ -383,6 +392,16 @@ impl World {
             return;
         }
         self.offer(node, iface, link, dir, id);
+    }
+
+    /// Recomputes what forwarding keeps about a packet whose addresses or
+    /// ports a middlebox rewrote.
+    fn refresh_meta(&mut self, id: u32) {
+        let p = &self.pool.pkts[id as usize];
+        let m = &mut self.pool.meta[id as usize];
+        m.flow_hash = flow_hash(p.flow_key());
+        m.dst_idx = self.addr_idx.get(&u32::from(p.dst)).copied().unwrap_or(NO_ADDR);
+        m.size = p.size;
     }
 
     /// Runs a packet through the middleboxes at `at`; returns the packets
@@ -439,7 +458,15 @@ impl World {
             self.pool.release(id); // nobody has that address
             return;
         }
-        if self.addr_owner[di as usize] == node as u32 {
+        let mut translated = false;
+        if let Some(nat) = self.nats[node].as_ref() {
+            let p = &mut self.pool.pkts[id as usize];
+            if iface == nat.outside && p.dst == nat.addr && nat.inbound(p) {
+                translated = true;
+                self.refresh_meta(id);
+            }
+        }
+        if !translated && self.addr_owner[di as usize] == node as u32 {
             self.deliver_local(node, id);
             self.pool.release(id);
             return;

@@ -175,3 +175,18 @@ fn mptcp_runs_are_deterministic() {
     let c = bundled("two-paths.toml", &[("duration", "5s"), ("topology.loss", "0.01"), ("seed", "9")]);
     assert_ne!(a.summary, c.summary);
 }
+
+#[test]
+fn mptcp_survives_a_nat() {
+    // The ASA masquerades instead of stripping: both subflows reach the
+    // server from the NAT's address with different ports, and the join
+    // still finds its connection by token.
+    let r = bundled("seed000-firewall.toml", &[("middleboxes", r#"[{ kind = "nat", node = "asa" }]"#)]);
+    let f = &r.summary.flows[0];
+    assert!(!f.fallback && f.completed && f.verified, "{f:?}");
+    assert_eq!(f.subflows.len(), 2);
+    // The server's side of the capture would show 10.0.222.1 (the ASA):
+    // its interface received everything from one address.
+    let asa_out = r.summary.interfaces.iter().find(|i| i.node == "asa" && i.tx_bytes > 10_000_000);
+    assert!(asa_out.is_some(), "{:?}", r.summary.interfaces);
+}

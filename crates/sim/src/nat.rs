@@ -1,0 +1,94 @@
+//! Source NAT on a router (what the seed-000 lab's firewall also did, and
+//! what every home gateway does): packets leaving through the outside
+//! interface get the NAT's address and a port of its choosing; replies to
+//! that address and port are translated back. MPTCP must survive it: the
+//! join finds its connection by token, not by address.
+
+use std::net::Ipv4Addr;
+
+use mplab_scenario::network::{MiddleboxAction, Network, Placement, Prefix};
+use rustc_hash::FxHashMap;
+
+use crate::packet::Packet;
+
+#[derive(Debug)]
+pub struct Nat {
+    /// Interface index of the outside.
+    pub outside: usize,
+    pub addr: Ipv4Addr,
+    next_port: u16,
+    /// (inside src, sport, dst, dport) -> NAT port.
+    out: FxHashMap<(Ipv4Addr, u16, Ipv4Addr, u16), u16>,
+    /// (NAT port, remote, remote port) -> (inside addr, inside port).
+    back: FxHashMap<(u16, Ipv4Addr, u16), (Ipv4Addr, u16)>,
+}
+
+/// One NAT per node that has a `nat` middlebox.
+pub fn build(net: &Network) -> Vec<Option<Nat>> {
+    let mut v: Vec<Option<Nat>> = (0..net.nodes.len()).map(|_| None).collect();
+    for m in &net.middleboxes {
+        let (MiddleboxAction::Nat { addr }, Placement::Node { node, .. }) = (&m.action, &m.placement) else { continue };
+        let n = &net.nodes[*node];
+        // The outside: the interface owning the configured address, else the
+        // one the default route leaves by, else the last one.
+        let by_addr = addr.and_then(|a| n.interfaces.iter().find(|i| i.addr == a).map(|i| i.index));
+        let by_route = n.routing.main.iter().find(|r| r.dst == Prefix::DEFAULT).and_then(|r| r.nexthops.first()).map(|h| h.iface);
+        let Some(outside) = by_addr.or(by_route).or(n.interfaces.len().checked_sub(1)) else { continue };
+        let a = addr.unwrap_or(n.interfaces[outside].addr);
+        v[*node] = Some(Nat { outside, addr: a, next_port: 20000, out: FxHashMap::default(), back: FxHashMap::default() });
+    }
+    v
+}
+
+impl Nat {
+    /// A packet leaving through the outside from inside: rewrite its source.
+    pub fn outbound(&mut self, p: &mut Packet) {
+        let key = (p.src, p.tcp.src_port, p.dst, p.tcp.dst_port);
+        let port = match self.out.get(&key) {
+            Some(&port) => port,
+            None => {
+                let port = self.next_port;
+                self.next_port = if self.next_port == u16::MAX { 20000 } else { self.next_port + 1 };
+                self.out.insert(key, port);
+                self.back.insert((port, p.dst, p.tcp.dst_port), (p.src, p.tcp.src_port));
+                port
+            }
+        };
+        p.src = self.addr;
+        p.tcp.src_port = port;
+    }
+
+    /// A packet to the NAT's address: back to the inside host, if mapped.
+    pub fn inbound(&self, p: &mut Packet) -> bool {
+        match self.back.get(&(p.tcp.dst_port, p.src, p.tcp.src_port)) {
+            Some(&(addr, port)) => {
+                p.dst = addr;
+                p.tcp.dst_port = port;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mplab_wire::TcpHeader;
+
+    #[test]
+    fn translates_out_and_back() {
+        let mut n = Nat { outside: 1, addr: [192, 0, 2, 1].into(), next_port: 20000, out: Default::default(), back: Default::default() };
+        let h = TcpHeader { src_port: 40000, dst_port: 80, ..Default::default() };
+        let mut p = Packet::new([10, 0, 0, 2].into(), [198, 51, 100, 7].into(), h, 0, 0);
+        n.outbound(&mut p);
+        assert_eq!((p.src, p.tcp.src_port), ([192, 0, 2, 1].into(), 20000));
+        let h = TcpHeader { src_port: 80, dst_port: 20000, ..Default::default() };
+        let mut r = Packet::new([198, 51, 100, 7].into(), [192, 0, 2, 1].into(), h, 0, 0);
+        assert!(n.inbound(&mut r));
+        assert_eq!((r.dst, r.tcp.dst_port), ([10, 0, 0, 2].into(), 40000));
+        let h = TcpHeader { src_port: 81, dst_port: 20000, ..Default::default() };
+        let mut stray = Packet::new([198, 51, 100, 7].into(), [192, 0, 2, 1].into(), h, 0, 0);
+        assert!(!n.inbound(&mut stray), "only the peer the mapping was made for");
+    }
+}
