@@ -205,6 +205,9 @@ pub struct Connection {
     fin_received: bool,
 
     out: VecDeque<Transmit>,
+    /// Reused by the scheduling loop.
+    infos: Vec<SubflowInfo>,
+    picks: Vec<usize>,
     events: VecDeque<Event>,
     stats: MptcpStats,
     scratch: Vec<u8>,
@@ -267,6 +270,8 @@ impl Connection {
             rcv_fin: None,
             fin_received: false,
             out: VecDeque::new(),
+            infos: Vec::new(),
+            picks: Vec::new(),
             events: VecDeque::new(),
             stats: MptcpStats::default(),
             scratch: Vec::new(),
@@ -975,11 +980,9 @@ impl Connection {
 
     // ------------------------------------------------------------- transmit
 
-    fn infos(&self) -> Vec<SubflowInfo> {
-        self.subflows
-            .iter()
-            .enumerate()
-            .map(|(index, s)| {
+    fn infos_into(&self, out: &mut Vec<SubflowInfo>) {
+        out.clear();
+        out.extend(self.subflows.iter().enumerate().map(|(index, s)| {
                 let st = s.tcp.cc_state();
                 SubflowInfo {
                     index,
@@ -992,8 +995,7 @@ impl Connection {
                     has_window: s.tcp.can_send() && s.tcp.unsent() == 0,
                     unsent: s.tcp.unsent(),
                 }
-            })
-            .collect()
+        }));
     }
 
     /// Hands chunks of data (reinjections first) to the subflows the
@@ -1013,7 +1015,9 @@ impl Connection {
         if !self.established {
             return;
         }
-        let mut picks = Vec::new();
+        let mut picks = std::mem::take(&mut self.picks);
+        let mut infos = std::mem::take(&mut self.infos);
+        self.infos_into(&mut infos);
         for _ in 0..4096 {
             let (range, reinjected) = match self.reinject.front() {
                 Some(r) => (r.clone(), true),
@@ -1025,7 +1029,6 @@ impl Connection {
                     (self.sched_nxt..limit, false)
                 }
             };
-            let infos = self.infos();
             let mss = infos.iter().filter(|i| i.usable).map(|i| i.mss).min().unwrap_or(1400);
             let len = (range.end - range.start).min(mss);
             picks.clear();
@@ -1043,6 +1046,11 @@ impl Connection {
                 if s.tcp.send_record(len) == len {
                     s.tx.push_back(subflow::TxMap { sub, data: range.start, len });
                 }
+                // It has data waiting now: what the scheduler sees next.
+                if let Some(i) = infos.get_mut(p) {
+                    i.unsent += len;
+                    i.has_window = false;
+                }
             }
             if reinjected {
                 let f = self.reinject.front_mut().expect("front");
@@ -1054,6 +1062,8 @@ impl Connection {
                 self.sched_nxt += len;
             }
         }
+        self.picks = picks;
+        self.infos = infos;
         // Reinjections already acknowledged at the data level are moot.
         while self.reinject.front().is_some_and(|r| r.end <= self.data_una) {
             self.reinject.pop_front();
