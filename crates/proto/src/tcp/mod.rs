@@ -98,6 +98,7 @@ pub struct TcpStats {
     pub segments_retransmitted: u64,
     pub rto_count: u64,
     pub fast_recoveries: u64,
+    pub tail_loss_probes: u64,
 }
 
 /// What kind of ACK the receiver owes.
@@ -162,6 +163,15 @@ pub struct Connection {
     stalled_since: Option<Instant>,
     persist_at: Option<Instant>,
     probe_due: bool,
+    /// Tail loss probe (RFC 8985 7): when to probe, and whether this tail
+    /// was probed already.
+    tlp_at: Option<Instant>,
+    /// RACK's reordering timer: when a segment becomes overdue.
+    rack_at: Option<Instant>,
+    tlp_done: bool,
+    tlp_due: bool,
+    /// The probe may be one new segment beyond the congestion window.
+    probe_new_data: bool,
     /// SYN or SYN-ACK to (re)send.
     syn_due: bool,
     syn_sent_at: Option<Instant>,
@@ -234,6 +244,11 @@ impl Connection {
             stalled_since: None,
             persist_at: None,
             probe_due: false,
+            tlp_at: None,
+            rack_at: None,
+            tlp_done: false,
+            tlp_due: false,
+            probe_new_data: false,
             syn_due: true,
             syn_sent_at: None,
             syn_retransmitted: false,
@@ -504,7 +519,28 @@ impl Connection {
             AckDue::At(t) => Some(t),
             _ => None,
         };
-        [self.rto_at, self.persist_at, delack].into_iter().flatten().min()
+        [self.rto_at, self.persist_at, delack, self.tlp_at, self.rack_at].into_iter().flatten().min()
+    }
+
+    /// Arms the tail loss probe: two smoothed RTTs after the last send or
+    /// ACK (plus the peer's delayed-ACK allowance when one segment is out),
+    /// never after the RTO. Without it a window lost whole (no duplicate
+    /// ACK comes back) waits for the RTO: 200 ms at least.
+    fn arm_tlp(&mut self, now: Instant) {
+        self.tlp_at = None;
+        let Some(srtt) = self.rtt.srtt() else { return };
+        if !self.sack_ok || self.tlp_done || self.recovery != Recovery::Open || self.board.is_empty() {
+            return;
+        }
+        let mut pto = srtt * 2;
+        if self.in_flight() <= self.mss {
+            pto = pto.max(srtt * 3 / 2 + self.cfg.delayed_ack_timeout);
+        }
+        let pto = pto.max(Duration::from_micros(200));
+        let at = now + pto;
+        if self.rto_at.is_none_or(|r| at < r) {
+            self.tlp_at = Some(at);
+        }
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -517,8 +553,26 @@ impl Connection {
             self.persist_at = None;
             self.probe_due = true;
         }
+        if self.rack_at.is_some_and(|t| t <= now) {
+            self.rack_at = None;
+            self.detect_loss(now);
+            if let Recovery::Fast { .. } = self.recovery {
+                self.reduce_rate(0);
+            }
+        }
+        if self.tlp_at.is_some_and(|t| t <= now) {
+            self.tlp_at = None;
+            if self.recovery == Recovery::Open && !self.board.is_empty() && matches!(self.state, State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck) {
+                self.tlp_done = true;
+                self.tlp_due = true;
+                self.stats.tail_loss_probes += 1;
+                // The probe restarts the retransmission timer.
+                self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+            }
+        }
         if self.rto_at.is_some_and(|t| t <= now) {
             self.rto_at = None;
+            self.tlp_at = None;
             self.on_rto(now);
         }
     }
@@ -543,7 +597,14 @@ impl Connection {
                 }
                 self.stats.rto_count += 1;
                 let in_flight = self.in_flight();
-                self.cc.on_rto(&mut self.cc_state, now, in_flight);
+                if self.backoff == 0 {
+                    self.cc.on_rto(&mut self.cc_state, now, in_flight);
+                } else {
+                    // A repeated timeout: the window is already one
+                    // segment; ssthresh keeps what the first one set (as
+                    // Linux's tcp_enter_loss does).
+                    self.cc_state.cwnd = self.cc_state.mss;
+                }
                 self.board.mark_all_lost();
                 self.recovery = Recovery::Loss { recover: self.snd_nxt };
                 self.dupacks = 0;
@@ -756,6 +817,7 @@ impl Connection {
             }
             self.backoff = 0;
             self.stalled_since = None;
+            self.tlp_done = false;
             self.rto_at = if self.board.is_empty() { None } else { Some(now + self.rtt.rto()) };
             self.after_new_ack(now, a.bytes);
         } else if pure && outstanding_before > 0 && self.peer_wnd == old_wnd {
@@ -769,6 +831,7 @@ impl Connection {
         }
 
         self.detect_loss(now);
+        self.arm_tlp(now);
         if let Recovery::Fast { .. } = self.recovery {
             let delivered = (self.snd_una - una_before + self.board.sacked()).saturating_sub(sacked_before);
             self.reduce_rate(delivered);
@@ -813,6 +876,9 @@ impl Connection {
             // RACK's reordering window: a quarter of the minimum RTT.
             let reo_wnd = self.rtt.min_rtt().unwrap_or_default() / 4;
             self.board.detect_lost_retransmits(reo_wnd);
+            let rack_rtt = self.rtt.latest().or(self.rtt.srtt()).unwrap_or_default();
+            let (_, timer) = self.board.rack_detect(now, rack_rtt, reo_wnd, 256);
+            self.rack_at = timer;
         }
         if self.recovery == Recovery::Open && self.dupacks >= 3 && self.board.lost() == 0 {
             self.board.mark_head_lost();
@@ -876,6 +942,25 @@ impl Connection {
         }
         if let Some(t) = self.retransmit(now) {
             return Some(t);
+        }
+        if self.tlp_due {
+            // The probe: new data if there is some (the window is ignored
+            // once), else the last segment again.
+            self.tlp_due = false;
+            self.probe_new_data = true;
+            let t = self.new_data(now);
+            self.probe_new_data = false;
+            if t.is_some() {
+                return t;
+            }
+            if let Some(r) = self.board.probe_tail() {
+                let len = r.range.end - r.range.start;
+                let payload = len - u64::from(r.fin);
+                self.stats.segments_retransmitted += 1;
+                self.stats.bytes_retransmitted += payload;
+                let fl = flags::ACK | if r.fin { flags::FIN } else { 0 };
+                return Some(self.segment(now, r.range.start, payload, fl, true));
+            }
         }
         if let Some(t) = self.new_data(now) {
             return Some(t);
@@ -975,7 +1060,7 @@ impl Connection {
             }
             len = wnd_end - self.snd_nxt;
         }
-        if len > 0 && self.in_flight() + len > self.cc_state.cwnd {
+        if len > 0 && self.in_flight() + len > self.cc_state.cwnd && !self.probe_new_data {
             self.cwnd_limited = true;
             return None;
         }
@@ -991,6 +1076,7 @@ impl Connection {
         if self.rto_at.is_none() {
             self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
         }
+        self.arm_tlp(now);
         let fl = flags::ACK | if fin { flags::FIN } else { 0 } | if len > 0 && self.snd_nxt >= self.app_end { flags::PSH } else { 0 };
         Some(self.segment(now, start, len, fl, false))
     }

@@ -58,8 +58,11 @@ pub struct Scoreboard {
     lost: u64,
     retrans_out: u64,
     highest_sack: u64,
-    /// Loss marking has decided every segment below this offset.
+    /// FACK loss marking has decided every segment below this offset.
     lost_scan: u64,
+    /// End of the highest segment ever marked lost: retransmission looks
+    /// no further.
+    resend_high: u64,
     /// Retransmission has considered every segment below this offset.
     rexmit_scan: u64,
     /// SACK blocks of the previous ACK: only what is new gets walked.
@@ -227,6 +230,7 @@ impl Scoreboard {
                 self.segs[i].flags |= LOST;
                 self.lost += s.len();
                 newly += s.len();
+                self.resend_high = self.resend_high.max(s.end);
             }
             self.lost_scan = s.end;
             i += 1;
@@ -246,6 +250,7 @@ impl Scoreboard {
                 self.lost += s.len();
             }
             self.lost_scan = self.lost_scan.max(s.end);
+            self.resend_high = self.resend_high.max(s.end);
             self.rexmit_scan = self.rexmit_scan.min(s.start);
         }
     }
@@ -263,13 +268,14 @@ impl Scoreboard {
         self.resent_fifo.clear();
         self.lost = self.segs.iter().filter(|s| s.has(LOST)).map(Seg::len).sum();
         self.lost_scan = self.segs.back().map_or(0, |s| s.end);
+        self.resend_high = self.lost_scan;
         self.rexmit_scan = self.segs.front().map_or(0, |s| s.start);
     }
 
     /// The next segment marked lost and not yet retransmitted.
     pub fn next_resend(&mut self) -> Option<Resend> {
         let mut i = self.index_of(self.rexmit_scan);
-        while i < self.segs.len() && self.segs[i].start < self.lost_scan {
+        while i < self.segs.len() && self.segs[i].start < self.resend_high {
             let s = self.segs[i];
             if s.has(LOST) && !s.has(RETRANS) {
                 return Some(Resend { range: s.start..s.end, fin: s.fin });
@@ -278,6 +284,48 @@ impl Scoreboard {
             i += 1;
         }
         None
+    }
+
+    /// RACK (RFC 8985 6.2) for original transmissions: a segment sent
+    /// before one the peer has received, and not received itself within
+    /// an RTT plus the reordering window, is lost. Scans at most `budget`
+    /// segments from the oldest; returns the bytes newly marked and when to
+    /// look again for segments not yet overdue.
+    pub fn rack_detect(&mut self, now: Instant, rtt: core::time::Duration, reo_wnd: core::time::Duration, budget: usize) -> (u64, Option<Instant>) {
+        let Some(xmit) = self.delivered_sent_at else { return (0, None) };
+        let mut newly = 0;
+        let mut timer = None;
+        for i in 0..self.segs.len().min(budget) {
+            let s = self.segs[i];
+            if s.start >= self.highest_sack {
+                break;
+            }
+            if s.has(SACKED | LOST) || s.has(RETRANS) || s.sent_at > xmit {
+                continue;
+            }
+            let deadline = s.sent_at + rtt + reo_wnd;
+            if deadline <= now {
+                self.segs[i].flags |= LOST;
+                self.lost += s.len();
+                newly += s.len();
+                self.rexmit_scan = self.rexmit_scan.min(s.start);
+                self.resend_high = self.resend_high.max(s.end);
+            } else {
+                timer = Some(timer.map_or(deadline, |t: Instant| t.min(deadline)));
+            }
+        }
+        (newly, timer)
+    }
+
+    /// The last segment sent, for a tail loss probe (RFC 8985 7.3): it is
+    /// resent as it is, its accounting untouched (no RTT sample from it).
+    pub fn probe_tail(&mut self) -> Option<Resend> {
+        let s = self.segs.back_mut()?;
+        if s.flags & SACKED != 0 {
+            return None;
+        }
+        s.flags |= EVER_RETRANS;
+        Some(Resend { range: s.start..s.end, fin: s.fin })
     }
 
     /// Records that the segment starting at `start` was retransmitted.

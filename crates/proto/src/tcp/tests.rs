@@ -338,3 +338,19 @@ proptest! {
     }
 }
 
+
+#[test]
+fn a_lost_tail_is_recovered_by_a_probe_not_an_rto() {
+    // The last 3 segments of a 30-segment transfer are lost: no duplicate
+    // ACK can come back, so only a timer can notice.
+    let mut p = Pipe::new(TcpConfig::default(), TcpConfig::default(), 1, 10, 100);
+    p.to_send = 30 * 1448;
+    // The first transmission of each of the last three segments is lost.
+    let mut seen = std::collections::HashSet::new();
+    p.drop = Box::new(move |to_server, _, h, len| to_server && len > 0 && h.seq.wrapping_sub(2) >= 27 * 1448 && seen.insert(h.seq));
+    p.run(5_000);
+    assert_eq!(p.received, 30 * 1448);
+    let st = p.client.stats();
+    assert_eq!(st.rto_count, 0, "the probe (2 x srtt) beat the 200 ms RTO");
+    assert!(st.tail_loss_probes >= 1);
+}
