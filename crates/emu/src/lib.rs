@@ -1,1 +1,31 @@
-//! mplab-emu (see crate docs)
+//! # mplab-emu: the kernel backend
+//!
+//! Runs a resolved scenario (`mplab_scenario::Network`) on the Linux
+//! kernel's TCP and MPTCP: one network namespace per node, veth pairs per
+//! link whose far ends meet in a "wire" namespace where mplab's own link
+//! emulator (the simulator's link model on a real clock) bridges them,
+//! kernel MPTCP configured from the scenario, applications on real sockets,
+//! probes, and results in the simulator's format. See docs/kernel-backend.md.
+//!
+//! ```no_run
+//! use mplab_scenario::Scenario;
+//! let sc = Scenario::from_file("scenarios/two-paths.toml")?;
+//! let net = sc.resolve()?;
+//! let errors = mplab_emu::kconf::unsupported(&sc, &net);
+//! assert!(errors.is_empty(), "{errors:?}");
+//! let run = mplab_emu::kernel::run(&net, &mplab_emu::kernel::KernelOptions::default())?;
+//! println!("{:.1} Mbit/s", run.results.summary.flows[0].goodput_bps / 1e6);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod apps;
+pub mod emulator;
+pub mod kconf;
+pub mod kernel;
+pub mod probes;
+pub mod signal;
+pub mod strip;
+pub mod sys;
+pub mod topo;
+
+impl std::error::Error for kernel::KernelError {}

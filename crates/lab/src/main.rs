@@ -51,6 +51,16 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Remove what crashed kernel-backend runs left behind: every network
+    /// namespace named mplab-<pid>-* whose run is gone (and the processes
+    /// inside). Needs root.
+    ///
+    /// Example: sudo mplab clean
+    Clean {
+        /// Also remove the namespaces of runs that are still alive.
+        #[arg(long)]
+        force: bool,
+    },
     /// Decode a pcap/pcapng capture: MPTCP connections, subflows, events, and
     /// verification of every token, HMAC and DSS checksum.
     ///
@@ -80,6 +90,26 @@ fn main() -> ExitCode {
                     ExitCode::from(EXIT_FAILED)
                 }
             }
+        }
+        Command::Clean { force } => {
+            if !mplab_emu::sys::is_root() {
+                eprintln!("mplab clean: needs root (it deletes network namespaces)");
+                return ExitCode::from(EXIT_USAGE);
+            }
+            let (removed, kept, errors) = mplab_emu::topo::clean(force);
+            for n in &removed {
+                println!("removed {n}");
+            }
+            for n in &kept {
+                println!("kept {n} (its run is still alive; --force removes it)");
+            }
+            for e in &errors {
+                eprintln!("mplab clean: {e}");
+            }
+            if removed.is_empty() && kept.is_empty() && errors.is_empty() {
+                println!("nothing to clean");
+            }
+            if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
         }
         Command::Trace { file, json } => match trace::trace_file(&file) {
             Ok(rep) => {

@@ -71,11 +71,17 @@ fn unsupported_error(sc: &Scenario, net: &Network, u: &Unsupported) -> String {
 
 pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
     let (sc, net) = load(args)?;
+    if args.backend == "kernel" {
+        return run_kernel(args, &sc, net);
+    }
     if args.backend != "sim" {
-        return Err(RunError::Usage(format!("backend {:?} is not available yet; use --backend sim", args.backend)));
+        return Err(RunError::Usage(format!("backend {:?} is not available yet; use --backend sim or --backend kernel", args.backend)));
     }
     if let Some(u) = mplab_sim::unsupported(&net).first() {
         return Err(RunError::Usage(unsupported_error(&sc, &net, u)));
+    }
+    if let Some((i, why)) = mplab_sim::unsupported_middleboxes(&net).into_iter().next() {
+        return Err(RunError::Usage(sc.error_at(&format!("middleboxes[{i}].kind"), why).to_string()));
     }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&net.name));
     std::fs::create_dir_all(&out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
@@ -137,6 +143,54 @@ pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
     Ok(results.summary)
 }
 
+/// `--backend kernel`: the scenario on Linux kernel (MP)TCP in network
+/// namespaces over mplab's link emulator (crates/emu). Needs root; Ctrl-C
+/// tears everything down.
+fn run_kernel(args: &RunArgs, sc: &Scenario, net: Network) -> Result<Summary, RunError> {
+    use mplab_emu::kernel::{self, KernelError, KernelOptions};
+    kernel::preflight().map_err(|e| RunError::Usage(e.to_string()))?;
+    if let Some(e) = mplab_emu::kconf::unsupported(sc, &net).into_iter().next() {
+        return Err(RunError::Usage(e));
+    }
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&net.name));
+    std::fs::create_dir_all(&out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    let pcap_dir = (!net.probes.pcap.is_empty()).then(|| out.join("pcap"));
+    let opts = KernelOptions { pcap_dir, abort: mplab_emu::signal::install(), prefix: None };
+    if !args.quiet && !args.json {
+        eprintln!("running {} on the kernel for {:.1} s ...", net.name, net.duration_ns as f64 / 1e9);
+    }
+    let wall = WallClock::now();
+    let run = kernel::run(&net, &opts).map_err(|e| match e {
+        KernelError::Usage(m) => RunError::Usage(m),
+        KernelError::Failed(m) => RunError::Failed(m),
+        KernelError::Interrupted => RunError::Failed("interrupted: the run's namespaces were removed".into()),
+    })?;
+    let wall_s = wall.elapsed().as_secs_f64();
+    let mut meta = run.meta.clone();
+    if let Some(m) = meta.as_object_mut() {
+        m.insert("mplab_version".into(), env!("CARGO_PKG_VERSION").into());
+        m.insert("backend".into(), "kernel".into());
+        m.insert("wall_time_s".into(), wall_s.into());
+    }
+    let results = run.results;
+    let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
+    write_results(&out, &results, &sc.effective_toml(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results.summary).unwrap_or_default());
+    } else if !args.quiet {
+        print!("{}", render_summary(&results.summary));
+        println!("{:.2} s wall; results in {}", wall_s, out.display());
+    }
+    if !results.errors.is_empty() {
+        return Err(RunError::Failed(results.errors.join("; ")));
+    }
+    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
+    if !bad.is_empty() {
+        return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
+    }
+    Ok(results.summary)
+}
+
 fn progress_bar(duration: Instant, quiet: bool) -> Option<ProgressBar> {
     // Only worth a bar on a terminal, and only for runs that take a while.
     if quiet || !std::io::stderr().is_terminal() {
@@ -162,7 +216,8 @@ fn mbit(bps: f64) -> String {
 /// The table printed after a run: flows (with subflows), then interfaces.
 pub fn render_summary(s: &Summary) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "scenario {} on {} (seed {}), {:.1} s simulated", s.scenario, s.backend, s.seed, s.duration_s);
+    let what = if s.backend == "sim" { "simulated" } else { "run" };
+    let _ = writeln!(o, "scenario {} on {} (seed {}), {:.1} s {what}", s.scenario, s.backend, s.seed, s.duration_s);
     let _ = writeln!(o, "\n{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {}", "flow", "proto", "goodput Mb/s", "bytes", "retrans", "rtos", "srtt ms", "verified");
     for f in &s.flows {
         let srtt = f.mean_srtt_ms.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());

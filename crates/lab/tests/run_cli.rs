@@ -401,11 +401,13 @@ fn missing_scenario_file_names_the_file() {
     assert!(err.contains(&p.display().to_string()), "{err}");
 }
 
+/// The kernel backend runs (tests/kernel_backend.rs); the userspace stack
+/// is not there yet.
 #[test]
-fn kernel_backend_is_not_available_yet() {
-    let tmp = Scratch::new("kernel");
+fn userspace_backend_is_not_available_yet() {
+    let tmp = Scratch::new("userspace");
     let sc = scenario("tcp-single.toml");
-    rejected(&tmp, &[sc.as_os_str(), "--backend".as_ref(), "kernel".as_ref()]);
+    rejected(&tmp, &[sc.as_os_str(), "--backend".as_ref(), "userspace".as_ref()]);
 }
 
 // ---- 4. tshark ------------------------------------------------------------------

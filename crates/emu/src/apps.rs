@@ -1,0 +1,481 @@
+//! The scenario's applications on real sockets (TCP, or MPTCP with
+//! IPPROTO_MPTCP = 262), created inside the hosts' namespaces: bulk,
+//! rate-limited, download and request/response, each stream carrying the
+//! simulator's pattern (`pattern_byte(offset)`) and every received byte
+//! checked against it. Every loop is bounded by the run's deadline and an
+//! abort flag; sockets have 100 ms send/receive timeouts so no call blocks
+//! longer than that.
+
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant as Wall};
+
+use mplab_scenario::network::{App, Flow, TransportKind};
+use mplab_sim::apps::pattern_byte;
+
+use crate::sys;
+
+pub const IPPROTO_MPTCP: i32 = 262;
+pub const TCP_IS_MPTCP: i32 = 43;
+const CHUNK: usize = 64 * 1024;
+
+/// The pattern from offset 0, long enough for any chunk at any phase.
+fn pattern() -> &'static [u8] {
+    static P: OnceLock<Vec<u8>> = OnceLock::new();
+    P.get_or_init(|| (0..(CHUNK + 256) as u64).map(pattern_byte).collect())
+}
+
+/// The pattern bytes of stream offsets `off .. off + n` (n <= CHUNK).
+fn pattern_at(off: u64, n: usize) -> &'static [u8] {
+    let s = (off % 256) as usize;
+    &pattern()[s..s + n]
+}
+
+fn cvt(r: isize) -> std::io::Result<usize> {
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+fn sockaddr(a: Ipv4Addr, port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as u16,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(a).to_be() },
+        sin_zero: [0; 8],
+    }
+}
+
+fn sockaddr_str(sa: &libc::sockaddr_in) -> String {
+    format!("{}:{}", Ipv4Addr::from(u32::from_be(sa.sin_addr.s_addr)), u16::from_be(sa.sin_port))
+}
+
+pub fn local_peer(fd: RawFd) -> (String, String) {
+    let mut a: libc::sockaddr_in = sockaddr(Ipv4Addr::UNSPECIFIED, 0);
+    let mut b = a;
+    let mut la = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    let mut lb = la;
+    // SAFETY: valid sockaddr buffers.
+    unsafe {
+        libc::getsockname(fd, &mut a as *mut _ as *mut libc::sockaddr, &mut la);
+        libc::getpeername(fd, &mut b as *mut _ as *mut libc::sockaddr, &mut lb);
+    }
+    (sockaddr_str(&a), sockaddr_str(&b))
+}
+
+/// Socket options of a flow end: buffers (like iperf -w), congestion
+/// control, MSS, timeouts.
+fn configure(fd: RawFd, f: &Flow) -> std::io::Result<()> {
+    let cc = f.mptcp.as_ref().map(|m| m.cc.clone()).unwrap_or_else(|| f.tcp.cc.clone());
+    sys::setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes(), &format!("TCP_CONGESTION {cc}"))?;
+    if let Some(b) = f.tcp.snd_buf {
+        sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, b.min(i32::MAX as u64 / 2) as i32, "SO_SNDBUF")?;
+    }
+    if let Some(b) = f.tcp.rcv_buf {
+        sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, b.min(i32::MAX as u64 / 2) as i32, "SO_RCVBUF")?;
+    }
+    if let Some(m) = f.tcp.mss {
+        sys::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, m as i32, "TCP_MAXSEG")?;
+    }
+    let tv = libc::timeval { tv_sec: 0, tv_usec: 100_000 };
+    sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv, "SO_RCVTIMEO")?;
+    sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDTIMEO, tv, "SO_SNDTIMEO")?;
+    Ok(())
+}
+
+fn new_socket(f: &Flow) -> std::io::Result<OwnedFd> {
+    let proto = if f.transport == TransportKind::Mptcp { IPPROTO_MPTCP } else { libc::IPPROTO_TCP };
+    // SAFETY: plain socket call.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, proto) };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(e.kind(), format!("socket({}): {e}", if proto == IPPROTO_MPTCP { "IPPROTO_MPTCP" } else { "IPPROTO_TCP" })));
+    }
+    // SAFETY: fresh fd.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    sys::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEADDR, 1i32, "SO_REUSEADDR")?;
+    configure(fd.as_raw_fd(), f)?;
+    Ok(fd)
+}
+
+fn bind(fd: RawFd, a: Ipv4Addr, port: u16) -> std::io::Result<()> {
+    let sa = sockaddr(a, port);
+    // SAFETY: valid sockaddr.
+    let r = unsafe { libc::bind(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32) };
+    if r < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(std::io::Error::new(e.kind(), format!("bind {a}:{port}: {e}")));
+    }
+    Ok(())
+}
+
+/// The listening socket of flow `f`, in namespace `ns` (all addresses, the
+/// flow's port, so MP_JOINs to any server address are accepted).
+pub fn listen(ns: &str, f: &Flow) -> std::io::Result<OwnedFd> {
+    let f = f.clone();
+    sys::in_netns(ns, move || {
+        let s = new_socket(&f)?;
+        bind(s.as_raw_fd(), Ipv4Addr::UNSPECIFIED, f.dport)?;
+        // SAFETY: valid fd.
+        if unsafe { libc::listen(s.as_raw_fd(), 16) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(s)
+    })
+}
+
+/// The client socket of flow `f`, bound to the flow's source address and
+/// port (so policy routing sends it out of the right interface).
+pub fn client_socket(ns: &str, f: &Flow) -> std::io::Result<OwnedFd> {
+    let f = f.clone();
+    sys::in_netns(ns, move || {
+        let s = new_socket(&f)?;
+        bind(s.as_raw_fd(), f.src, f.sport)?;
+        Ok(s)
+    })
+}
+
+/// What both ends of a flow share with the prober and the run.
+#[derive(Default)]
+pub struct FlowState {
+    /// Bytes read by both receivers in order, up to the end of the run.
+    pub delivered: AtomicU64,
+    /// Nanoseconds since the run start when the bounded transfer completed.
+    pub completed_ns: AtomicU64,
+    pub client: OnceLock<Arc<OwnedFd>>,
+    pub server: OnceLock<Arc<OwnedFd>>,
+    /// The client's TCP_IS_MPTCP was seen 0 after the connection was up.
+    pub fell_back: AtomicBool,
+    pub connected: AtomicBool,
+    pub mismatch: Mutex<Option<String>>,
+    pub errors: Mutex<Vec<String>>,
+    pub latencies_ms: Mutex<Vec<f64>>,
+    pub requests_done: AtomicU64,
+}
+
+impl FlowState {
+    fn error(&self, e: String) {
+        if let Ok(mut v) = self.errors.lock() {
+            if v.len() < 8 {
+                v.push(e);
+            }
+        }
+    }
+    fn mismatch(&self, m: String) {
+        if let Ok(mut v) = self.mismatch.lock() {
+            v.get_or_insert(m);
+        }
+    }
+}
+
+/// Shared run clock and deadlines.
+#[derive(Clone)]
+pub struct Clock {
+    pub t0: Wall,
+    /// The scenario's duration: bytes read later are not counted.
+    pub end_ns: u64,
+    /// Hard stop for every loop: end plus a grace period.
+    pub hard_ns: u64,
+    pub abort: Arc<AtomicBool>,
+}
+
+impl Clock {
+    pub fn now_ns(&self) -> u64 {
+        Wall::now().saturating_duration_since(self.t0).as_nanos() as u64
+    }
+    fn sleep_until(&self, ns: u64) -> bool {
+        loop {
+            if self.abort.load(Ordering::Relaxed) || self.now_ns() >= self.hard_ns {
+                return false;
+            }
+            let now = self.now_ns();
+            if now >= ns {
+                return true;
+            }
+            std::thread::sleep(Duration::from_nanos((ns - now).min(50_000_000)));
+        }
+    }
+    fn over(&self) -> bool {
+        self.abort.load(Ordering::Relaxed) || self.now_ns() >= self.hard_ns
+    }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR))
+}
+
+/// Sends the pattern from `*off` until `until_ns` or `limit` bytes.
+/// `rate_bps`: pace at the application level. Returns false on error.
+fn send_stream(fd: RawFd, off: &mut u64, limit: Option<u64>, until_ns: u64, rate_bps: Option<u64>, start_ns: u64, clk: &Clock, st: &FlowState) -> bool {
+    let chunk = if rate_bps.is_some() { 1448 } else { CHUNK };
+    loop {
+        let now = clk.now_ns();
+        if clk.over() || now >= until_ns {
+            return true;
+        }
+        let mut n = chunk as u64;
+        if let Some(l) = limit {
+            if *off >= l {
+                return true;
+            }
+            n = n.min(l - *off);
+        }
+        if let Some(r) = rate_bps {
+            // Token bucket without burst: byte k may go at start + 8k/r.
+            let due = start_ns + ((*off as u128 * 8 * 1_000_000_000) / u128::from(r.max(1))) as u64;
+            if due > now {
+                std::thread::sleep(Duration::from_nanos((due - now).min(20_000_000)));
+                continue;
+            }
+        }
+        let buf = pattern_at(*off, n as usize);
+        // SAFETY: valid buffer.
+        match cvt(unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), libc::MSG_NOSIGNAL) }) {
+            Ok(k) => *off += k as u64,
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => {
+                st.error(format!("send at stream offset {off}: {e}"));
+                return false;
+            }
+        }
+    }
+}
+
+/// Reads and checks up to `want` bytes (None: until EOF). Returns bytes read
+/// and whether EOF was seen.
+fn recv_stream(fd: RawFd, off: &mut u64, want: Option<u64>, clk: &Clock, st: &FlowState, expect: Option<u64>, start_ns: u64) -> (u64, bool) {
+    let mut buf = vec![0u8; CHUNK];
+    let mut got = 0u64;
+    loop {
+        if clk.over() {
+            return (got, false);
+        }
+        let n = match want {
+            Some(w) if got >= w => return (got, false),
+            Some(w) => (w - got).min(CHUNK as u64) as usize,
+            None => CHUNK,
+        };
+        // SAFETY: valid buffer.
+        match cvt(unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, n, 0) }) {
+            Ok(0) => return (got, true),
+            Ok(k) => {
+                if buf[..k] != *pattern_at(*off, k) {
+                    let i = buf[..k].iter().zip(pattern_at(*off, k)).position(|(a, b)| a != b).unwrap_or(0);
+                    st.mismatch(format!("byte at stream offset {} is {:#04x}, expected {:#04x}", *off + i as u64, buf[i], pattern_byte(*off + i as u64)));
+                }
+                *off += k as u64;
+                got += k as u64;
+                let now = clk.now_ns();
+                if now <= clk.end_ns {
+                    st.delivered.fetch_add(k as u64, Ordering::Relaxed);
+                }
+                if let Some(total) = expect {
+                    if *off >= total && st.completed_ns.load(Ordering::Relaxed) == 0 && now <= clk.end_ns {
+                        st.completed_ns.store(now.saturating_sub(start_ns).max(1), Ordering::Relaxed);
+                    }
+                }
+            }
+            Err(e) if is_timeout(&e) => {}
+            Err(e) => {
+                st.error(format!("recv at stream offset {off}: {e}"));
+                return (got, true);
+            }
+        }
+    }
+}
+
+fn is_mptcp(fd: RawFd) -> Option<bool> {
+    sys::getsockopt_int(fd, libc::IPPROTO_TCP, TCP_IS_MPTCP).ok().map(|v| v != 0)
+}
+
+/// Checks the client socket for a fallback to TCP.
+pub fn check_fallback(f: &Flow, st: &FlowState) {
+    if f.transport != TransportKind::Mptcp || !st.connected.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Some(c) = st.client.get() {
+        if is_mptcp(c.as_raw_fd()) == Some(false) {
+            st.fell_back.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The client end: connects at the flow's start and runs its side of the app.
+pub fn run_client(f: Flow, sock: OwnedFd, st: Arc<FlowState>, clk: Clock) {
+    let sock = Arc::new(sock);
+    let _ = st.client.set(sock.clone());
+    latency_priority(&f);
+    let fd = sock.as_raw_fd();
+    if !clk.sleep_until(f.start_ns) {
+        return;
+    }
+    let sa = sockaddr(f.dst, f.dport);
+    // Connect, retrying on timeouts until the flow's stop.
+    loop {
+        // SAFETY: valid sockaddr.
+        let r = unsafe { libc::connect(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32) };
+        if r == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINPROGRESS) | Some(libc::EALREADY) | Some(libc::EAGAIN) | Some(libc::EINTR) => {
+                // Wait for the handshake (SO_SNDTIMEO expired).
+                let mut p = [libc::pollfd { fd, events: libc::POLLOUT, revents: 0 }];
+                // SAFETY: valid pollfd.
+                unsafe { libc::poll(p.as_mut_ptr(), 1, 100) };
+                if p[0].revents & libc::POLLOUT != 0 {
+                    let err = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR).unwrap_or(0);
+                    if err == 0 {
+                        break;
+                    }
+                    st.error(format!("connect {}:{}: {}", f.dst, f.dport, std::io::Error::from_raw_os_error(err)));
+                    return;
+                }
+            }
+            Some(libc::EISCONN) => break,
+            _ => {
+                st.error(format!("connect {}:{}: {e}", f.dst, f.dport));
+                return;
+            }
+        }
+        if clk.over() || clk.now_ns() >= f.stop_ns {
+            st.error(format!("connect {}:{}: no connection by the flow's stop", f.dst, f.dport));
+            return;
+        }
+    }
+    st.connected.store(true, Ordering::Relaxed);
+    check_fallback(&f, &st);
+    let mut tx = 0u64;
+    let mut rx = 0u64;
+    match f.app {
+        App::Bulk { bytes } => {
+            send_stream(fd, &mut tx, bytes, f.stop_ns, None, f.start_ns, &clk, &st);
+        }
+        App::Rate { rate_bps, bytes } => {
+            send_stream(fd, &mut tx, bytes, f.stop_ns, Some(rate_bps), f.start_ns, &clk, &st);
+        }
+        App::Download { bytes } => {
+            recv_stream(fd, &mut rx, Some(bytes), &clk, &st, Some(bytes), f.start_ns);
+        }
+        App::Request { request_bytes, response_bytes, count, interval_ns } => {
+            let count = count.unwrap_or(u64::MAX);
+            let mut k = 0u64;
+            while k < count && !clk.over() {
+                let due = f.start_ns.saturating_add(k.saturating_mul(interval_ns));
+                if !clk.sleep_until(due) || clk.now_ns() >= f.stop_ns {
+                    break;
+                }
+                let t = Wall::now();
+                let goal = tx + request_bytes;
+                if !send_stream(fd, &mut tx, Some(goal), u64::MAX, None, 0, &clk, &st) || tx < goal {
+                    break;
+                }
+                let (got, eof) = recv_stream(fd, &mut rx, Some(response_bytes), &clk, &st, None, 0);
+                if got < response_bytes {
+                    let _ = eof;
+                    break;
+                }
+                if clk.now_ns() <= clk.end_ns {
+                    if let Ok(mut l) = st.latencies_ms.lock() {
+                        l.push(t.elapsed().as_secs_f64() * 1e3);
+                    }
+                    st.requests_done.fetch_add(1, Ordering::Relaxed);
+                }
+                k += 1;
+            }
+        }
+    }
+    check_fallback(&f, &st);
+    // SAFETY: valid fd.
+    unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+    // Wait for the server's side to finish (EOF), bounded by the deadline.
+    let mut sink = 0u64;
+    drain_to_eof(fd, &mut sink, &clk);
+}
+
+/// Reads and discards until EOF or the deadline.
+fn drain_to_eof(fd: RawFd, n: &mut u64, clk: &Clock) {
+    let mut buf = vec![0u8; 4096];
+    while !clk.over() {
+        // SAFETY: valid buffer.
+        match cvt(unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) }) {
+            Ok(0) => return,
+            Ok(k) => *n += k as u64,
+            Err(e) if is_timeout(&e) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// The server end: accepts one connection and runs its side of the app.
+pub fn run_server(f: Flow, listener: Arc<OwnedFd>, st: Arc<FlowState>, clk: Clock) {
+    latency_priority(&f);
+    let lfd = listener.as_raw_fd();
+    let conn = loop {
+        if clk.over() {
+            return;
+        }
+        // SAFETY: accept on a valid listening socket (SO_RCVTIMEO bounds it).
+        let c = unsafe { libc::accept4(lfd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+        if c >= 0 {
+            // SAFETY: fresh fd.
+            break unsafe { OwnedFd::from_raw_fd(c) };
+        }
+        let e = std::io::Error::last_os_error();
+        if !is_timeout(&e) {
+            st.error(format!("accept on port {}: {e}", f.dport));
+            return;
+        }
+    };
+    let conn = Arc::new(conn);
+    let fd = conn.as_raw_fd();
+    let _ = configure(fd, &f);
+    let _ = st.server.set(conn.clone());
+    let mut rx = 0u64;
+    let mut tx = 0u64;
+    match f.app {
+        App::Bulk { bytes } | App::Rate { bytes, .. } => {
+            recv_stream(fd, &mut rx, None, &clk, &st, bytes, f.start_ns);
+        }
+        App::Download { bytes } => {
+            send_stream(fd, &mut tx, Some(bytes), clk.hard_ns, None, 0, &clk, &st);
+            // SAFETY: valid fd.
+            unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+            let mut sink = 0;
+            drain_to_eof(fd, &mut sink, &clk);
+        }
+        App::Request { request_bytes, response_bytes, .. } => loop {
+            let (got, eof) = recv_stream(fd, &mut rx, Some(request_bytes), &clk, &st, None, 0);
+            if got < request_bytes || eof {
+                break;
+            }
+            let goal = tx + response_bytes;
+            if !send_stream(fd, &mut tx, Some(goal), u64::MAX, None, 0, &clk, &st) || tx < goal {
+                break;
+            }
+        },
+    }
+    // SAFETY: valid fd.
+    unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+}
+
+/// Closes a connection with an RST (linger 0), so no orphan keeps the
+/// namespace alive after the run.
+pub fn abortive_close(fd: &OwnedFd) {
+    let l = libc::linger { l_onoff: 1, l_linger: 0 };
+    let _ = sys::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, l, "SO_LINGER");
+}
+
+/// Request/response ends measure latency: a real-time priority (below the
+/// emulator's) keeps scheduler delays on a busy machine out of it. They
+/// sleep between exchanges, so this costs nobody CPU time.
+fn latency_priority(f: &Flow) {
+    if matches!(f.app, App::Request { .. }) {
+        sys::realtime_priority(5);
+    }
+}

@@ -1,0 +1,612 @@
+//! The userspace link emulator (mplab's netem): every scenario link A–B is
+//! two veth pairs whose far ends live in the run's "wire" namespace; one
+//! thread bridges frames between those far ends at layer 2 through the
+//! simulator's own link model, `mplab_sim::link::LinkDirection`, one per
+//! direction, driven by CLOCK_MONOTONIC.
+//!
+//! Per frame: `recvmmsg` on the ingress end (non-blocking AF_PACKET), the
+//! frame goes into a slot of a buffer pool, the slot index is `offer`ed to
+//! the link direction with the frame's IP size (Ethernet header excluded,
+//! as in the simulator), and when `poll` hands it back at its arrival time
+//! it is sent out of the other end with `sendmmsg`. The thread sleeps in
+//! `ppoll` until a socket is readable or the next arrival, event or probe
+//! is due (timer slack 1 ns).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant as Wall};
+
+use mplab_proto::Instant;
+use mplab_scenario::network::{self, LinkAction, StripOn};
+use mplab_sim::link::{Jitter, LinkDirection, LinkParams, LinkStats, Offer};
+use mplab_sim::results::QueueSample;
+use mplab_sim::rng::SimRng;
+
+use crate::strip::strip_mptcp;
+use crate::sys;
+
+/// One scenario link as the emulator runs it.
+#[derive(Clone, Debug)]
+pub struct EmuLink {
+    pub name: String,
+    /// Interface names of the two far ends in the wire namespace (a side, b side).
+    pub ends: [String; 2],
+    /// `ab`, `ba`.
+    pub params: [LinkParams; 2],
+    pub up: bool,
+    /// Option-30 stripping per direction (a link-placed middlebox).
+    pub strip: [Option<StripOn>; 2],
+    pub mtu: u32,
+}
+
+/// A timed change, at nanoseconds since the run's start.
+#[derive(Clone, Debug)]
+pub struct EmuEvent {
+    pub at_ns: u64,
+    pub link: usize,
+    pub action: LinkAction,
+}
+
+#[derive(Clone, Debug)]
+pub struct EmuConfig {
+    pub wire_ns: String,
+    pub links: Vec<EmuLink>,
+    pub events: Vec<EmuEvent>,
+    pub seed: u64,
+    /// Queue probes: sampling interval and links.
+    pub probe_interval_ns: u64,
+    pub probe_queues: Vec<usize>,
+    pub duration_ns: u64,
+}
+
+/// What the emulator measured, handed back when it stops.
+#[derive(Clone, Debug, Default)]
+pub struct EmuReport {
+    /// Per link, `[ab, ba]`.
+    pub stats: Vec<[LinkStats; 2]>,
+    pub queue_samples: Vec<QueueSample>,
+    /// Frames the emulator could not send on (sendmmsg errors) or could not
+    /// buffer (pool exhausted, truncated): losses not in the link model.
+    pub tx_errors: u64,
+    pub rx_dropped: u64,
+    /// How late frames left compared with their model arrival time.
+    pub lateness: Histogram,
+    pub frames: u64,
+    pub errors: Vec<String>,
+}
+
+/// Lateness histogram: 1 µs buckets up to 20 ms, then one overflow bucket.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    buckets: Vec<u64>,
+    pub count: u64,
+    pub max_ns: u64,
+    pub sum_ns: u128,
+}
+
+const HIST_BUCKETS: usize = 20_000;
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram { buckets: vec![0; HIST_BUCKETS + 1], count: 0, max_ns: 0, sum_ns: 0 }
+    }
+}
+
+impl Histogram {
+    pub fn add(&mut self, ns: u64) {
+        let b = ((ns / 1000) as usize).min(HIST_BUCKETS);
+        self.buckets[b] += 1;
+        self.count += 1;
+        self.max_ns = self.max_ns.max(ns);
+        self.sum_ns += u128::from(ns);
+    }
+    /// The `q` quantile (0..=1) in microseconds (bucket upper bound).
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let want = ((self.count as f64 * q).ceil() as u64).max(1);
+        let mut acc = 0;
+        for (i, &c) in self.buckets.iter().enumerate() {
+            acc += c;
+            if acc >= want {
+                return Some(if i == HIST_BUCKETS { self.max_ns as f64 / 1e3 } else { (i + 1) as f64 });
+            }
+        }
+        Some(self.max_ns as f64 / 1e3)
+    }
+    pub fn merge(&mut self, o: &Histogram) {
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.count += o.count;
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.sum_ns += o.sum_ns;
+    }
+}
+
+/// A running emulator; `stop` ends it and returns its report.
+pub struct Emulator {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<EmuReport>>,
+}
+
+impl Emulator {
+    /// Opens the AF_PACKET sockets in the wire namespace and starts the
+    /// thread. `epoch` is the run's time zero (it may lie in the future:
+    /// until then the model sees time 0).
+    pub fn start(cfg: EmuConfig, epoch: Wall) -> Result<Emulator, String> {
+        let mut ports = Vec::with_capacity(cfg.links.len() * 2);
+        let names: Vec<String> = cfg.links.iter().flat_map(|l| l.ends.clone()).collect();
+        let socks = sys::in_netns(&cfg.wire_ns, move || names.iter().map(|n| sys::packet_socket(n, false, 4 << 20)).collect::<std::io::Result<Vec<OwnedFd>>>())
+            .map_err(|e| format!("emulator sockets in {}: {e}", cfg.wire_ns))?;
+        ports.extend(socks);
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("mplab-emu".into())
+            .spawn(move || {
+                sys::tight_timer_slack();
+                sys::realtime_priority(10);
+                let mut e = Engine::new(cfg, ports, epoch);
+                e.run(&st);
+                e.finish()
+            })
+            .map_err(|e| format!("emulator thread: {e}"))?;
+        Ok(Emulator { stop, handle: Some(handle) })
+    }
+
+    pub fn stop(mut self) -> EmuReport {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> EmuReport {
+        self.stop.store(true, Ordering::SeqCst);
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => EmuReport { errors: vec!["emulator thread panicked".into()], ..Default::default() },
+            None => EmuReport::default(),
+        }
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        if self.handle.is_some() {
+            let _ = self.stop_inner();
+        }
+    }
+}
+
+// ------------------------------------------------------------------ engine
+
+const BATCH: usize = 64;
+const CHUNK_SLOTS: usize = 256;
+/// At most this many frames buffered (in queues and in flight) at once.
+const MAX_SLOTS: usize = 1 << 18;
+
+/// Fixed-size frame buffers addressed by index, in chunks that never move.
+struct Pool {
+    slot: usize,
+    chunks: Vec<Box<[u8]>>,
+    len: Vec<u32>,
+    free: Vec<u32>,
+}
+
+impl Pool {
+    fn new(slot: usize) -> Pool {
+        Pool { slot, chunks: Vec::new(), len: Vec::new(), free: Vec::new() }
+    }
+    fn alloc(&mut self) -> Option<u32> {
+        if self.free.is_empty() {
+            if self.len.len() >= MAX_SLOTS {
+                return None;
+            }
+            let base = self.len.len();
+            self.chunks.push(vec![0u8; self.slot * CHUNK_SLOTS].into_boxed_slice());
+            self.len.resize(base + CHUNK_SLOTS, 0);
+            self.free.extend((base..base + CHUNK_SLOTS).rev().map(|i| i as u32));
+        }
+        self.free.pop()
+    }
+    fn ptr(&mut self, i: u32) -> *mut u8 {
+        let i = i as usize;
+        let off = (i % CHUNK_SLOTS) * self.slot;
+        // SAFETY: off + slot <= chunk length by construction.
+        unsafe { self.chunks[i / CHUNK_SLOTS].as_mut_ptr().add(off) }
+    }
+    fn frame(&mut self, i: u32) -> &mut [u8] {
+        let n = self.len[i as usize] as usize;
+        let idx = i as usize;
+        let off = (idx % CHUNK_SLOTS) * self.slot;
+        &mut self.chunks[idx / CHUNK_SLOTS][off..off + n]
+    }
+    fn release(&mut self, i: u32) {
+        self.free.push(i);
+    }
+}
+
+struct Dir {
+    link: LinkDirection<u32>,
+    rng: SimRng,
+    out_port: usize,
+    strip: Option<StripOn>,
+    /// Time of the latest offer (offers never go back in time).
+    last_offer: u64,
+}
+
+/// The kernel receive timestamp of a frame (SCM_TIMESTAMPNS, realtime) in
+/// nanoseconds since the epoch of the run's monotonic clock.
+fn rx_time(h: &libc::msghdr, real_offset: i128) -> Option<u64> {
+    // SAFETY: walking control messages the kernel wrote into our buffer.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(h);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let t = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                let real = i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+                return u64::try_from((real - real_offset).max(0)).ok();
+            }
+            c = libc::CMSG_NXTHDR(h, c);
+        }
+    }
+    None
+}
+
+struct Engine {
+    cfg: EmuConfig,
+    ports: Vec<OwnedFd>,
+    /// `dirs[2 * link + d]`; port `p` feeds `dirs[p]` (a end -> ab).
+    dirs: Vec<Dir>,
+    pool: Pool,
+    epoch: Wall,
+    next_event: usize,
+    next_probe: u64,
+    report: EmuReport,
+    discarded: Vec<u32>,
+    out: Vec<u32>,
+    /// CLOCK_REALTIME minus the run clock, in ns (converts rx timestamps).
+    real_offset: i128,
+    /// How long before a deadline to stop sleeping and start polling.
+    margin_ns: u64,
+    over_ewma: f64,
+}
+
+impl Engine {
+    fn new(cfg: EmuConfig, ports: Vec<OwnedFd>, epoch: Wall) -> Engine {
+        let mut dirs = Vec::new();
+        for (li, l) in cfg.links.iter().enumerate() {
+            for d in 0..2 {
+                let mut link = LinkDirection::new(l.params[d]);
+                if !l.up {
+                    link.set_up(Instant(0), false);
+                }
+                dirs.push(Dir {
+                    link,
+                    // The simulator's stream ids for link loss/jitter/RED draws.
+                    rng: SimRng::new(cfg.seed, 0x11_0000 + 2 * li as u64 + d as u64),
+                    out_port: 2 * li + (1 - d),
+                    strip: l.strip[d],
+                    last_offer: 0,
+                });
+            }
+        }
+        let mtu = cfg.links.iter().map(|l| l.mtu as usize).max().unwrap_or(1500);
+        let slot = (mtu + 14 + 4).div_ceil(64) * 64;
+        let n = cfg.links.len();
+        let first_probe = if cfg.probe_queues.is_empty() { u64::MAX } else { cfg.probe_interval_ns };
+        Engine {
+            cfg,
+            ports,
+            dirs,
+            pool: Pool::new(slot.max(2048)),
+            epoch,
+            next_event: 0,
+            next_probe: first_probe,
+            report: EmuReport { stats: vec![[LinkStats::default(); 2]; n], ..Default::default() },
+            discarded: Vec::new(),
+            out: Vec::with_capacity(BATCH),
+            real_offset: 0,
+            margin_ns: 50_000,
+            over_ewma: 30_000.0,
+        }
+    }
+
+    #[inline]
+    fn now(&self) -> u64 {
+        Wall::now().saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    fn run(&mut self, stop: &AtomicBool) {
+        // Run clock = realtime - offset; measured as a tight pair of reads.
+        let signed = |e: Wall| -> i128 {
+            let n = Wall::now();
+            if n >= e {
+                (n - e).as_nanos() as i128
+            } else {
+                -((e - n).as_nanos() as i128)
+            }
+        };
+        let a = signed(self.epoch);
+        let r = sys::realtime_ns();
+        let b = signed(self.epoch);
+        self.real_offset = i128::from(r) - (a + b) / 2;
+        let mut fds: Vec<libc::pollfd> = self.ports.iter().map(|p| libc::pollfd { fd: p.as_raw_fd(), events: libc::POLLIN, revents: 0 }).collect();
+        while !stop.load(Ordering::Relaxed) {
+            let now = self.now();
+            self.apply_events(now);
+            self.probe(now);
+            for d in 0..self.dirs.len() {
+                self.deliver(d, now);
+            }
+            let mut wake = self.now() + 20_000_000; // re-check the stop flag
+            for d in &self.dirs {
+                if let Some(w) = d.link.next_wakeup() {
+                    wake = wake.min(w.0);
+                }
+            }
+            if let Some(e) = self.cfg.events.get(self.next_event) {
+                wake = wake.min(e.at_ns);
+            }
+            wake = wake.min(self.next_probe);
+            let now = self.now();
+            let timeout = wake.saturating_sub(now);
+            for f in fds.iter_mut() {
+                f.revents = 0;
+            }
+            // Sleep until `margin` before the deadline (the typical
+            // oversleep of a timer wake-up here), then poll without
+            // sleeping until it: deadlines are met within a few µs at the
+            // cost of spinning for about `margin` per wake-up.
+            let sleep = if timeout > self.margin_ns { timeout - self.margin_ns } else { 0 };
+            let t_sleep = self.now();
+            let r = sys::poll_in(&mut fds, sleep);
+            if sleep > 0 && matches!(r, Ok(0)) {
+                let over = self.now().saturating_sub(t_sleep + sleep);
+                // EWMA of the oversleep, margin = 1.5 x that, 5..300 µs.
+                self.over_ewma = 0.9 * self.over_ewma + 0.1 * over as f64;
+                self.margin_ns = ((self.over_ewma * 1.5) as u64).clamp(5_000, 300_000);
+            }
+            match r {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(e) => {
+                    self.report.errors.push(format!("ppoll: {e}"));
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+            }
+            for p in 0..fds.len() {
+                if fds[p].revents & libc::POLLIN != 0 {
+                    self.receive(p);
+                }
+            }
+        }
+    }
+
+    /// Reads what port `p` has (a bounded number of batches) into dir `p`.
+    fn receive(&mut self, p: usize) {
+        let fd = self.ports[p].as_raw_fd();
+        for _ in 0..8 {
+            let mut slots = [0u32; BATCH];
+            let mut n_slots = 0;
+            while n_slots < BATCH {
+                match self.pool.alloc() {
+                    Some(s) => {
+                        slots[n_slots] = s;
+                        n_slots += 1;
+                    }
+                    None => break,
+                }
+            }
+            if n_slots == 0 {
+                // Pool exhausted: drain the socket into a scratch buffer.
+                let mut scratch = [0u8; 65536];
+                // SAFETY: valid buffer.
+                while unsafe { libc::recv(fd, scratch.as_mut_ptr() as *mut libc::c_void, scratch.len(), libc::MSG_DONTWAIT) } > 0 {
+                    self.report.rx_dropped += 1;
+                }
+                return;
+            }
+            let mut iov: [libc::iovec; BATCH] = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH];
+            // SAFETY: zeroed mmsghdr is valid.
+            let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+            let mut cmsg = [[0u64; 8]; BATCH];
+            for i in 0..n_slots {
+                iov[i] = libc::iovec { iov_base: self.pool.ptr(slots[i]) as *mut libc::c_void, iov_len: self.pool.slot };
+                msgs[i].msg_hdr.msg_iov = &mut iov[i];
+                msgs[i].msg_hdr.msg_iovlen = 1;
+                msgs[i].msg_hdr.msg_control = cmsg[i].as_mut_ptr() as *mut libc::c_void;
+                msgs[i].msg_hdr.msg_controllen = std::mem::size_of_val(&cmsg[i]);
+            }
+            // SAFETY: msgs/iov point into live pool buffers.
+            let r = unsafe { libc::recvmmsg(fd, msgs.as_mut_ptr(), n_slots as u32, libc::MSG_DONTWAIT, std::ptr::null_mut()) };
+            let got = if r < 0 { 0 } else { r as usize };
+            let now = self.now();
+            for i in 0..got {
+                let s = slots[i];
+                let len = msgs[i].msg_len as usize;
+                if msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len < 14 {
+                    self.report.rx_dropped += 1;
+                    self.pool.release(s);
+                    continue;
+                }
+                self.pool.len[s as usize] = len as u32;
+                let size = (len - 14).max(1) as u32;
+                // The frame entered the link when the kernel received it
+                // (its timestamp), not when this thread woke up to read it.
+                let at = rx_time(&msgs[i].msg_hdr, self.real_offset).map_or(now, |t| t.min(now));
+                let d = &mut self.dirs[p];
+                let at = at.max(d.last_offer);
+                d.last_offer = at;
+                // Refused, lost or not: whatever the link will never
+                // deliver comes back through take_discarded.
+                let _: Offer = d.link.offer(Instant(at), s, size, &mut d.rng);
+                d.link.take_discarded(&mut self.discarded);
+                for x in self.discarded.drain(..) {
+                    self.pool.release(x);
+                }
+            }
+            for &s in &slots[got..n_slots] {
+                self.pool.release(s);
+            }
+            if got < n_slots {
+                return;
+            }
+        }
+    }
+
+    /// Sends everything of direction `d` that has arrived by `now`.
+    fn deliver(&mut self, d: usize, now: u64) {
+        loop {
+            self.out.clear();
+            while self.out.len() < BATCH {
+                let Some(p) = self.dirs[d].link.poll(Instant(now)) else { break };
+                self.report.lateness.add(now.saturating_sub(p.at.0));
+                self.out.push(p.packet);
+            }
+            if self.out.is_empty() {
+                return;
+            }
+            if let Some(on) = self.dirs[d].strip {
+                for i in 0..self.out.len() {
+                    let s = self.out[i];
+                    strip_mptcp(self.pool.frame(s), on == StripOn::Syn);
+                }
+            }
+            self.send(self.dirs[d].out_port, d);
+            let full = self.out.len() == BATCH;
+            let out = std::mem::take(&mut self.out);
+            for &s in &out {
+                self.pool.release(s);
+            }
+            self.out = out;
+            if !full {
+                return;
+            }
+        }
+    }
+
+    fn send(&mut self, port: usize, _d: usize) {
+        let fd = self.ports[port].as_raw_fd();
+        let n = self.out.len();
+        let mut iov: [libc::iovec; BATCH] = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; BATCH];
+        // SAFETY: zeroed mmsghdr is valid.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for i in 0..n {
+            let s = self.out[i];
+            iov[i] = libc::iovec { iov_base: self.pool.ptr(s) as *mut libc::c_void, iov_len: self.pool.len[s as usize] as usize };
+            msgs[i].msg_hdr.msg_iov = &mut iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        let mut done = 0;
+        let mut tries = 0;
+        while done < n && tries < 16 {
+            tries += 1;
+            // SAFETY: msgs[done..n] describe live pool buffers.
+            let r = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr().add(done), (n - done) as u32, 0) };
+            if r > 0 {
+                done += r as usize;
+                self.report.frames += r as u64;
+            } else {
+                let e = std::io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => std::thread::yield_now(),
+                    _ => {
+                        // A frame the interface refuses (too big, link gone): skip it.
+                        if self.report.errors.len() < 8 {
+                            self.report.errors.push(format!("sendmmsg on {}: {e}", self.port_name(port)));
+                        }
+                        self.report.tx_errors += 1;
+                        done += 1;
+                    }
+                }
+            }
+        }
+        self.report.tx_errors += (n - done) as u64;
+    }
+
+    fn port_name(&self, p: usize) -> String {
+        self.cfg.links[p / 2].ends[p % 2].clone()
+    }
+
+    fn apply_events(&mut self, now: u64) {
+        while let Some(ev) = self.cfg.events.get(self.next_event) {
+            if ev.at_ns > now {
+                break;
+            }
+            let ev = ev.clone();
+            self.next_event += 1;
+            // Applied now: at most a loop iteration after the event's time
+            // (the model's clock never goes backwards).
+            let t = Instant(now);
+            let which: &[usize] = match ev.action {
+                LinkAction::Set { direction: network::Direction::Ab, .. } => &[0],
+                LinkAction::Set { direction: network::Direction::Ba, .. } => &[1],
+                _ => &[0, 1],
+            };
+            for &d in which {
+                let dir = &mut self.dirs[2 * ev.link + d];
+                let l = &mut dir.link;
+                match ev.action {
+                    LinkAction::Down => l.set_up(t, false),
+                    LinkAction::Up => l.set_up(t, true),
+                    LinkAction::Set { rate_bps, delay_ns, jitter_ns, loss, .. } => {
+                        if let Some(r) = rate_bps {
+                            l.set_rate(t, r);
+                        }
+                        if let Some(dl) = delay_ns {
+                            l.set_delay(t, Duration::from_nanos(dl));
+                        }
+                        if let Some(j) = jitter_ns {
+                            let cur = l.params().jitter;
+                            l.set_jitter(if j == 0 { Jitter::None } else { cur.with_scale(Duration::from_nanos(j)) });
+                        }
+                        if let Some(p) = loss {
+                            l.set_loss(mplab_sim::transport::loss_model(p, None));
+                        }
+                    }
+                }
+                l.take_discarded(&mut self.discarded);
+                for x in self.discarded.drain(..) {
+                    self.pool.release(x);
+                }
+            }
+        }
+    }
+
+    fn probe(&mut self, now: u64) {
+        while self.next_probe <= now && self.next_probe <= self.cfg.duration_ns {
+            let t = self.next_probe;
+            for &li in &self.cfg.probe_queues {
+                for d in 0..2 {
+                    let l = &mut self.dirs[2 * li + d].link;
+                    l.advance(Instant(now));
+                    let s = l.stats();
+                    self.report.queue_samples.push(QueueSample {
+                        time_s: t as f64 / 1e9,
+                        link: self.cfg.links[li].name.clone(),
+                        direction: ["ab", "ba"][d].into(),
+                        queue_bytes: s.queue_bytes,
+                        drops: s.drops_total(),
+                    });
+                }
+            }
+            self.next_probe += self.cfg.probe_interval_ns.max(1);
+        }
+        if self.next_probe > self.cfg.duration_ns {
+            self.next_probe = u64::MAX;
+        }
+    }
+
+    fn finish(mut self) -> EmuReport {
+        let now = Instant(self.now().min(self.cfg.duration_ns.max(1)));
+        for (i, d) in self.dirs.iter_mut().enumerate() {
+            d.link.advance(now);
+            self.report.stats[i / 2][i % 2] = d.link.stats();
+        }
+        self.report
+    }
+}

@@ -1,0 +1,306 @@
+//! What the kernel can and cannot run, and the per-namespace kernel
+//! configuration of a scenario: MPTCP sysctls, `ip mptcp limits` and
+//! `ip mptcp endpoint`s from the path managers, TCP options sysctls, and
+//! the middleboxes (iptables TCPOPTSTRIP, nft masquerade).
+
+use std::collections::BTreeMap;
+
+use mplab_scenario::network::{EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, PathManager, Placement, TransportKind};
+use mplab_scenario::Scenario;
+
+use crate::sys;
+use crate::topo::ip_batch;
+
+/// Congestion controls this kernel offers.
+pub fn available_cc() -> Vec<String> {
+    sys::sysctl_read("net.ipv4.tcp_available_congestion_control").map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_default()
+}
+
+pub fn available_schedulers() -> Vec<String> {
+    sys::sysctl_read("net.mptcp.available_schedulers").map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_else(|_| vec!["default".into()])
+}
+
+/// The field a flow setting comes from: the flow's own override if it has
+/// one, else the `[transport]` default.
+fn flow_path(sc: &Scenario, f: &Flow, field: &str, default: &str) -> String {
+    let idx = sc.flows.iter().position(|s| s.name.as_deref() == Some(f.name.as_str())).or_else(|| (f.id < sc.flows.len()).then_some(f.id));
+    let own = idx.filter(|&i| {
+        let s = &sc.flows[i];
+        match field {
+            "cc" => s.cc.is_some(),
+            "path_manager" => s.path_manager.is_some(),
+            "scheduler" => s.scheduler.is_some(),
+            "checksum" => s.checksum.is_some(),
+            _ => false,
+        }
+    });
+    match own {
+        Some(i) => format!("flows[{i}].{field}"),
+        None => default.to_string(),
+    }
+}
+
+/// One kernel setting per namespace: a node's flows must agree.
+struct PerNode<T> {
+    what: &'static str,
+    vals: BTreeMap<usize, (T, String)>,
+}
+
+impl<T: PartialEq + std::fmt::Debug> PerNode<T> {
+    fn new(what: &'static str) -> Self {
+        PerNode { what, vals: BTreeMap::new() }
+    }
+    /// Records flow `flow`'s wish for `node`; Err when another flow wants otherwise.
+    fn want(&mut self, node: usize, node_name: &str, v: T, flow: &str) -> Result<(), String> {
+        if let Some((old, by)) = self.vals.get(&node) {
+            if *old != v {
+                return Err(format!(
+                    "flows {by:?} and {flow:?} need different {} on node {node_name:?} ({old:?} vs {v:?}); the kernel has one setting per network namespace",
+                    self.what
+                ));
+            }
+            return Ok(());
+        }
+        self.vals.insert(node, (v, flow.to_string()));
+        Ok(())
+    }
+}
+
+/// Everything in the scenario this backend cannot run as written, as
+/// errors located in the scenario file. Empty: the run can go ahead.
+pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut err = |path: &str, msg: String| out.push(sc.error_at(path, msg).to_string());
+    let ccs = available_cc();
+    let scheds = available_schedulers();
+    let mut sack = PerNode::new("transport.tcp.sack");
+    let mut ts = PerNode::new("transport.tcp.timestamps");
+    let mut ws = PerNode::new("transport.tcp.wscale");
+    let mut csum = PerNode::new("MPTCP checksum settings");
+    let mut sched = PerNode::new("MPTCP schedulers");
+    for f in &net.flows {
+        let (cc, cc_path) = match &f.mptcp {
+            Some(m) if sc.transport.mptcp.cc.is_some() => (m.cc.clone(), "transport.mptcp.cc".to_string()),
+            Some(m) => (m.cc.clone(), flow_path(sc, f, "cc", "transport.tcp.cc")),
+            None => (f.tcp.cc.clone(), flow_path(sc, f, "cc", "transport.tcp.cc")),
+        };
+        if !ccs.iter().any(|c| *c == cc) {
+            let coupled = ["lia", "olia", "balia", "wvegas"].contains(&cc.as_str());
+            err(
+                &cc_path,
+                format!(
+                    "congestion control {cc:?} is not available in this kernel (it has {}){}",
+                    ccs.join(", "),
+                    if coupled { "; upstream Linux has no coupled congestion control for MPTCP subflows" } else { "" }
+                ),
+            );
+        }
+        if !f.tcp.delayed_ack {
+            err("transport.tcp.delayed_ack", "the kernel backend cannot turn delayed ACKs off (Linux has no per-connection switch)".into());
+        }
+        for (node, name) in [(f.from, &f.from_name), (f.to, &f.to_name)] {
+            for (p, v) in [(&mut sack, f.tcp.sack), (&mut ts, f.tcp.timestamps), (&mut ws, f.tcp.wscale)] {
+                if let Err(m) = p.want(node, name, v, &f.name) {
+                    err(&format!("flows[{}]", f.id), m);
+                }
+            }
+        }
+        let Some(m) = &f.mptcp else { continue };
+        if m.path_manager == PathManager::Ndiffports {
+            err(
+                &flow_path(sc, f, "path_manager", "transport.mptcp.path_manager"),
+                "the Linux kernel has no ndiffports path manager (its in-kernel path manager does default, fullmesh and explicit endpoints)".into(),
+            );
+        }
+        if !scheds.iter().any(|s| *s == m.scheduler) {
+            err(&flow_path(sc, f, "scheduler", "transport.mptcp.scheduler"), format!("MPTCP scheduler {:?} is not available in this kernel (it has {})", m.scheduler, scheds.join(", ")));
+        }
+        for (node, name) in [(f.from, &f.from_name), (f.to, &f.to_name)] {
+            if let Err(msg) = csum.want(node, name, m.checksum, &f.name) {
+                err(&flow_path(sc, f, "checksum", "transport.mptcp.checksum"), msg);
+            }
+            if let Err(msg) = sched.want(node, name, m.scheduler.clone(), &f.name) {
+                err(&flow_path(sc, f, "scheduler", "transport.mptcp.scheduler"), msg);
+            }
+        }
+    }
+    if let Err(m) = mptcp_plan(net) {
+        err("transport.mptcp", m);
+    }
+    for (i, mb) in net.middleboxes.iter().enumerate() {
+        match (&mb.action, &mb.placement) {
+            (MiddleboxAction::Resegment { .. }, _) => err(&format!("middleboxes[{i}].kind"), "resegmenting middleboxes are not available on the kernel backend".into()),
+            (MiddleboxAction::Nat { .. }, Placement::Link { .. }) => err(&format!("middleboxes[{i}].link"), "the kernel backend runs NAT on a router (`node = ...`), not on a link".into()),
+            _ => {}
+        }
+    }
+    if net.ecmp == mplab_scenario::network::EcmpMode::Random {
+        let has_ecmp = net.nodes.iter().any(|n| n.routing.main.iter().chain(n.routing.tables.iter().flat_map(|t| &t.routes)).any(|r| r.nexthops.len() > 1));
+        if has_ecmp {
+            err("ecmp", "the kernel spreads flows over equal-cost paths by hash (fib_multipath_hash_policy=1); `ecmp = \"random\"` is simulator-only".into());
+        }
+    }
+    for n in &net.nodes {
+        if let Some(s) = n.stack.as_deref().filter(|s| *s != "kernel") {
+            let path = sc.nodes.iter().position(|x| x.name == n.name).map(|i| format!("nodes[{i}].stack")).unwrap_or_else(|| "nodes".into());
+            err(&path, format!("node {:?} asks for stack {s:?}; the kernel backend runs every node on the Linux kernel", n.name));
+        }
+    }
+    out
+}
+
+/// MPTCP configuration of one host namespace.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MptcpNode {
+    /// `ip mptcp limits set subflow S add_addr_accepted A`.
+    pub limits: Option<(u32, u32)>,
+    /// `ip mptcp endpoint add ...` arguments.
+    pub endpoints: Vec<String>,
+    /// Addresses whose endpoints carry the backup flag.
+    pub backup_addrs: Vec<std::net::Ipv4Addr>,
+}
+
+fn flags_str(flags: &[EndpointFlag]) -> String {
+    flags
+        .iter()
+        .map(|f| match f {
+            EndpointFlag::Signal => "signal",
+            EndpointFlag::Subflow => "subflow",
+            EndpointFlag::Backup => "backup",
+            EndpointFlag::Fullmesh => "fullmesh",
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Per-node MPTCP settings from the flows' path managers. Err when two
+/// flows need different settings on one node (the kernel's are per
+/// namespace).
+pub fn mptcp_plan(net: &Network) -> Result<BTreeMap<usize, MptcpNode>, String> {
+    let mut plan: BTreeMap<usize, (MptcpNode, String)> = BTreeMap::new();
+    let cap = |v: u32| v.min(8);
+    for f in net.flows.iter().filter(|f| f.transport == TransportKind::Mptcp) {
+        let Some(m) = &f.mptcp else { continue };
+        let (cli, srv) = (&net.nodes[f.from], &net.nodes[f.to]);
+        let n_local = cli.interfaces.len() as u32;
+        let n_remote = srv.interfaces.len() as u32;
+        let total_max = m.subflows.map(|s| s.saturating_sub(1));
+        let mut c = MptcpNode::default();
+        let mut s = MptcpNode::default();
+        match m.path_manager {
+            PathManager::Default | PathManager::Ndiffports => {}
+            PathManager::Fullmesh => {
+                // No `dev`: a subflow bound to a device only accepts
+                // segments arriving on it, and on direct parallel paths the
+                // replies of a cross subflow (eth0 -> the server's eth1
+                // address) come back on the other interface. The per-source
+                // policy routes pick the interface.
+                for i in &cli.interfaces {
+                    c.endpoints.push(format!("endpoint add {} subflow fullmesh", i.addr));
+                }
+                for i in srv.interfaces.iter().filter(|i| i.addr != f.dst) {
+                    s.endpoints.push(format!("endpoint add {} signal", i.addr));
+                }
+                let sub = cap(total_max.unwrap_or((n_local * n_remote).saturating_sub(1)).max(1));
+                let acc = cap(n_remote.saturating_sub(1));
+                c.limits = Some((sub, acc));
+                s.limits = Some((sub, acc));
+            }
+            PathManager::Endpoints => {
+                for (node, plan) in [(cli, &mut c), (srv, &mut s)] {
+                    for e in net.mptcp_endpoints.iter().filter(|e| e.node == node.id) {
+                        plan.endpoints.push(format!("endpoint add {} dev {} id {} {}", e.addr, e.iface_name, e.id, flags_str(&e.flags)));
+                        if e.flags.contains(&EndpointFlag::Backup) {
+                            plan.backup_addrs.push(e.addr);
+                        }
+                    }
+                    plan.limits = Some((cap(total_max.unwrap_or(8)), 8));
+                }
+            }
+        }
+        for p in [&mut c, &mut s] {
+            if m.max_subflows.is_some() || m.add_addr_accepted.is_some() {
+                let (s0, a0) = p.limits.unwrap_or((2, 0));
+                p.limits = Some((cap(m.max_subflows.unwrap_or(s0)), cap(m.add_addr_accepted.unwrap_or(a0))));
+            }
+        }
+        for (node, want) in [(f.from, c), (f.to, s)] {
+            match plan.get(&node) {
+                Some((have, by)) if *have != want => {
+                    return Err(format!(
+                        "MPTCP flows {by:?} and {:?} need different path-manager settings on node {:?}; the kernel's endpoints and limits are per network namespace",
+                        f.name, net.nodes[node].name
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    plan.insert(node, (want, f.name.clone()));
+                }
+            }
+        }
+    }
+    Ok(plan.into_iter().map(|(k, (v, _))| (k, v)).collect())
+}
+
+/// Applies the kernel settings to the namespaces of `net`'s nodes
+/// (`ns[node id]`).
+pub fn apply(net: &Network, ns: &[String]) -> Result<BTreeMap<usize, MptcpNode>, String> {
+    let plan = mptcp_plan(net)?;
+    for n in net.nodes.iter().filter(|n| n.kind == NodeKind::Host) {
+        let mut kv: Vec<(String, String)> = vec![("net.mptcp.enabled".into(), "1".into()), ("net.mptcp.blackhole_timeout".into(), "0".into())];
+        if let Some(f) = net.flows.iter().find(|f| f.from == n.id || f.to == n.id) {
+            kv.push(("net.ipv4.tcp_sack".into(), u8::from(f.tcp.sack).to_string()));
+            kv.push(("net.ipv4.tcp_timestamps".into(), u8::from(f.tcp.timestamps).to_string()));
+            kv.push(("net.ipv4.tcp_window_scaling".into(), u8::from(f.tcp.wscale).to_string()));
+        }
+        if let Some(m) = net.flows.iter().filter(|f| f.from == n.id || f.to == n.id).find_map(|f| f.mptcp.as_ref()) {
+            kv.push(("net.mptcp.checksum_enabled".into(), u8::from(m.checksum).to_string()));
+            kv.push(("net.mptcp.scheduler".into(), m.scheduler.clone()));
+        }
+        let name = ns[n.id].clone();
+        sys::in_netns(&name, move || {
+            for (k, v) in &kv {
+                sys::sysctl_write(k, v)?;
+            }
+            Ok(())
+        })
+        .map_err(|e| format!("namespace {}: {e}", ns[n.id]))?;
+        let mut cmds = Vec::new();
+        if let Some(p) = plan.get(&n.id) {
+            if let Some((s, a)) = p.limits {
+                cmds.push(format!("mptcp limits set subflow {s} add_addr_accepted {a}"));
+            }
+            for e in &p.endpoints {
+                cmds.push(format!("mptcp {e}"));
+            }
+        }
+        ip_batch(Some(&ns[n.id]), &cmds)?;
+    }
+    for mb in &net.middleboxes {
+        let Placement::Node { node, .. } = &mb.placement else { continue };
+        let nsn = &ns[*node];
+        match &mb.action {
+            MiddleboxAction::StripMptcp { on } => {
+                for chain in ["PREROUTING", "OUTPUT"] {
+                    let mut a = vec!["ip", "netns", "exec", nsn, "iptables", "-w", "-t", "mangle", "-A", chain, "-p", "tcp"];
+                    if *on == mplab_scenario::network::StripOn::Syn {
+                        a.extend(["--tcp-flags", "SYN", "SYN"]);
+                    }
+                    a.extend(["-j", "TCPOPTSTRIP", "--strip-options", "30"]);
+                    sys::run(&a)?;
+                }
+            }
+            MiddleboxAction::Nat { addr } => {
+                let action = match addr {
+                    Some(a) => format!("snat to {a}"),
+                    None => "masquerade".to_string(),
+                };
+                sys::run(&["ip", "netns", "exec", nsn, "nft", "add table ip mplab_nat"])?;
+                sys::run(&["ip", "netns", "exec", nsn, "nft", "add chain ip mplab_nat post { type nat hook postrouting priority 100 ; policy accept ; }"])?;
+                sys::run(&["ip", "netns", "exec", nsn, "nft", &format!("add rule ip mplab_nat post {action}")])?;
+            }
+            MiddleboxAction::Resegment { .. } => return Err("resegmenting middleboxes are not available on the kernel backend".into()),
+        }
+    }
+    Ok(plan)
+}

@@ -1,0 +1,485 @@
+//! One scenario on Linux kernel (MP)TCP: topology in namespaces, the link
+//! emulator, kernel configuration, applications, probes, and results in
+//! the simulator's format (`mplab_sim::results`), with backend "kernel".
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant as Wall};
+
+use mplab_scenario::network::{self, App, Direction, MiddleboxAction, Network, NodeKind, Placement, StripOn, TransportKind};
+use mplab_sim::results::{FlowSample, FlowSummary, InterfaceSample, InterfaceSummary, LinkSummary, RunResults, SubflowSummary, Summary};
+
+use crate::apps::{self, Clock, FlowState};
+use crate::emulator::{EmuConfig, EmuEvent, EmuLink, Emulator};
+use crate::probes::{self, Capture, IfCounters, NetDev, TcpInfo};
+use crate::topo::{self, Topology};
+use crate::{kconf, sys};
+
+/// How long receivers may keep draining after the scenario's end before
+/// every socket is closed.
+const GRACE: Duration = Duration::from_secs(3);
+/// Set-up margin between starting the emulator and the run's time zero.
+const LEAD: Duration = Duration::from_millis(300);
+
+pub struct KernelOptions {
+    /// Where pcaps go (`probes.pcap`), if any.
+    pub pcap_dir: Option<PathBuf>,
+    /// Set by a signal handler (or a test) to end the run early; the run
+    /// then tears everything down and returns `Interrupted`.
+    pub abort: Arc<AtomicBool>,
+    /// Use this namespace prefix instead of a fresh `mplab-<pid>-<rand>`.
+    pub prefix: Option<String>,
+}
+
+impl Default for KernelOptions {
+    fn default() -> Self {
+        KernelOptions { pcap_dir: None, abort: Arc::new(AtomicBool::new(false)), prefix: None }
+    }
+}
+
+#[derive(Debug)]
+pub enum KernelError {
+    /// Not root, or the scenario asks for something the kernel cannot do.
+    Usage(String),
+    /// Setting up or running failed (the message names the step).
+    Failed(String),
+    /// Ended by the abort flag (Ctrl-C); everything was torn down.
+    Interrupted,
+}
+
+impl std::fmt::Display for KernelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KernelError::Usage(m) | KernelError::Failed(m) => f.write_str(m),
+            KernelError::Interrupted => f.write_str("interrupted; namespaces removed"),
+        }
+    }
+}
+
+pub struct KernelRun {
+    pub results: RunResults,
+    /// Run facts for meta.json: namespaces prefix, emulator timing, MPTcpExt counters.
+    pub meta: serde_json::Value,
+}
+
+/// Checks that this process can run the kernel backend.
+pub fn preflight() -> Result<(), KernelError> {
+    if !sys::is_root() {
+        return Err(KernelError::Usage("the kernel backend needs root (it creates network namespaces and veth pairs): run `sudo mplab run --backend kernel ...`".into()));
+    }
+    if sys::run(&["ip", "-V"]).is_err() {
+        return Err(KernelError::Usage("the kernel backend needs iproute2's `ip` (apt-get install iproute2)".into()));
+    }
+    if !std::path::Path::new("/proc/sys/net/mptcp/enabled").exists() {
+        return Err(KernelError::Usage("this kernel has no MPTCP (CONFIG_MPTCP): /proc/sys/net/mptcp is missing".into()));
+    }
+    Ok(())
+}
+
+fn emu_config(net: &Network, wire_ns: &str) -> EmuConfig {
+    let mut links: Vec<EmuLink> = net
+        .links
+        .iter()
+        .map(|l| EmuLink {
+            name: l.name.clone(),
+            ends: [topo::wire_end(l.id, 0), topo::wire_end(l.id, 1)],
+            params: [mplab_sim::transport::link_params(&l.ab), mplab_sim::transport::link_params(&l.ba)],
+            up: l.up,
+            strip: [None, None],
+            mtu: l.mtu,
+        })
+        .collect();
+    for mb in &net.middleboxes {
+        if let (MiddleboxAction::StripMptcp { on }, Placement::Link { link, direction, .. }) = (&mb.action, &mb.placement) {
+            let dirs: &[usize] = match direction {
+                Direction::Ab => &[0],
+                Direction::Ba => &[1],
+                Direction::Both => &[0, 1],
+            };
+            for &d in dirs {
+                links[*link].strip[d] = Some(*on);
+            }
+        }
+    }
+    let _ = StripOn::All;
+    EmuConfig {
+        wire_ns: wire_ns.to_string(),
+        links,
+        events: net.events.iter().map(|e| EmuEvent { at_ns: e.at_ns, link: e.link, action: e.action.clone() }).collect(),
+        seed: net.seed,
+        probe_interval_ns: net.probes.interval_ns,
+        probe_queues: net.probes.queues.clone(),
+        duration_ns: net.duration_ns,
+    }
+}
+
+/// Last known state of one subflow (they vanish when the connection closes).
+#[derive(Default, Clone)]
+struct SubTrack {
+    local: String,
+    remote: String,
+    info: TcpInfo,
+    last_acked: u64,
+}
+
+#[derive(Default)]
+struct FlowTrack {
+    subs: Vec<SubTrack>,
+    srtt_sum_ms: f64,
+    srtt_n: u64,
+    last_delivered: u64,
+}
+
+/// The sender's socket of a flow (the one whose TCP_INFO tells about the data direction).
+fn sender_fd(f: &network::Flow, st: &FlowState) -> Option<std::os::fd::RawFd> {
+    use std::os::fd::AsRawFd;
+    let s = if matches!(f.app, App::Download { .. }) { st.server.get() } else { st.client.get() };
+    s.map(|s| s.as_raw_fd())
+}
+
+/// Reads the subflows of a flow's sender into the tracker; returns the
+/// first subflow's info (for the "all" row).
+fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpInfo> {
+    if !st.connected.load(Ordering::Relaxed) {
+        return None;
+    }
+    let fd = sender_fd(f, st)?;
+    apps::check_fallback(f, st);
+    let subs: Vec<(String, String, TcpInfo)> = match (f.transport, probes::mptcp_subflows(fd)) {
+        (TransportKind::Mptcp, Some(v)) if !v.is_empty() => v.into_iter().map(|s| (s.local, s.remote, s.info)).collect(),
+        _ => {
+            let info = probes::tcp_info(fd)?;
+            let (l, r) = apps::local_peer(fd);
+            vec![(l, r, info)]
+        }
+    };
+    let mut first = None;
+    for (l, r, info) in subs {
+        if info.snd_mss == 0 || r.ends_with(":0") {
+            continue;
+        }
+        first.get_or_insert(info);
+        // A plain TCP connection is one "subflow" (its addresses may read
+        // as 0.0.0.0:0 once the peer has gone).
+        let tcp = f.transport == TransportKind::Tcp || st.fell_back.load(Ordering::Relaxed);
+        let known = if tcp && !tr.subs.is_empty() { Some(&mut tr.subs[0]) } else { tr.subs.iter_mut().find(|s| s.local == l && s.remote == r) };
+        match known {
+            Some(s) => s.info = info,
+            None => tr.subs.push(SubTrack { local: l, remote: r, info, last_acked: 0 }),
+        }
+    }
+    first
+}
+
+/// Runs `net` on the kernel. The caller has checked it with
+/// [`kconf::unsupported`].
+pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError> {
+    preflight()?;
+    kconf::mptcp_plan(net).map_err(KernelError::Usage)?;
+    let wall = Wall::now();
+    let prefix = opts.prefix.clone().unwrap_or_else(topo::run_prefix);
+    let abort = opts.abort.clone();
+    let check = || if abort.load(Ordering::SeqCst) { Err(KernelError::Interrupted) } else { Ok(()) };
+    let mut topo = Topology::build(net, &prefix).map_err(|e| KernelError::Failed(format!("building the topology: {e}")))?;
+    check()?;
+    let plan = kconf::apply(net, &topo.node_ns).map_err(|e| KernelError::Failed(format!("configuring the kernel: {e}")))?;
+    check()?;
+    let setup_s = wall.elapsed().as_secs_f64();
+
+    // Sockets and counters, all before time zero.
+    let hosts: Vec<usize> = net.nodes.iter().filter(|n| n.kind == NodeKind::Host).map(|n| n.id).collect();
+    let mut netdev: Vec<NetDev> = Vec::new();
+    for n in &net.nodes {
+        netdev.push(NetDev::open(&topo.node_ns[n.id]).map_err(|e| KernelError::Failed(format!("counters of {}: {e}", n.name)))?);
+    }
+    let mut listeners = Vec::new();
+    let mut clients = Vec::new();
+    for f in &net.flows {
+        let l = apps::listen(&topo.node_ns[f.to], f).map_err(|e| KernelError::Failed(format!("flow {}: listening on {}:{}: {e}", f.name, f.to_name, f.dport)))?;
+        listeners.push(Arc::new(l));
+        clients.push(Some(apps::client_socket(&topo.node_ns[f.from], f).map_err(|e| KernelError::Failed(format!("flow {}: socket on {}: {e}", f.name, f.from_name)))?));
+    }
+    let t0 = Wall::now() + LEAD;
+    let t0_real = sys::realtime_ns() + LEAD.as_nanos() as u64;
+    let emu = Emulator::start(emu_config(net, &topo.wire_ns), t0).map_err(KernelError::Failed)?;
+    let mut captures = Vec::new();
+    if let Some(dir) = &opts.pcap_dir {
+        std::fs::create_dir_all(dir).map_err(|e| KernelError::Failed(format!("{}: {e}", dir.display())))?;
+        for c in &net.probes.pcap {
+            let path = dir.join(format!("{}-{}.pcap", c.node_name, c.iface_name));
+            captures.push(Capture::start(&topo.node_ns[c.node], &c.iface_name, &path, t0_real).map_err(KernelError::Failed)?);
+        }
+    }
+    let clk = Clock { t0, end_ns: net.duration_ns, hard_ns: net.duration_ns + GRACE.as_nanos() as u64, abort: abort.clone() };
+    let states: Vec<Arc<FlowState>> = net.flows.iter().map(|_| Arc::new(FlowState::default())).collect();
+    let mut threads = Vec::new();
+    for (i, f) in net.flows.iter().enumerate() {
+        let (ff, l, st, c) = (f.clone(), listeners[i].clone(), states[i].clone(), clk.clone());
+        threads.push(std::thread::Builder::new().name(format!("srv-{}", f.name)).spawn(move || apps::run_server(ff, l, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+        let (ff, s, st, c) = (f.clone(), clients[i].take().expect("client socket"), states[i].clone(), clk.clone());
+        threads.push(std::thread::Builder::new().name(format!("cli-{}", f.name)).spawn(move || apps::run_client(ff, s, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+    }
+
+    // Probes at every interval until the end.
+    let mut results = RunResults::default();
+    let wait_until = |ns: u64| -> bool {
+        loop {
+            if abort.load(Ordering::SeqCst) {
+                return false;
+            }
+            let now = clk.now_ns();
+            if now >= ns && Wall::now() >= t0 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_nanos(ns.saturating_sub(now).clamp(100_000, 50_000_000)));
+        }
+    };
+    let mut interrupted = !wait_until(0);
+    let base: Vec<BTreeMap<String, IfCounters>> = netdev.iter_mut().map(|d| d.read()).collect();
+    let mut last = base.clone();
+    let mut tracks: Vec<FlowTrack> = net.flows.iter().map(|_| FlowTrack::default()).collect();
+    let interval = net.probes.interval_ns.max(1_000_000);
+    let mut k = 1u64;
+    while !interrupted && k * interval <= net.duration_ns {
+        let t_ns = k * interval;
+        if !wait_until(t_ns) {
+            interrupted = true;
+            break;
+        }
+        let t = t_ns as f64 / 1e9;
+        let secs = interval as f64 / 1e9;
+        for &h in &hosts {
+            let now = netdev[h].read();
+            for i in &net.nodes[h].interfaces {
+                let (a, b) = (now.get(&i.name).copied().unwrap_or_default(), last[h].get(&i.name).copied().unwrap_or_default());
+                results.interfaces.push(InterfaceSample {
+                    time_s: t,
+                    node: net.nodes[h].name.clone(),
+                    iface: i.name.clone(),
+                    tx_bps: a.tx_ip().saturating_sub(b.tx_ip()) as f64 * 8.0 / secs,
+                    rx_bps: a.rx_ip().saturating_sub(b.rx_ip()) as f64 * 8.0 / secs,
+                });
+            }
+            last[h] = now;
+        }
+        for (fi, f) in net.flows.iter().enumerate() {
+            let st = &states[fi];
+            let tr = &mut tracks[fi];
+            let first = observe(f, st, tr);
+            let detailed = net.probes.flows.contains(&fi);
+            let d = st.delivered.load(Ordering::Relaxed);
+            let cw = |i: &TcpInfo| (detailed && net.probes.cwnd).then_some(i.cwnd_bytes());
+            let rt = |i: &TcpInfo| (detailed && net.probes.srtt).then_some(i.rtt_us as f64 / 1e3);
+            let fl = |i: &TcpInfo| (detailed && net.probes.cwnd).then_some(i.in_flight_bytes());
+            results.flows.push(FlowSample {
+                time_s: t,
+                flow: f.name.clone(),
+                subflow: "all".into(),
+                goodput_bps: d.saturating_sub(tr.last_delivered) as f64 * 8.0 / secs,
+                cwnd_bytes: first.as_ref().and_then(cw),
+                srtt_ms: first.as_ref().and_then(rt),
+                in_flight_bytes: first.as_ref().and_then(fl),
+            });
+            tr.last_delivered = d;
+            if let Some(i) = &first {
+                if i.rtt_us > 0 {
+                    tr.srtt_sum_ms += i.rtt_us as f64 / 1e3;
+                    tr.srtt_n += 1;
+                }
+            }
+            if f.transport == TransportKind::Mptcp {
+                for (si, s) in tr.subs.iter_mut().enumerate() {
+                    let acked = s.info.bytes_acked;
+                    results.flows.push(FlowSample {
+                        time_s: t,
+                        flow: f.name.clone(),
+                        subflow: si.to_string(),
+                        goodput_bps: acked.saturating_sub(s.last_acked) as f64 * 8.0 / secs,
+                        cwnd_bytes: cw(&s.info),
+                        srtt_ms: rt(&s.info),
+                        in_flight_bytes: fl(&s.info),
+                    });
+                    s.last_acked = acked;
+                }
+            }
+        }
+        k += 1;
+    }
+    if !interrupted {
+        interrupted = !wait_until(net.duration_ns);
+    }
+    // The end of the run: counters and subflows as of now.
+    let end: Vec<BTreeMap<String, IfCounters>> = netdev.iter_mut().map(|d| d.read()).collect();
+    for (fi, f) in net.flows.iter().enumerate() {
+        observe(f, &states[fi], &mut tracks[fi]);
+    }
+    if interrupted {
+        abort.store(true, Ordering::SeqCst);
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    // Last look at the subflows (retransmissions during the drain count).
+    for (fi, f) in net.flows.iter().enumerate() {
+        observe(f, &states[fi], &mut tracks[fi]);
+    }
+    let mut pcap_errors = Vec::new();
+    let mut pcap_packets = 0u64;
+    for c in captures {
+        match c.finish() {
+            Ok(n) => pcap_packets += n,
+            Err(e) => pcap_errors.push(e),
+        }
+    }
+    let report = emu.stop();
+    for st in &states {
+        for s in [st.client.get(), st.server.get()].into_iter().flatten() {
+            apps::abortive_close(s);
+        }
+    }
+    let counters: BTreeMap<String, BTreeMap<String, u64>> = hosts.iter().map(|&h| (net.nodes[h].name.clone(), probes::mptcp_counters(&topo.node_ns[h]))).collect();
+    // Everything the results need from the flows, then close their sockets
+    // so nothing keeps the namespaces alive.
+    let outs: Vec<FlowOut> = states
+        .iter()
+        .map(|st| FlowOut {
+            delivered: st.delivered.load(Ordering::Relaxed),
+            completed_ns: st.completed_ns.load(Ordering::Relaxed),
+            requests_done: st.requests_done.load(Ordering::Relaxed),
+            latencies: st.latencies_ms.lock().map(|l| l.clone()).unwrap_or_default(),
+            mismatch: st.mismatch.lock().ok().and_then(|m| m.clone()),
+            errors: st.errors.lock().map(|e| e.clone()).unwrap_or_default(),
+            fell_back: st.fell_back.load(Ordering::Relaxed),
+        })
+        .collect();
+    drop(states);
+    drop(listeners);
+    drop(netdev);
+    let teardown_errors = topo.teardown();
+    if interrupted {
+        return Err(KernelError::Interrupted);
+    }
+
+    // ---- results -----------------------------------------------------------
+    let dur = net.duration_ns as f64 / 1e9;
+    let mut s = Summary { scenario: net.name.clone(), backend: "kernel".into(), seed: net.seed, duration_s: dur, ..Default::default() };
+    for (fi, f) in net.flows.iter().enumerate() {
+        let st = &outs[fi];
+        let tr = &tracks[fi];
+        let delivered = st.delivered;
+        let bounded = mplab_sim::transport::is_bounded(&f.app);
+        let completed_ns = st.completed_ns;
+        let completed = match f.app {
+            App::Request { count, .. } => count.is_some_and(|c| st.requests_done >= c),
+            _ => completed_ns > 0,
+        };
+        let last_ns = if completed && completed_ns > 0 { f.start_ns + completed_ns } else { net.duration_ns.min(f.stop_ns) };
+        let active = (last_ns.saturating_sub(f.start_ns) as f64 / 1e9).max(1e-9);
+        let mut lat = st.latencies.clone();
+        lat.sort_by(f64::total_cmp);
+        let mismatch = st.mismatch.clone();
+        let errors = st.errors.clone();
+        if let Some(m) = &mismatch {
+            s.notes.push(format!("flow {}: data did not verify: {m}", f.name));
+        }
+        for e in &errors {
+            s.notes.push(format!("flow {}: {e}", f.name));
+        }
+        let backups = plan.get(&f.from).map(|p| p.backup_addrs.clone()).unwrap_or_default();
+        s.flows.push(FlowSummary {
+            name: f.name.clone(),
+            transport: match f.transport {
+                TransportKind::Tcp => "tcp".into(),
+                TransportKind::Mptcp => "mptcp".into(),
+            },
+            goodput_bps: delivered as f64 * 8.0 / active,
+            bytes_delivered: delivered,
+            verified: mismatch.is_none() && (delivered > 0 || bounded == Some(0)),
+            fallback: st.fell_back,
+            completed,
+            completion_time_s: completed.then(|| if completed_ns > 0 { completed_ns as f64 / 1e9 } else { active }),
+            retransmitted_segments: tr.subs.iter().map(|x| u64::from(x.info.total_retrans)).sum(),
+            rto_count: tr.subs.iter().map(|x| u64::from(x.info.total_rto.unwrap_or(0))).sum(),
+            mean_srtt_ms: (tr.srtt_n > 0).then(|| tr.srtt_sum_ms / tr.srtt_n as f64),
+            mean_latency_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
+            p99_latency_ms: lat.get(((lat.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied(),
+            subflows: tr
+                .subs
+                .iter()
+                .map(|x| SubflowSummary {
+                    local: x.local.clone(),
+                    remote: x.remote.clone(),
+                    bytes_sent: x.info.bytes_sent,
+                    goodput_bps: x.info.bytes_acked as f64 * 8.0 / active,
+                    backup: x.local.split(':').next().and_then(|a| a.parse().ok()).is_some_and(|a| backups.contains(&a)),
+                    retransmitted_segments: u64::from(x.info.total_retrans),
+                })
+                .collect(),
+        });
+    }
+    for n in &net.nodes {
+        for i in &n.interfaces {
+            let (a, b) = (end[n.id].get(&i.name).copied().unwrap_or_default(), base[n.id].get(&i.name).copied().unwrap_or_default());
+            let (tx, rx) = (a.tx_ip().saturating_sub(b.tx_ip()), a.rx_ip().saturating_sub(b.rx_ip()));
+            s.interfaces.push(InterfaceSummary { node: n.name.clone(), iface: i.name.clone(), tx_bps: tx as f64 * 8.0 / dur.max(1e-9), rx_bps: rx as f64 * 8.0 / dur.max(1e-9), tx_bytes: tx, rx_bytes: rx });
+        }
+    }
+    for (li, l) in net.links.iter().enumerate() {
+        for d in 0..2 {
+            let st = report.stats.get(li).map(|x| x[d]).unwrap_or_default();
+            s.links.push(LinkSummary {
+                name: l.name.clone(),
+                direction: ["ab", "ba"][d].into(),
+                tx_packets: st.tx_packets,
+                drops_queue: st.drops_queue(),
+                drops_loss: st.drops_loss(),
+                drops_down: st.drops_down(),
+                max_queue_bytes: st.max_queue_bytes,
+            });
+        }
+    }
+    s.notes.push("kernel backend: interface bytes are the veths' counters less 14 bytes of Ethernet header per frame (ARP included); a node's tx counts what it handed to the link, before the emulated queue".into());
+    if let (Some(p50), Some(p99)) = (report.lateness.quantile_us(0.5), report.lateness.quantile_us(0.99)) {
+        s.notes.push(format!("kernel backend: frames left the emulator {p50:.0} us (median) / {p99:.0} us (p99) after their model arrival time"));
+    }
+    if report.tx_errors + report.rx_dropped > 0 {
+        s.notes.push(format!("kernel backend: {} frames lost outside the link model (emulator send errors or full buffers)", report.tx_errors + report.rx_dropped));
+    }
+    if net.flows.iter().any(|f| f.transport == TransportKind::Mptcp) {
+        s.notes.push("kernel backend: subflow `backup` comes from the endpoint flags; per-subflow goodput is bytes acknowledged on the subflow".into());
+    }
+    for e in report.errors.iter().chain(&teardown_errors) {
+        s.notes.push(format!("kernel backend: {e}"));
+    }
+    results.queues = report.queue_samples.clone();
+    results.errors.extend(pcap_errors);
+    results.summary = s;
+    let meta = serde_json::json!({
+        "namespace_prefix": prefix,
+        "setup_s": setup_s,
+        "kernel": sys::run(&["uname", "-r"]).unwrap_or_default().trim(),
+        "emulator": {
+            "frames": report.frames,
+            "lateness_p50_us": report.lateness.quantile_us(0.5),
+            "lateness_p99_us": report.lateness.quantile_us(0.99),
+            "lateness_max_us": report.lateness.max_ns as f64 / 1e3,
+            "send_errors": report.tx_errors,
+            "rx_dropped": report.rx_dropped,
+        },
+        "pcap_packets": pcap_packets,
+        "mptcp_counters": counters,
+    });
+    Ok(KernelRun { results, meta })
+}
+
+struct FlowOut {
+    delivered: u64,
+    completed_ns: u64,
+    requests_done: u64,
+    latencies: Vec<f64>,
+    mismatch: Option<String>,
+    errors: Vec<String>,
+    fell_back: bool,
+}

@@ -1,0 +1,245 @@
+//! Thin, checked wrappers around the Linux calls the kernel backend needs:
+//! entering a network namespace, commands with their errors, AF_PACKET
+//! sockets, ethtool offloads, socket options.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Where `ip netns add NAME` puts the namespace handle.
+pub fn netns_path(name: &str) -> PathBuf {
+    PathBuf::from("/run/netns").join(name)
+}
+
+/// Moves the *calling thread* into the named network namespace.
+pub fn enter_netns(name: &str) -> io::Result<()> {
+    let f = File::open(netns_path(name)).map_err(|e| io::Error::new(e.kind(), format!("open netns {name}: {e}")))?;
+    // SAFETY: setns on a valid fd; it only changes this thread's namespace.
+    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("setns into {name}: {e}")));
+    }
+    Ok(())
+}
+
+/// Runs `f` on a fresh thread inside namespace `ns` and returns its result.
+/// Sockets created there stay in that namespace after the thread is gone,
+/// so this is how every socket of the backend is created.
+pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> io::Result<T> + Send + 'static) -> io::Result<T> {
+    let ns = ns.to_string();
+    std::thread::Builder::new()
+        .name("mplab-netns".into())
+        .spawn(move || {
+            enter_netns(&ns)?;
+            f()
+        })?
+        .join()
+        .map_err(|_| io::Error::other("namespace helper thread panicked"))?
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs a command and returns its stdout; the error names the command line
+/// and carries its stderr.
+pub fn run(args: &[&str]) -> Result<String, String> {
+    let line = args.join(" ");
+    let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("`{line}`: cannot run {}: {e}", args[0]))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("`{line}` failed ({}): {}", out.status, err.trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Writes a sysctl of the calling thread's namespace (`net/ipv4/ip_forward`)
+/// and reads it back.
+pub fn sysctl_write(key: &str, value: &str) -> io::Result<()> {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    std::fs::write(&path, value).map_err(|e| io::Error::new(e.kind(), format!("sysctl {key}={value}: {e}")))?;
+    let got = std::fs::read_to_string(&path)?;
+    if got.split_whitespace().collect::<Vec<_>>() != value.split_whitespace().collect::<Vec<_>>() {
+        return Err(io::Error::other(format!("sysctl {key}={value}: reads back {:?}", got.trim())));
+    }
+    Ok(())
+}
+
+pub fn sysctl_read(key: &str) -> io::Result<String> {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    Ok(std::fs::read_to_string(path)?.trim().to_string())
+}
+
+fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+    } else {
+        Ok(r)
+    }
+}
+
+/// `setsockopt` with a plain value.
+pub fn setsockopt<T: Copy>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: T, what: &str) -> io::Result<()> {
+    // SAFETY: the pointer and size describe `v`.
+    let r = unsafe { libc::setsockopt(fd, level, opt, &v as *const T as *const libc::c_void, std::mem::size_of::<T>() as libc::socklen_t) };
+    cvt(r, what).map(|_| ())
+}
+
+pub fn setsockopt_bytes(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &[u8], what: &str) -> io::Result<()> {
+    // SAFETY: the pointer and size describe `v`.
+    let r = unsafe { libc::setsockopt(fd, level, opt, v.as_ptr() as *const libc::c_void, v.len() as libc::socklen_t) };
+    cvt(r, what).map(|_| ())
+}
+
+/// `getsockopt` into `buf`; returns the length the kernel wrote.
+pub fn getsockopt_buf(fd: RawFd, level: libc::c_int, opt: libc::c_int, buf: &mut [u8]) -> io::Result<usize> {
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is valid for len bytes.
+    let r = unsafe { libc::getsockopt(fd, level, opt, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(len as usize)
+}
+
+pub fn getsockopt_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<i32> {
+    let mut b = [0u8; 4];
+    getsockopt_buf(fd, level, opt, &mut b)?;
+    Ok(i32::from_ne_bytes(b))
+}
+
+/// Interface index of `name` in the calling thread's namespace.
+pub fn ifindex(name: &str) -> io::Result<i32> {
+    let c = CString::new(name).map_err(|_| io::Error::other("bad interface name"))?;
+    // SAFETY: valid C string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("interface {name}: {e}")));
+    }
+    Ok(i as i32)
+}
+
+pub const ETH_P_ALL: u16 = 0x0003;
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+
+/// A raw AF_PACKET socket bound to `ifname` (calling thread's namespace),
+/// non-blocking. `outgoing`: also see frames this host sends (captures);
+/// the emulator ignores them (its own transmissions).
+pub fn packet_socket(ifname: &str, outgoing: bool, bufsize: i32) -> io::Result<OwnedFd> {
+    let idx = ifindex(ifname)?;
+    // SAFETY: plain socket call.
+    let fd = cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, i32::from(ETH_P_ALL.to_be())) }, "socket(AF_PACKET)")?;
+    // SAFETY: fd is a fresh socket we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let raw = fd.as_raw_fd();
+    if !outgoing {
+        setsockopt(raw, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1i32, "SO_TIMESTAMPNS")?;
+        setsockopt(raw, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1i32, "PACKET_IGNORE_OUTGOING")?;
+        setsockopt(raw, libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1i32, "PACKET_QDISC_BYPASS")?;
+    }
+    // Root may exceed rmem_max/wmem_max; fall back to the ordinary options.
+    if setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bufsize, "SO_RCVBUFFORCE").is_err() {
+        setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, bufsize, "SO_RCVBUF")?;
+    }
+    if setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, bufsize, "SO_SNDBUFFORCE").is_err() {
+        setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, bufsize, "SO_SNDBUF")?;
+    }
+    // SAFETY: zeroed sockaddr_ll is valid; we fill the fields we need.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = ETH_P_ALL.to_be();
+    sll.sll_ifindex = idx;
+    // SAFETY: sll is a valid sockaddr_ll.
+    let r = unsafe { libc::bind(raw, &sll as *const libc::sockaddr_ll as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t) };
+    cvt(r, &format!("bind AF_PACKET to {ifname}"))?;
+    Ok(fd)
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_STXCSUM: u32 = 0x17;
+const ETHTOOL_STSO: u32 = 0x1f;
+const ETHTOOL_SGSO: u32 = 0x24;
+const ETHTOOL_SGRO: u32 = 0x2c;
+
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+#[repr(C)]
+struct IfreqData {
+    name: [libc::c_char; libc::IFNAMSIZ],
+    data: *mut libc::c_void,
+    _pad: [u8; 16],
+}
+
+/// `ethtool -K IF tso off gso off gro off tx off` through the legacy
+/// ETHTOOL ioctls, in the calling thread's namespace. Per-packet behaviour
+/// of the emulator needs all of them off (and AF_PACKET relays need real
+/// checksums in the frames).
+pub fn offloads_off(ifname: &str) -> io::Result<()> {
+    // SAFETY: plain socket call.
+    let s = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) }, "socket for ethtool")?;
+    // SAFETY: fresh fd we own.
+    let s = unsafe { OwnedFd::from_raw_fd(s) };
+    for (cmd, what) in [(ETHTOOL_STSO, "tso"), (ETHTOOL_SGSO, "gso"), (ETHTOOL_SGRO, "gro"), (ETHTOOL_STXCSUM, "tx")] {
+        let mut v = EthtoolValue { cmd, data: 0 };
+        let mut ifr = IfreqData { name: [0; libc::IFNAMSIZ], data: &mut v as *mut EthtoolValue as *mut libc::c_void, _pad: [0; 16] };
+        for (d, b) in ifr.name.iter_mut().zip(ifname.bytes().take(libc::IFNAMSIZ - 1)) {
+            *d = b as libc::c_char;
+        }
+        // SAFETY: ifr points at a valid ethtool_value for the duration of the call.
+        let r = unsafe { libc::ioctl(s.as_raw_fd(), SIOCETHTOOL as _, &mut ifr) };
+        cvt(r, &format!("ethtool -K {ifname} {what} off"))?;
+    }
+    Ok(())
+}
+
+/// Lets a thread's timers fire within a nanosecond of their deadline
+/// instead of the default 50 us slack.
+pub fn tight_timer_slack() {
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Nanoseconds of CLOCK_REALTIME (pcap timestamps are converted from it).
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid timespec pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `ppoll` on `fds` (all for POLLIN) for at most `timeout_ns`.
+pub fn poll_in(fds: &mut [libc::pollfd], timeout_ns: u64) -> io::Result<usize> {
+    let ts = libc::timespec { tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t, tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long };
+    // SAFETY: fds is a valid slice of pollfd; ts valid.
+    let r = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(r as usize)
+}
+
+/// Gives the calling thread a real-time priority (SCHED_FIFO) if allowed,
+/// so application threads on the same cores cannot delay the emulator's
+/// deadlines. Best effort: returns whether it worked.
+pub fn realtime_priority(prio: i32) -> bool {
+    let p = libc::sched_param { sched_priority: prio };
+    // SAFETY: valid sched_param; 0 = this thread.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+}

@@ -1,0 +1,331 @@
+//! The kernel backend end to end: seed 000's lab on Linux MPTCP (aggregate,
+//! link cut, restore), option-30 stripping and fallback, the same scenario
+//! on the simulator and the kernel, errors for what the kernel cannot do,
+//! Ctrl-C and `mplab clean`. Needs root; every test removes its namespaces
+//! even when it fails, and bounds its loops.
+
+mod kernel_support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kernel_support::{can_run, namespaces_with, resolve, run, serial, window_mbit, NsGuard};
+
+/// Seed 000's first lab: a client with two 10 Mbit/s uplinks (10 ms) via
+/// two gateways and a firewall to a 100 Mbit/s server; MPTCP fullmesh.
+fn lab1(duration: &str, extra: &str) -> String {
+    format!(
+        r#"
+name = "lab1"
+duration = "{duration}"
+
+[[nodes]]
+name = "client"
+[[nodes]]
+name = "gw1"
+kind = "router"
+[[nodes]]
+name = "gw2"
+kind = "router"
+[[nodes]]
+name = "fw"
+kind = "router"
+[[nodes]]
+name = "server"
+
+[[links]]
+name = "wan1"
+a = "client:eth0"
+b = "gw1"
+rate = "10Mbit"
+delay = "10ms"
+queue = {{ kind = "droptail", packets = 100 }}
+a_addr = "10.0.220.2/24"
+b_addr = "10.0.220.1/24"
+
+[[links]]
+name = "wan2"
+a = "client:eth1"
+b = "gw2"
+rate = "10Mbit"
+delay = "10ms"
+queue = {{ kind = "droptail", packets = 100 }}
+a_addr = "10.0.221.2/24"
+b_addr = "10.0.221.1/24"
+
+[[links]]
+a = "gw1"
+b = "fw"
+rate = "1Gbit"
+
+[[links]]
+a = "gw2"
+b = "fw"
+rate = "1Gbit"
+
+[[links]]
+name = "lan"
+a = "fw"
+b = "server"
+rate = "100Mbit"
+a_addr = "10.0.222.1/24"
+b_addr = "10.0.222.2/24"
+
+[transport.mptcp]
+path_manager = "fullmesh"
+
+[probes]
+interval = "250ms"
+{extra}
+"#
+    )
+}
+
+#[test]
+fn kernel_lab1_aggregate_cut_and_restore() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("lab");
+    let toml = lab1(
+        "20s",
+        r#"
+[[flows]]
+name = "iperf"
+from = "client"
+to = "server"
+transport = "mptcp"
+port = 5001
+
+[[events]]
+at = "7s"
+link = "wan2"
+action = "down"
+
+[[events]]
+at = "12s"
+link = "wan2"
+action = "up"
+"#,
+    );
+    let r = run(&g, 0, &toml);
+    let f = &r.results.summary.flows[0];
+    let before = window_mbit(&r, "iperf", 2.0, 7.0);
+    // The kernel needs a few RTOs (~2 s here) to declare the subflow stale
+    // and reinject its data; measure the single-link phase after that.
+    let cut = window_mbit(&r, "iperf", 10.0, 11.75);
+    for s in r.results.flows.iter().filter(|s| s.flow == "iperf" && s.subflow == "all" && s.time_s > 6.0 && s.time_s <= 16.0) {
+        eprintln!("{:6.2} s {:7.2} Mbit/s", s.time_s, s.goodput_bps / 1e6);
+    }
+    let after = window_mbit(&r, "iperf", 15.0, 20.0);
+    eprintln!("lab1: {:.2} Mbit/s overall; both links {before:.2}, one link {cut:.2}, restored {after:.2}; subflows {:?}", f.goodput_bps / 1e6, f.subflows);
+    assert!(f.verified && !f.fallback, "{f:?}");
+    assert!(f.subflows.len() >= 2, "fullmesh opened {} subflows", f.subflows.len());
+    assert!(before >= 18.0, "aggregate over both links {before:.2} Mbit/s < 18");
+    assert!(cut >= 9.0, "with wan2 cut {cut:.2} Mbit/s < 9");
+    assert!(after >= 18.0, "after restoring wan2 {after:.2} Mbit/s < 18");
+    // The connection survived: data kept arriving in every second of the
+    // cut once the kernel had noticed it.
+    for sec in 8..12 {
+        let m = window_mbit(&r, "iperf", sec as f64, sec as f64 + 1.0);
+        assert!(m > 1.0, "stalled in second {sec}..{}: {m:.2} Mbit/s", sec + 1);
+    }
+    let wan2 = r.results.summary.links.iter().find(|l| l.name == "wan2" && l.direction == "ab").unwrap();
+    assert!(wan2.drops_down > 0, "the cut dropped nothing: {wan2:?}");
+    g.assert_clean();
+}
+
+/// A firewall that strips option 30 from every segment: the kernel falls
+/// back to TCP (TCP_IS_MPTCP = 0, MPCapableFallback counters) and the
+/// bounded transfer completes. Then the same on a link, SYNs only, done by
+/// the emulator itself.
+#[test]
+fn kernel_option_stripping_falls_back() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("strip");
+    let flow = r#"
+[[flows]]
+name = "x"
+from = "client"
+to = "server"
+transport = "mptcp"
+app = "bulk"
+bytes = "4MB"
+"#;
+    let toml = lab1("6s", &format!("{flow}\n[[middleboxes]]\nkind = \"strip_mptcp\"\nnode = \"fw\"\non = \"all\"\n"));
+    let r = run(&g, 0, &toml);
+    let f = &r.results.summary.flows[0];
+    eprintln!("stripped on fw: {f:?}\n{}", r.meta["mptcp_counters"]);
+    assert!(f.fallback, "no fallback detected: {f:?}");
+    assert!(f.completed && f.verified && f.bytes_delivered == 4_000_000, "{f:?}");
+    let srv = &r.meta["mptcp_counters"]["server"];
+    let cli = &r.meta["mptcp_counters"]["client"];
+    assert!(cli.get("MPCapableFallbackSYNACK").is_some() || srv.get("MPCapableSYNRX").is_none(), "counters: {cli} {srv}");
+
+    let toml = lab1("5s", &format!("{flow}\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"lan\"\non = \"syn\"\n"));
+    let r = run(&g, 1, &toml);
+    let f = &r.results.summary.flows[0];
+    eprintln!("stripped on lan (SYN only): {f:?}");
+    assert!(f.fallback && f.completed && f.verified, "{f:?}");
+    g.assert_clean();
+}
+
+/// The same TCP scenario on the simulator and on the kernel: goodput within 10 %.
+#[test]
+fn kernel_and_sim_agree() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("cmp");
+    let toml = r#"
+name = "cmp"
+duration = "8s"
+[topology]
+kind = "dumbbell"
+pairs = 2
+access_rate = "100Mbit"
+access_delay = "1ms"
+bottleneck_rate = "20Mbit"
+bottleneck_delay = "10ms"
+bottleneck_queue = { kind = "droptail", packets = 100 }
+[transport.tcp]
+cc = "cubic"
+[[flows]]
+name = "a"
+from = "l0"
+to = "r0"
+transport = "tcp"
+[[flows]]
+name = "b"
+from = "l1"
+to = "r1"
+transport = "tcp"
+"#;
+    let (_, net) = resolve(toml);
+    let mut world = mplab_sim::World::new(net.clone(), None).expect("sim");
+    world.run_until(mplab_proto::Instant(net.duration_ns));
+    let sim = world.finish("sim").summary;
+    let k = run(&g, 0, toml).results.summary;
+    let agg = |s: &mplab_sim::Summary| s.flows.iter().map(|f| f.goodput_bps).sum::<f64>();
+    let (a, b) = (agg(&sim), agg(&k));
+    eprintln!("aggregate goodput: sim {:.3} Mbit/s, kernel {:.3} Mbit/s ({:+.1} %)", a / 1e6, b / 1e6, (b / a - 1.0) * 100.0);
+    assert!(k.flows.iter().all(|f| f.verified));
+    assert!((b / a - 1.0).abs() <= 0.10, "sim {a} vs kernel {b}");
+    g.assert_clean();
+}
+
+fn mplab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mplab"))
+}
+
+/// What the kernel cannot do is an error naming the scenario line (exit 2).
+#[test]
+fn kernel_refuses_what_it_cannot_run() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mplab-kerr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("[transport.mptcp]\ncc = \"olia\"\n", "transport.mptcp.cc", "olia"),
+        ("[transport.mptcp]\npath_manager = \"ndiffports\"\n", "transport.mptcp.path_manager", "ndiffports"),
+        ("[transport.mptcp]\nscheduler = \"roundrobin\"\n", "transport.mptcp.scheduler", "roundrobin"),
+    ];
+    for (i, (extra, field, word)) in cases.iter().enumerate() {
+        let text = format!(
+            "name = \"e\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\n{extra}[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\n"
+        );
+        let path = dir.join(format!("e{i}.toml"));
+        std::fs::write(&path, &text).unwrap();
+        let out = mplab().args(["run", "--backend", "kernel", "--quiet"]).arg(&path).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        let line = text.lines().position(|l| l.starts_with(field.rsplit('.').next().unwrap())).unwrap() + 1;
+        assert!(err.contains(&format!("e{i}.toml:{line}:")) && err.contains(field) && err.contains(word), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // Nothing was created for refused scenarios.
+    assert!(namespaces_with(&format!("mplab-{}-", std::process::id())).is_empty());
+}
+
+/// Ctrl-C in the middle of a run: exit 1, every namespace of the run gone.
+#[test]
+fn kernel_ctrl_c_tears_down() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mplab-kint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = mplab()
+        .args(["run", "--backend", "kernel", "--quiet", "scenarios/two-paths.toml", "--set", "duration=30s", "--out"])
+        .arg(&dir)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .spawn()
+        .unwrap();
+    let prefix = format!("mplab-{}-", child.id());
+    let _guard = NsGuard { prefix: prefix.clone() };
+    let t = Instant::now();
+    while namespaces_with(&prefix).is_empty() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!namespaces_with(&prefix).is_empty(), "the run never created its namespaces");
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            panic!("mplab did not stop within 15 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    eprintln!("stopped {:.2} s after SIGINT with {status}", t.elapsed().as_secs_f64());
+    assert_eq!(status.code(), Some(1));
+    assert!(namespaces_with(&prefix).is_empty(), "left behind: {:?}", namespaces_with(&prefix));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `mplab clean` removes the namespaces of dead runs and keeps live ones.
+#[test]
+fn mplab_clean_removes_leftovers() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    // A pid that is not running: past the largest pid the kernel hands out.
+    let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(4_194_304);
+    let dead = format!("mplab-{}-c1ea", pid_max + 1);
+    let live = format!("mplab-{}-c1eb", std::process::id());
+    let _g1 = NsGuard { prefix: dead.clone() };
+    let _g2 = NsGuard { prefix: live.clone() };
+    for n in [format!("{dead}-client"), format!("{dead}~wire"), format!("{live}-x")] {
+        mplab_emu::sys::run(&["ip", "netns", "add", &n]).unwrap();
+    }
+    // A process left inside a dead run's namespace is killed too.
+    let mut sleeper = Command::new("ip").args(["netns", "exec", &format!("{dead}-client"), "sleep", "30"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let out = mplab().arg("clean").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains(&format!("removed {dead}-client")) && text.contains(&format!("removed {dead}~wire")), "{text}");
+    assert!(namespaces_with(&dead).is_empty());
+    assert_eq!(namespaces_with(&live).len(), 1, "a live run's namespace was removed");
+    let t = Instant::now();
+    while sleeper.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(sleeper.try_wait().unwrap().is_some(), "the process inside was not killed");
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}

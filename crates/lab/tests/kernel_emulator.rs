@@ -1,0 +1,106 @@
+//! Accuracy of mplab's userspace link emulator under real kernel TCP:
+//! delay (request/response latency = 2 x one-way delay), rate (TCP
+//! goodput = rate x 1448/1500), loss (bytes lost on a lossy direction).
+//! Needs root; each test cleans up its namespaces even when it fails.
+
+mod kernel_support;
+
+use kernel_support::{can_run, run, serial, NsGuard};
+
+/// Three host pairs on 1 Gbit/s links with 10, 50 and 200 ms one-way
+/// delay; a small request/response every 400 ms on each.
+#[test]
+fn kernel_emulator_delay_accuracy() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("dly");
+    let mut toml = String::from("name = \"delay\"\nduration = \"4.5s\"\n");
+    let delays = [10.0, 50.0, 200.0];
+    for (i, d) in delays.iter().enumerate() {
+        toml += &format!(
+            "[[nodes]]\nname = \"c{i}\"\n[[nodes]]\nname = \"s{i}\"\n[[links]]\na = \"c{i}\"\nb = \"s{i}\"\nrate = \"1Gbit\"\ndelay = \"{d}ms\"\n\
+             [[flows]]\nname = \"f{i}\"\nfrom = \"c{i}\"\nto = \"s{i}\"\ntransport = \"tcp\"\napp = \"request\"\nrequest_size = \"100B\"\nresponse_size = \"100B\"\ncount = 8\ninterval = \"450ms\"\n"
+        );
+    }
+    let r = run(&g, 0, &toml);
+    for (i, d) in delays.iter().enumerate() {
+        let f = &r.results.summary.flows[i];
+        assert!(f.verified && f.completed, "{f:?}");
+        let mean = f.mean_latency_ms.expect("latency");
+        let p99 = f.p99_latency_ms.expect("latency");
+        eprintln!("delay {d} ms: request/response mean {mean:.3} ms, max {p99:.3} ms, client srtt {:?} ms (want {:.1})", f.mean_srtt_ms, 2.0 * d);
+        assert!((mean - 2.0 * d).abs() <= 0.5, "delay {d} ms: mean latency {mean:.3} ms, want {} +- 0.5", 2.0 * d);
+        assert!(p99 - 2.0 * d <= 1.5, "delay {d} ms: worst latency {p99:.3} ms");
+    }
+    g.assert_clean();
+}
+
+/// TCP goodput over a 10 and a 100 Mbit/s link: the rate times the payload
+/// share of a 1500-byte packet (1448 bytes with timestamps), within 5 %.
+#[test]
+fn kernel_emulator_rate_accuracy() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("rate");
+    let mut toml = String::from("name = \"rate\"\nduration = \"6s\"\n[transport.tcp]\ncc = \"cubic\"\n");
+    let rates = [10u64, 100];
+    for (i, m) in rates.iter().enumerate() {
+        toml += &format!(
+            "[[nodes]]\nname = \"c{i}\"\n[[nodes]]\nname = \"s{i}\"\n[[links]]\na = \"c{i}\"\nb = \"s{i}\"\nrate = \"{m}Mbit\"\ndelay = \"5ms\"\nqueue = {{ kind = \"droptail\", packets = 100 }}\n\
+             [[flows]]\nname = \"f{i}\"\nfrom = \"c{i}\"\nto = \"s{i}\"\ntransport = \"tcp\"\napp = \"bulk\"\n"
+        );
+    }
+    let r = run(&g, 0, &toml);
+    for (i, m) in rates.iter().enumerate() {
+        let f = &r.results.summary.flows[i];
+        assert!(f.verified, "{f:?}");
+        let want = *m as f64 * 1e6 * 1448.0 / 1500.0;
+        let got = f.goodput_bps;
+        eprintln!("rate {m} Mbit/s: goodput {:.3} Mbit/s, {:.2} % of {:.3}", got / 1e6, got / want * 100.0, want / 1e6);
+        assert!((got / want - 1.0).abs() <= 0.05, "rate {m} Mbit/s: goodput {:.3} Mbit/s, want {:.3} +- 5 %", got / 1e6, want / 1e6);
+    }
+    g.assert_clean();
+}
+
+/// 1 % and 5 % Bernoulli loss on the data direction of two links, with a
+/// paced sender far below the rate (no queue drops): the bytes that reach
+/// the receiver's interface match 1 - p within 5 standard deviations.
+#[test]
+fn kernel_emulator_loss_accuracy() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("loss");
+    let mut toml = String::from("name = \"loss\"\nduration = \"5s\"\nseed = 3\n");
+    let losses = [0.01, 0.05];
+    for (i, p) in losses.iter().enumerate() {
+        toml += &format!(
+            "[[nodes]]\nname = \"c{i}\"\n[[nodes]]\nname = \"s{i}\"\n[[links]]\nname = \"l{i}\"\na = \"c{i}\"\nb = \"s{i}\"\nrate = \"100Mbit\"\ndelay = \"2ms\"\n[links.ab]\nloss = {p}\n\
+             [[flows]]\nname = \"f{i}\"\nfrom = \"c{i}\"\nto = \"s{i}\"\ntransport = \"tcp\"\napp = \"rate\"\nrate = \"20Mbit\"\n"
+        );
+    }
+    let r = run(&g, 0, &toml);
+    let s = &r.results.summary;
+    for (i, p) in losses.iter().enumerate() {
+        assert!(s.flows[i].verified, "{:?}", s.flows[i]);
+        let tx = s.interfaces.iter().find(|x| x.node == format!("c{i}")).unwrap().tx_bytes as f64;
+        let rx = s.interfaces.iter().find(|x| x.node == format!("s{i}")).unwrap().rx_bytes as f64;
+        let link = s.links.iter().find(|l| l.name == format!("l{i}") && l.direction == "ab").unwrap();
+        let n = link.tx_packets as f64;
+        let measured = 1.0 - rx / tx;
+        let sd = (p * (1.0 - p) / n).sqrt();
+        eprintln!(
+            "loss {p}: measured {measured:.4} over {n} packets (sd {sd:.4}); model drew {} losses = {:.4}",
+            link.drops_loss,
+            link.drops_loss as f64 / n
+        );
+        assert!(link.drops_queue == 0, "queue drops on a paced flow: {link:?}");
+        assert!((measured - p).abs() <= 5.0 * sd + 0.002, "loss {p}: measured {measured:.4}, sd {sd:.4}");
+    }
+    g.assert_clean();
+}

@@ -1,0 +1,92 @@
+//! Shared by the kernel-backend tests: root check, one kernel run at a time
+//! per test binary, a namespace guard that removes the run's namespaces
+//! even when the test panics, and a helper to run a scenario text.
+
+#![allow(dead_code)]
+
+use std::sync::{Mutex, MutexGuard};
+
+use mplab_emu::kernel::{self, KernelOptions, KernelRun};
+use mplab_scenario::{Network, Scenario};
+
+/// Kernel runs share 2 cores: one at a time within a test binary (cargo
+/// runs test binaries one after another).
+pub fn serial() -> MutexGuard<'static, ()> {
+    static M: Mutex<()> = Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// True when the test can run; false (and a message) when it must skip.
+/// CI runs as root, so there a skip is a failure.
+pub fn can_run() -> bool {
+    if mplab_emu::sys::is_root() && std::path::Path::new("/proc/sys/net/mptcp/enabled").exists() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("CI must run the kernel-backend tests as root on a kernel with MPTCP");
+    }
+    eprintln!("skipping: needs root and a kernel with MPTCP");
+    false
+}
+
+/// Namespaces whose name starts with `prefix`.
+pub fn namespaces_with(prefix: &str) -> Vec<String> {
+    std::fs::read_dir("/run/netns")
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with(prefix)).collect())
+        .unwrap_or_default()
+}
+
+/// Removes every namespace of one test's runs on drop (also on panic).
+pub struct NsGuard {
+    pub prefix: String,
+}
+
+impl NsGuard {
+    pub fn new(tag: &str) -> NsGuard {
+        NsGuard { prefix: format!("mplab-{}-{tag}", std::process::id()) }
+    }
+    /// A prefix for the `i`th run of this test.
+    pub fn run_prefix(&self, i: usize) -> String {
+        format!("{}{i}", self.prefix)
+    }
+    pub fn assert_clean(&self) {
+        let left = namespaces_with(&self.prefix);
+        assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    }
+}
+
+impl Drop for NsGuard {
+    fn drop(&mut self) {
+        for n in namespaces_with(&self.prefix) {
+            let _ = mplab_emu::topo::delete_ns(&n);
+        }
+    }
+}
+
+pub fn resolve(toml: &str) -> (Scenario, Network) {
+    let sc = Scenario::from_str(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
+    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
+    (sc, net)
+}
+
+/// Runs a scenario text on the kernel under the guard's prefix.
+pub fn run(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
+    let (sc, net) = resolve(toml);
+    let errs = mplab_emu::kconf::unsupported(&sc, &net);
+    assert!(errs.is_empty(), "{errs:?}");
+    let opts = KernelOptions { prefix: Some(guard.run_prefix(i)), ..Default::default() };
+    let r = kernel::run(&net, &opts).unwrap_or_else(|e| panic!("kernel run failed: {e}"));
+    let left = namespaces_with(&guard.run_prefix(i));
+    assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
+    for n in &r.results.summary.notes {
+        eprintln!("note: {n}");
+    }
+    r
+}
+
+/// Mean of the flow's `all` goodput samples with `from < time_s <= to`, Mbit/s.
+pub fn window_mbit(r: &KernelRun, flow: &str, from: f64, to: f64) -> f64 {
+    let v: Vec<f64> = r.results.flows.iter().filter(|s| s.flow == flow && s.subflow == "all" && s.time_s > from + 1e-9 && s.time_s <= to + 1e-9).map(|s| s.goodput_bps).collect();
+    assert!(!v.is_empty(), "no samples in ({from}, {to}]");
+    v.iter().sum::<f64>() / v.len() as f64 / 1e6
+}
