@@ -36,7 +36,7 @@ impl CongestionControl for Cubic {
         "cubic"
     }
 
-    fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent) {
+    fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent<'_>) {
         if !ev.cwnd_limited {
             return;
         }
@@ -102,8 +102,8 @@ mod tests {
     use super::*;
     use core::time::Duration;
 
-    fn ack(now: Instant, acked: u64) -> AckEvent {
-        AckEvent { now, acked, srtt: Some(Duration::from_millis(100)), min_rtt: Some(Duration::from_millis(100)), cwnd_limited: true }
+    fn ack(now: Instant, acked: u64) -> AckEvent<'static> {
+        AckEvent { now, acked, srtt: Some(Duration::from_millis(100)), min_rtt: Some(Duration::from_millis(100)), cwnd_limited: true, coupling: None }
     }
 
     /// Drive one window of ACKs per RTT and return the cwnd after `rtts`.

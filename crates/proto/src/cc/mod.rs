@@ -29,11 +29,15 @@ pub struct CcState {
     pub ssthresh: u64,
     /// Payload bytes of a full segment.
     pub mss: u64,
+    /// Bytes acknowledged since the last congestion event, and between the
+    /// two before it (OLIA's l1 and l2; kept by the connection).
+    pub acked_since_loss: u64,
+    pub acked_last_interval: u64,
 }
 
 impl CcState {
     pub fn new(mss: u64) -> Self {
-        CcState { cwnd: INITIAL_WINDOW_SEGMENTS * mss, ssthresh: u64::MAX, mss }
+        CcState { cwnd: INITIAL_WINDOW_SEGMENTS * mss, ssthresh: u64::MAX, mss, acked_since_loss: 0, acked_last_interval: 0 }
     }
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
@@ -44,9 +48,32 @@ impl CcState {
     }
 }
 
+/// One subflow of a multipath connection, as a coupled congestion control
+/// sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathState {
+    pub cwnd: u64,
+    pub ssthresh: u64,
+    pub mss: u64,
+    pub srtt: Option<Duration>,
+    /// Bytes acknowledged between its last losses: max(l1, l2) in OLIA.
+    pub loss_interval: u64,
+}
+
+/// What a coupled (multipath) congestion control knows about the subflows
+/// of its connection. The MPTCP connection refreshes it before each ACK a
+/// subflow processes; plain TCP has none.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Coupling {
+    /// This subflow's position in `paths`.
+    pub me: usize,
+    /// Every established, non-backup subflow carrying data, this one included.
+    pub paths: Vec<PathState>,
+}
+
 /// New data was cumulatively acknowledged.
 #[derive(Debug, Clone, Copy)]
-pub struct AckEvent {
+pub struct AckEvent<'a> {
     pub now: Instant,
     /// Bytes newly acknowledged by this ACK.
     pub acked: u64,
@@ -57,14 +84,20 @@ pub struct AckEvent {
     /// the receive window) since the last ACK: windows grow only then
     /// (RFC 7661's idea; Linux's `tcp_is_cwnd_limited`).
     pub cwnd_limited: bool,
+    /// The sibling subflows, for coupled algorithms (None on plain TCP).
+    pub coupling: Option<&'a Coupling>,
 }
 
 /// A congestion-control algorithm. One instance per connection (subflow).
 pub trait CongestionControl: Debug {
     /// Name as scenario files write it (`"reno"`, `"cubic"`, ...).
     fn name(&self) -> &'static str;
+    /// Whether it needs [`AckEvent::coupling`] (multipath-aware).
+    fn coupled(&self) -> bool {
+        false
+    }
     /// Grow the window on new acknowledged data (outside loss recovery).
-    fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent);
+    fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent<'_>);
     /// Loss detected by duplicate ACKs / SACK: set ssthresh and cwnd for the
     /// recovery period.
     fn on_congestion_event(&mut self, s: &mut CcState, now: Instant, in_flight: u64);

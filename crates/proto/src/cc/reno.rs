@@ -15,7 +15,7 @@ impl CongestionControl for Reno {
         "reno"
     }
 
-    fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent) {
+    fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent<'_>) {
         if !ev.cwnd_limited {
             return;
         }
@@ -49,8 +49,8 @@ pub(crate) fn reno_avoidance(s: &mut CcState, acc: &mut u64, acked: u64) {
 mod tests {
     use super::*;
 
-    fn ack(acked: u64) -> AckEvent {
-        AckEvent { now: Instant(0), acked, srtt: None, min_rtt: None, cwnd_limited: true }
+    fn ack(acked: u64) -> AckEvent<'static> {
+        AckEvent { now: Instant(0), acked, srtt: None, min_rtt: None, cwnd_limited: true, coupling: None }
     }
 
     #[test]

@@ -498,6 +498,7 @@ impl Connection {
             self.after_input(now);
             return sub_range;
         }
+        self.refresh_coupling(i);
         let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
         if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
             self.subflow_synced(now, i);
@@ -553,6 +554,26 @@ impl Connection {
         self.drain_subflow(i);
         self.after_input(now);
         placed
+    }
+
+    /// Gives subflow `i`'s congestion control the state of its siblings,
+    /// if it is a coupled one (LIA, OLIA, BALIA).
+    fn refresh_coupling(&mut self, i: usize) {
+        if !self.subflows[i].tcp.cc_coupled() {
+            return;
+        }
+        let mut c = self.subflows[i].tcp.take_coupling().unwrap_or_default();
+        c.paths.clear();
+        c.me = 0;
+        for (k, s) in self.subflows.iter().enumerate() {
+            if k == i {
+                c.me = c.paths.len();
+                c.paths.push(s.tcp.path_state());
+            } else if s.usable() && !(s.backup || s.peer_backup) {
+                c.paths.push(s.tcp.path_state());
+            }
+        }
+        self.subflows[i].tcp.set_coupling(Some(c));
     }
 
     /// SSN (relative, on the wire) -> subflow receive offset.

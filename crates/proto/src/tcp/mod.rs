@@ -27,7 +27,7 @@ use std::net::SocketAddr;
 use mplab_wire::tcp::flags;
 use mplab_wire::{SackBlock, TcpHeader, TcpOptions, Timestamps};
 
-use crate::cc::{AckEvent, CcState, CongestionControl};
+use crate::cc::{AckEvent, CcState, CongestionControl, Coupling, PathState};
 use crate::time::Instant;
 
 pub use config::TcpConfig;
@@ -143,6 +143,8 @@ pub struct Connection {
     peer_wnd: u64,
     cc_state: CcState,
     cc: Box<dyn CongestionControl>,
+    /// Sibling subflows for a coupled congestion control (set by MPTCP).
+    coupling: Option<Coupling>,
     recovery: Recovery,
     dupacks: u32,
     /// Without SACK, each duplicate ACK means a segment left the network
@@ -230,6 +232,7 @@ impl Connection {
             peer_wnd: 0,
             cc_state: CcState::new(mss),
             cc,
+            coupling: None,
             recovery: Recovery::Open,
             dupacks: 0,
             dup_credit: 0,
@@ -350,6 +353,26 @@ impl Connection {
     pub fn in_flight(&self) -> u64 {
         self.board.in_flight(self.snd_nxt - self.snd_una).saturating_sub(self.dup_credit)
     }
+    /// Whether the congestion control wants the sibling subflows' state.
+    pub fn cc_coupled(&self) -> bool {
+        self.cc.coupled()
+    }
+
+    /// This subflow as a sibling sees it (for [`Coupling`]).
+    pub fn path_state(&self) -> PathState {
+        let s = &self.cc_state;
+        PathState { cwnd: s.cwnd, ssthresh: s.ssthresh, mss: s.mss, srtt: self.rtt.srtt(), loss_interval: s.acked_since_loss.max(s.acked_last_interval) }
+    }
+
+    /// The coupling a multipath layer keeps up to date (taken and put back
+    /// to reuse its allocation).
+    pub fn take_coupling(&mut self) -> Option<Coupling> {
+        self.coupling.take()
+    }
+    pub fn set_coupling(&mut self, c: Option<Coupling>) {
+        self.coupling = c;
+    }
+
     /// One line of sender internals, for tracing a misbehaving flow.
     pub fn debug_line(&self) -> String {
         format!(
@@ -598,6 +621,8 @@ impl Connection {
                 self.stats.rto_count += 1;
                 let in_flight = self.in_flight();
                 if self.backoff == 0 {
+                    self.cc_state.acked_last_interval = self.cc_state.acked_since_loss;
+                    self.cc_state.acked_since_loss = 0;
                     self.cc.on_rto(&mut self.cc_state, now, in_flight);
                 } else {
                     // A repeated timeout: the window is already one
@@ -862,7 +887,8 @@ impl Connection {
             Recovery::Loss { recover } if self.snd_una >= recover => self.recovery = Recovery::Open,
             _ => {}
         }
-        let ev = AckEvent { now, acked, srtt: self.rtt.srtt(), min_rtt: self.rtt.min_rtt(), cwnd_limited: self.cwnd_limited };
+        self.cc_state.acked_since_loss += acked;
+        let ev = AckEvent { now, acked, srtt: self.rtt.srtt(), min_rtt: self.rtt.min_rtt(), cwnd_limited: self.cwnd_limited, coupling: self.coupling.as_ref() };
         self.cc.on_ack(&mut self.cc_state, &ev);
         self.cwnd_limited = false;
     }
@@ -885,6 +911,8 @@ impl Connection {
         }
         if self.recovery == Recovery::Open && self.board.lost() > 0 {
             let in_flight = self.in_flight() + self.board.lost();
+            self.cc_state.acked_last_interval = self.cc_state.acked_since_loss;
+            self.cc_state.acked_since_loss = 0;
             self.cc.on_congestion_event(&mut self.cc_state, now, in_flight);
             self.recovery = Recovery::Fast { recover: self.snd_nxt };
             self.rexmit_allowance = true;
