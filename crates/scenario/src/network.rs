@@ -373,6 +373,10 @@ pub struct MptcpConfig {
     pub cc: String,
     pub max_subflows: Option<u32>,
     pub add_addr_accepted: Option<u32>,
+    /// Opportunistic retransmission of the data blocking the window head.
+    pub opportunistic_retransmit: bool,
+    /// Penalisation of the subflow holding up the window head.
+    pub penalize: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

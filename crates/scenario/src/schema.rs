@@ -505,6 +505,14 @@ pub struct MptcpSpec {
     pub limits: MptcpLimits,
     #[serde(default)]
     pub endpoints: Vec<EndpointSpec>,
+    /// Opportunistic retransmission (Raiciu et al., NSDI 2012): reinject
+    /// the data blocking the window head on a faster subflow.
+    #[serde(default)]
+    pub opportunistic_retransmit: bool,
+    /// Halve the cwnd of the subflow holding up the window head, at most
+    /// once per RTT (same paper).
+    #[serde(default)]
+    pub penalize: bool,
 }
 
 impl Default for MptcpSpec {
@@ -517,6 +525,8 @@ impl Default for MptcpSpec {
             cc: None,
             limits: MptcpLimits::default(),
             endpoints: Vec::new(),
+            opportunistic_retransmit: false,
+            penalize: false,
         }
     }
 }

@@ -42,6 +42,21 @@ fn check_ident(s: &str, path: &str, what: &str) -> Result<(), Diag> {
     Ok(())
 }
 
+/// Scheduler names: a name (letters, digits, '_' or '-') with an optional
+/// numeric parameter after a colon (`"kbest:3"`).
+fn check_scheduler(s: &str, path: &str) -> Result<(), Diag> {
+    let (name, param) = match s.split_once(':') {
+        Some((n, p)) => (n, Some(p)),
+        None => (s, None),
+    };
+    let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+    let param_ok = param.is_none_or(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    if !name_ok || !param_ok {
+        return diag(path, format!("invalid scheduler {s:?}: expected a name like \"minrtt\" or \"kbest:3\" (lower-case letters, digits, '_', '-', optionally ':' and a number)"));
+    }
+    Ok(())
+}
+
 fn check_buf(b: Option<crate::units::Size>, path: &str) -> Result<(), Diag> {
     if b.is_some_and(|b| b.bytes() == 0) {
         return diag(path, "must be greater than 0 (leave it out to let the stack autotune)");
@@ -70,7 +85,7 @@ fn check_tcp(t: &TcpSpec, path: &str) -> Result<(), Diag> {
 }
 
 fn check_mptcp(m: &MptcpSpec, path: &str) -> Result<(), Diag> {
-    check_ident(&m.scheduler, &format!("{path}.scheduler"), "scheduler")?;
+    check_scheduler(&m.scheduler, &format!("{path}.scheduler"))?;
     if let Some(cc) = &m.cc {
         check_ident(cc, &format!("{path}.cc"), "congestion control")?;
     }
@@ -294,7 +309,7 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str) -> Result<(TcpConfig, O
     check_buf(f.snd_buf, &format!("{path}.snd_buf"))?;
     check_subflows(f.subflows, &format!("{path}.subflows"))?;
     if let Some(s) = &f.scheduler {
-        check_ident(s, &format!("{path}.scheduler"), "scheduler")?;
+        check_scheduler(s, &format!("{path}.scheduler"))?;
     }
     let tcp = TcpConfig {
         cc: f.cc.clone().unwrap_or_else(|| t.cc.clone()),
@@ -337,6 +352,8 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str) -> Result<(TcpConfig, O
             cc,
             max_subflows: m.limits.subflows,
             add_addr_accepted: m.limits.add_addr_accepted,
+            opportunistic_retransmit: m.opportunistic_retransmit,
+            penalize: m.penalize,
         }),
     ))
 }

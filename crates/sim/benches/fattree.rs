@@ -87,6 +87,21 @@ fn main() {
     let mptcp = toml.replace("transport = \"tcp\"", "transport = \"mptcp\"\npath_manager = \"ndiffports\"\nsubflows = 8");
     let o = run(&mptcp);
     report(&o, &format!("fat-tree k=8, permutation MPTCP (ndiffports, 8 subflows), {duration} simulated"));
+    // The same with coupled congestion control (per-ACK cost of LIA /
+    // OLIA: the sibling view plus a few floating-point operations).
+    // Uncoupled Reno is the fair baseline for the per-segment cost.
+    let reno = mptcp.replace("transport = \"mptcp\"", "transport = \"mptcp\"\ncc = \"reno\"");
+    let base = run(&reno);
+    report(&base, &format!("fat-tree k=8, permutation MPTCP, uncoupled reno, {duration} simulated"));
+    for cc in ["lia", "olia"] {
+        let o = run(&mptcp.replace("transport = \"mptcp\"", &format!("transport = \"mptcp\"\ncc = \"{cc}\"")));
+        report(&o, &format!("fat-tree k=8, permutation MPTCP, {cc}, {duration} simulated"));
+        println!(
+            "  {cc} vs uncoupled reno: wall {:+.1} %, per event {:+.1} %",
+            (o.wall_s / base.wall_s - 1.0) * 100.0,
+            (o.wall_s / o.events as f64 / (base.wall_s / base.events as f64) - 1.0) * 100.0
+        );
+    }
     two_paths();
 }
 

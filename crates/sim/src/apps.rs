@@ -98,6 +98,8 @@ pub struct App {
     promised: u64,
     pub completed_at: Option<Instant>,
     closed: bool,
+    /// Rate sender: it was due to send but the socket had no room.
+    blocked: bool,
 }
 
 /// Chunk size of the rate-limited sender: one MSS-ish write per tick.
@@ -119,6 +121,7 @@ impl App {
             promised: 0,
             completed_at: None,
             closed: false,
+            blocked: false,
         }
     }
 
@@ -177,9 +180,18 @@ impl App {
         let stopped = self.stopped(now);
         match self.kind {
             AppKind::Rate { rate_bps, .. } if self.client => {
-                while !stopped && self.next_send.is_some_and(|t| t <= now) && self.room(s) > 0 {
-                    let n = s.send(self.room(s).min(RATE_CHUNK));
+                if self.blocked && self.room(s) > 0 {
+                    // Space again after a full send buffer: go on from now
+                    // (like iperf3 -b, no burst to catch up the lost time).
+                    self.blocked = false;
+                    self.next_send = self.next_send.map(|t| t.max(now));
+                }
+                while !stopped && self.next_send.is_some_and(|t| t <= now) {
+                    let n = if self.room(s) > 0 { s.send(self.room(s).min(RATE_CHUNK)) } else { 0 };
                     if n == 0 {
+                        // The send buffer is full: wait for the transport to
+                        // drain it (it calls pump again), not for the timer.
+                        self.blocked = self.send_goal().is_none_or(|g| self.sent < g);
                         break;
                     }
                     self.sent += n;
@@ -253,6 +265,7 @@ impl App {
             return None;
         }
         match self.kind {
+            AppKind::Rate { .. } if self.client && self.blocked => self.stop_at,
             AppKind::Rate { .. } if self.client => self.next_send.map(|t| match self.stop_at {
                 Some(s) => t.min(s),
                 None => t,

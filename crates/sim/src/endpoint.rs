@@ -24,6 +24,24 @@ pub struct PathStats {
     pub rto_count: u64,
 }
 
+impl PathStats {
+    /// One TCP connection (a subflow, or plain TCP) as a path.
+    pub fn from_tcp(local: impl ToString, remote: impl ToString, backup: bool, s: &mplab_proto::tcp::TcpStats) -> Self {
+        PathStats {
+            local: local.to_string(),
+            remote: remote.to_string(),
+            backup,
+            cwnd: s.cwnd,
+            in_flight: s.in_flight,
+            srtt_ns: s.srtt.map(|d| d.as_nanos() as u64),
+            bytes_sent: s.bytes_sent,
+            bytes_acked: s.bytes_acked,
+            retransmitted_segments: s.segments_retransmitted,
+            rto_count: s.rto_count,
+        }
+    }
+}
+
 /// What changed after the endpoint processed input.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
@@ -50,6 +68,12 @@ pub trait Endpoint: StreamSocket {
     /// 4-tuple: true when it became a subflow of this endpoint.
     fn accept_join(&mut self, _now: Instant, _syn: &Packet) -> bool {
         false
+    }
+    /// Receive side of a multipath connection: bytes in its connection-level
+    /// out-of-order queue, and how long (ns) the oldest of them has waited
+    /// for the hole before it (0: nothing blocked). None for plain TCP.
+    fn reorder_probe(&self, _now: Instant) -> Option<(u64, u64)> {
+        None
     }
     /// The MPTCP token MP_JOINs name this endpoint by.
     fn token(&self) -> Option<u32> {

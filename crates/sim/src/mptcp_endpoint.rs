@@ -49,6 +49,8 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
         cc: f.tcp.cc.clone(),
         max_subflows: None,
         add_addr_accepted: None,
+        opportunistic_retransmit: false,
+        penalize: false,
     });
     let mut tcp = tcp_config(&f.tcp);
     tcp.cc = mplab_proto::cc::CcAlgorithm::from_name(&m.cc).unwrap_or(tcp.cc);
@@ -83,10 +85,17 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
         scheduler: m.scheduler.clone(),
         path_manager: pm,
         limits: mptcp::Limits {
-            subflows: m.max_subflows.unwrap_or(if pm == PmKind::FullMesh { m.subflows.unwrap_or(dflt_subflows) } else { dflt_subflows }),
+            // `limits.subflows` counts extra subflows (as `ip mptcp limits`);
+            // `subflows` is the most a connection may have, the first included.
+            subflows: m.max_subflows.unwrap_or(match (pm, m.subflows) {
+                (PmKind::NDiffPorts(_), _) | (_, None) => dflt_subflows,
+                (_, Some(n)) => n.saturating_sub(1),
+            }),
             add_addr_accepted: m.add_addr_accepted.unwrap_or(dflt_accept),
         },
         locals,
+        opportunistic_retransmit: m.opportunistic_retransmit,
+        penalize: m.penalize,
     }
 }
 
@@ -174,27 +183,17 @@ impl Endpoint for MptcpEndpoint {
     }
 
     fn paths(&self) -> Vec<PathStats> {
-        self.conn
-            .subflow_stats()
-            .into_iter()
-            .map(|s| PathStats {
-                local: s.local.to_string(),
-                remote: s.remote.to_string(),
-                backup: s.backup,
-                cwnd: s.tcp.cwnd,
-                in_flight: s.tcp.in_flight,
-                srtt_ns: s.tcp.srtt.map(|d| d.as_nanos() as u64),
-                bytes_sent: s.tcp.bytes_sent,
-                bytes_acked: s.tcp.bytes_acked,
-                retransmitted_segments: s.tcp.segments_retransmitted,
-                rto_count: s.tcp.rto_count,
-            })
-            .collect()
+        self.conn.subflow_stats().iter().map(|s| PathStats::from_tcp(s.local, s.remote, s.backup, &s.tcp)).collect()
     }
 
     fn accept_join(&mut self, now: Instant, pkt: &Packet) -> bool {
         let (local, remote) = addrs(pkt);
         self.conn.accept_join(now, local, remote, &pkt.tcp).is_ok()
+    }
+
+    fn reorder_probe(&self, now: Instant) -> Option<(u64, u64)> {
+        let hol = self.conn.hol_delay(now).map_or(0, |d| d.as_nanos() as u64);
+        Some((self.conn.ooo_bytes(), hol))
     }
 
     fn token(&self) -> Option<u32> {

@@ -91,6 +91,20 @@ pub struct FlowSample {
     pub in_flight_bytes: Option<u64>,
 }
 
+/// The receive-buffer columns of one flows.csv row (MPTCP `all` rows;
+/// kept beside [`FlowSample`] so backends that do not measure them need
+/// not know them).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReorderSample {
+    /// Index of the row in [`RunResults::flows`].
+    pub row: usize,
+    /// Bytes in the receiver's connection-level out-of-order queue.
+    pub ooo_bytes: u64,
+    /// How long the oldest out-of-order byte had waited (head-of-line
+    /// blocking), milliseconds; 0 when nothing is blocked.
+    pub hol_ms: f64,
+}
+
 /// One row of interfaces.csv.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct InterfaceSample {
@@ -117,6 +131,8 @@ pub struct RunResults {
     pub flows: Vec<FlowSample>,
     pub interfaces: Vec<InterfaceSample>,
     pub queues: Vec<QueueSample>,
+    /// ooo_bytes / hol_ms of flows.csv rows, by row (sorted).
+    pub reorder: Vec<ReorderSample>,
     /// Problems writing outputs during the run (a pcap that could not be
     /// written): the run's data is incomplete and the caller must say so.
     pub errors: Vec<String>,
@@ -128,10 +144,18 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
 
 impl RunResults {
     pub fn flows_csv(&self) -> String {
-        let mut s = String::from("time_s,flow,subflow,goodput_bps,cwnd_bytes,srtt_ms,in_flight_bytes\n");
-        for r in &self.flows {
+        let mut s = String::from("time_s,flow,subflow,goodput_bps,cwnd_bytes,srtt_ms,in_flight_bytes,ooo_bytes,hol_ms\n");
+        let mut extra = self.reorder.iter().peekable();
+        for (i, r) in self.flows.iter().enumerate() {
             let srtt = opt(&r.srtt_ms.map(|v| format!("{v:.3}")));
-            let _ = writeln!(s, "{:.3},{},{},{:.0},{},{},{}", r.time_s, r.flow, r.subflow, r.goodput_bps, opt(&r.cwnd_bytes), srtt, opt(&r.in_flight_bytes));
+            while extra.peek().is_some_and(|e| e.row < i) {
+                extra.next();
+            }
+            let (ooo, hol) = match extra.peek() {
+                Some(e) if e.row == i => (e.ooo_bytes.to_string(), format!("{:.3}", e.hol_ms)),
+                _ => (String::new(), String::new()),
+            };
+            let _ = writeln!(s, "{:.3},{},{},{:.0},{},{},{},{},{}", r.time_s, r.flow, r.subflow, r.goodput_bps, opt(&r.cwnd_bytes), srtt, opt(&r.in_flight_bytes), ooo, hol);
         }
         s
     }

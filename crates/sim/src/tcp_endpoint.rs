@@ -105,18 +105,6 @@ impl Endpoint for TcpEndpoint {
     }
 
     fn paths(&self) -> Vec<PathStats> {
-        let s = self.conn.stats();
-        vec![PathStats {
-            local: self.local.to_string(),
-            remote: self.remote.to_string(),
-            backup: false,
-            cwnd: s.cwnd,
-            in_flight: s.in_flight,
-            srtt_ns: s.srtt.map(|d| d.as_nanos() as u64),
-            bytes_sent: s.bytes_sent,
-            bytes_acked: s.bytes_acked,
-            retransmitted_segments: s.segments_retransmitted,
-            rto_count: s.rto_count,
-        }]
+        vec![PathStats::from_tcp(self.local, self.remote, false, &self.conn.stats())]
     }
 }

@@ -32,15 +32,15 @@ pub fn unsupported(net: &network::Network) -> Vec<Unsupported> {
             out.push(Unsupported {
                 flow: f.id,
                 field: "cc",
-                message: format!("congestion control {:?} is not implemented by the simulator (it has reno, cubic)", f.tcp.cc),
+                message: format!("congestion control {:?} is not implemented by the simulator (it has {})", f.tcp.cc, mplab_proto::cc::NAMES.join(", ")),
             });
         }
         if let Some(m) = &f.mptcp {
             if mplab_proto::mptcp::scheduler::by_name(&m.scheduler).is_none() {
-                out.push(Unsupported { flow: f.id, field: "scheduler", message: format!("scheduler {:?} is not implemented by the simulator (it has minrtt)", m.scheduler) });
+                out.push(Unsupported { flow: f.id, field: "scheduler", message: format!("scheduler {:?} is not implemented by the simulator (it has {})", m.scheduler, mplab_proto::mptcp::scheduler::NAMES.join(", ")) });
             }
             if mplab_proto::cc::CcAlgorithm::from_name(&m.cc).is_none() {
-                out.push(Unsupported { flow: f.id, field: "cc", message: format!("congestion control {:?} is not implemented by the simulator (it has reno, cubic)", m.cc) });
+                out.push(Unsupported { flow: f.id, field: "cc", message: format!("congestion control {:?} is not implemented by the simulator (it has {})", m.cc, mplab_proto::cc::NAMES.join(", ")) });
             }
         }
     }

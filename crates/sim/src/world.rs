@@ -777,6 +777,9 @@ impl World {
             let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
             let paths = f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default();
             let first = paths.first();
+            if let Some((ooo, hol)) = f.ends[1 - sender].ep.as_ref().and_then(|e| e.reorder_probe(self.now)) {
+                self.results.reorder.push(ReorderSample { row: self.results.flows.len(), ooo_bytes: ooo, hol_ms: hol as f64 / 1e6 });
+            }
             self.results.flows.push(FlowSample {
                 time_s: t,
                 flow: name.clone(),

@@ -190,3 +190,36 @@ fn mptcp_survives_a_nat() {
     let asa_out = r.summary.interfaces.iter().find(|i| i.node == "asa" && i.tx_bytes > 10_000_000);
     assert!(asa_out.is_some(), "{:?}", r.summary.interfaces);
 }
+
+#[test]
+fn fullmesh_subflows_caps_the_total() {
+    for (n, want) in [(1, 1), (2, 2), (3, 3)] {
+        let r = bundled("two-paths.toml", &[("duration", "2s"), ("transport.mptcp.subflows", &n.to_string())]);
+        assert_eq!(r.summary.flows[0].subflows.len(), want, "subflows = {n}");
+    }
+}
+
+#[test]
+fn a_rate_sender_faster_than_its_paths_does_not_spin() {
+    // 30 Mbit/s offered to one 10 Mbit/s path: the send buffer fills and the
+    // application waits for room instead of re-arming a timer in the past.
+    let toml = r#"
+name = "overload"
+duration = "5s"
+[topology]
+kind = "parallel"
+paths = 1
+rate = "10Mbit"
+delay = "10ms"
+[[flows]]
+name = "f"
+from = "client"
+to = "server"
+transport = "tcp"
+app = "rate"
+rate = "30Mbit"
+"#;
+    let r = run(toml);
+    let f = &r.summary.flows[0];
+    assert!(f.verified && f.goodput_bps > 9e6, "{f:?}");
+}

@@ -11,10 +11,17 @@ use core::time::Duration;
 
 use crate::time::Instant;
 
+pub mod balia;
+mod coupled;
 mod cubic;
+pub mod lia;
+pub mod olia;
 mod reno;
 
+pub use balia::Balia;
 pub use cubic::Cubic;
+pub use lia::Lia;
+pub use olia::Olia;
 pub use reno::Reno;
 
 /// Initial window: 10 segments (RFC 6928, Linux's default).
@@ -128,13 +135,25 @@ pub enum CcAlgorithm {
     Reno,
     #[default]
     Cubic,
+    /// RFC 6356 (coupled).
+    Lia,
+    /// Khalili et al. (coupled).
+    Olia,
+    /// Peng et al. (coupled).
+    Balia,
 }
+
+/// Every name [`CcAlgorithm::from_name`] knows.
+pub const NAMES: &[&str] = &["reno", "cubic", "lia", "olia", "balia"];
 
 impl CcAlgorithm {
     pub fn from_name(name: &str) -> Option<CcAlgorithm> {
         match name {
             "reno" => Some(CcAlgorithm::Reno),
             "cubic" => Some(CcAlgorithm::Cubic),
+            "lia" => Some(CcAlgorithm::Lia),
+            "olia" => Some(CcAlgorithm::Olia),
+            "balia" => Some(CcAlgorithm::Balia),
             _ => None,
         }
     }
@@ -142,6 +161,9 @@ impl CcAlgorithm {
         match self {
             CcAlgorithm::Reno => Box::new(Reno::default()),
             CcAlgorithm::Cubic => Box::new(Cubic::default()),
+            CcAlgorithm::Lia => Box::new(Lia::default()),
+            CcAlgorithm::Olia => Box::new(Olia::default()),
+            CcAlgorithm::Balia => Box::new(Balia::default()),
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::tcp::{self, reassembly::Reassembly, TcpConfig, TcpStats};
 use crate::time::Instant;
 
 pub use path_manager::{Endpoints, FullMesh, LocalAddr, Limits, NDiffPorts, PathManager, PmAction, PmView, RemoteAddr};
-pub use scheduler::{MinRtt, Scheduler, SubflowInfo};
+pub use scheduler::{MinRtt, SchedContext, Scheduler, SubflowInfo};
 pub use subflow::{Handshake, Origin, Subflow};
 
 /// Option bytes a data segment keeps free for DSS: DATA_ACK and DSN of
@@ -58,6 +58,15 @@ pub struct MptcpConfig {
     pub limits: Limits,
     /// This host's addresses (id 0 first), with endpoint flags.
     pub locals: Vec<LocalAddr>,
+    /// Opportunistic retransmission (Raiciu et al., NSDI 2012): when the
+    /// connection is limited by the receive window or the send buffer and
+    /// a faster subflow has window space, the data blocking the window
+    /// head is sent again on it.
+    pub opportunistic_retransmit: bool,
+    /// Subflow penalisation (same paper): in that situation the subflow
+    /// holding up the window head has its cwnd halved, at most once per
+    /// its RTT.
+    pub penalize: bool,
 }
 
 impl Default for MptcpConfig {
@@ -71,6 +80,8 @@ impl Default for MptcpConfig {
             path_manager: PmKind::Default,
             limits: Limits { subflows: 8, add_addr_accepted: 8 },
             locals: Vec::new(),
+            opportunistic_retransmit: false,
+            penalize: false,
         }
     }
 }
@@ -146,6 +157,10 @@ pub struct MptcpStats {
     pub reinjected_bytes: u64,
     pub add_addr_sent: u64,
     pub add_addr_received: u64,
+    /// Bytes sent again by opportunistic retransmission.
+    pub opportunistic_bytes: u64,
+    /// Times a subflow's window was halved by penalisation.
+    pub penalties: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -197,12 +212,19 @@ pub struct Connection {
     peer_wnd: u64,
     fin_queued: bool,
     fin_next_at: Option<Instant>,
+    /// Data-level retransmission timer (deadline, data_una when armed):
+    /// data the subflows delivered that the peer never DATA_ACKed.
+    data_rto: Option<(Instant, u64)>,
 
     // ---- receive side
     rcv: Reassembly,
     read_off: u64,
     rcv_fin: Option<u64>,
     fin_received: bool,
+    /// Since when data has waited out of order (head-of-line blocked).
+    hol_since: Option<Instant>,
+    /// The data_una an opportunistic retransmission was made for.
+    opp_done: Option<u64>,
 
     out: VecDeque<Transmit>,
     /// Reused by the scheduling loop.
@@ -265,10 +287,13 @@ impl Connection {
             peer_wnd: 65535,
             fin_queued: false,
             fin_next_at: None,
+            data_rto: None,
             rcv: Reassembly::new(0),
             read_off: 0,
             rcv_fin: None,
             fin_received: false,
+            hol_since: None,
+            opp_done: None,
             out: VecDeque::new(),
             infos: Vec::new(),
             picks: Vec::new(),
@@ -367,6 +392,17 @@ impl Connection {
         )
     }
 
+    /// Receive side: data-level bytes waiting out of order (the
+    /// connection's out-of-order queue).
+    pub fn ooo_bytes(&self) -> u64 {
+        self.rcv.ooo_bytes()
+    }
+    /// Receive side: how long the oldest out-of-order data has waited for
+    /// the hole before it (None: nothing is blocked).
+    pub fn hol_delay(&self, now: Instant) -> Option<Duration> {
+        self.hol_since.map(|t| now.saturating_since(t))
+    }
+
     /// Whether a driver must pass payload bytes to `handle_segment` (DSS
     /// checksums are in use).
     pub fn needs_payload(&self) -> bool {
@@ -407,6 +443,16 @@ impl Connection {
     pub fn abort(&mut self) {
         self.fastclose_pending = true;
     }
+    /// Replaces the packet scheduler (a user's own [`Scheduler`]; the
+    /// built-in ones are chosen by name in [`MptcpConfig::scheduler`]).
+    pub fn set_scheduler(&mut self, s: Box<dyn Scheduler>) {
+        self.scheduler = s;
+    }
+    /// The packet scheduler's name.
+    pub fn scheduler_name(&self) -> &'static str {
+        self.scheduler.name()
+    }
+
     /// Asks the peer to use subflow `index` only as a backup (MP_PRIO).
     pub fn set_backup(&mut self, index: usize, backup: bool) {
         if let Some(s) = self.subflows.get_mut(index) {
@@ -551,7 +597,17 @@ impl Connection {
                 return sub_range;
             }
         }
-        self.drain_subflow(i);
+        // Data covered by a mapping an earlier segment carried (or by the
+        // MP_CAPABLE data_len mapping) is placed by that mapping.
+        if placed.is_none() {
+            if let (Some(r), Some(rk)) = (sub_range.as_ref().filter(|r| !r.is_empty()), self.remote) {
+                if let Some(dsn) = self.subflows[i].rx_dsn_of(r.start) {
+                    let off = dsn.wrapping_sub(rk.idsn.wrapping_add(1));
+                    placed = Some(off..off + (r.end - r.start));
+                }
+            }
+        }
+        self.drain_subflow(now, i);
         self.after_input(now);
         placed
     }
@@ -559,7 +615,9 @@ impl Connection {
     /// Gives subflow `i`'s congestion control the state of its siblings,
     /// if it is a coupled one (LIA, OLIA, BALIA).
     fn refresh_coupling(&mut self, i: usize) {
-        if !self.subflows[i].tcp.cc_coupled() {
+        // Only a subflow with data in flight can take an ACK that grows its
+        // window (a pure receiver never does): skip the refresh otherwise.
+        if !self.subflows[i].tcp.cc_coupled() || self.subflows[i].tcp.in_flight() == 0 {
             return;
         }
         let mut c = self.subflows[i].tcp.take_coupling().unwrap_or_default();
@@ -644,6 +702,12 @@ impl Connection {
                 }
             }
             Origin::Join { local_nonce, remote_nonce } if !self.client || sf.handshake == Handshake::ThirdAck => {
+                // The initiator repeats its third ACK: our fourth ACK was
+                // lost (or not sent); answer it again.
+                if !self.client && sf.handshake == Handshake::Established && !h.syn() && matches!(join, Some(MpJoin::Ack { .. })) {
+                    self.subflows[i].tcp.ack_now();
+                    return;
+                }
                 // Responder: the third ACK must carry the initiator's HMAC.
                 if !self.client && sf.handshake != Handshake::Established && !h.syn() && h.ack_flag() {
                     let ok = match (join, self.remote) {
@@ -721,7 +785,7 @@ impl Connection {
     }
 
     /// Moves in-order subflow data into the connection's reassembly.
-    fn drain_subflow(&mut self, i: usize) {
+    fn drain_subflow(&mut self, now: Instant, i: usize) {
         let Some(rk) = self.remote else { return };
         let base = rk.idsn.wrapping_add(1);
         let s = &mut self.subflows[i];
@@ -735,6 +799,11 @@ impl Connection {
             let n = s.tcp.recv(avail.min(left));
             let off = dsn.wrapping_sub(base);
             self.rcv.insert(off..off + (n.end - n.start));
+        }
+        if !self.rcv.has_holes() {
+            self.hol_since = None;
+        } else if self.hol_since.is_none() {
+            self.hol_since = Some(now);
         }
         self.check_data_fin();
     }
@@ -860,8 +929,24 @@ impl Connection {
 
     /// Bookkeeping after any input: establishment, stale subflows, closed
     /// subflows, path manager.
-    fn after_input(&mut self, _now: Instant) {
+    fn after_input(&mut self, now: Instant) {
         self.update_subflows();
+        self.arm_data_rto(now);
+    }
+
+    /// Data the subflows sent and had acknowledged (nothing in flight or
+    /// queued on any subflow) but the peer has not DATA_ACKed: a receiver
+    /// may drop such data (Linux prunes its MPTCP-level queue under memory
+    /// pressure), so after an RTO without progress it is reinjected, like
+    /// Linux's MPTCP retransmit timer (RFC 8684 3.3.6).
+    fn arm_data_rto(&mut self, now: Instant) {
+        let idle = self.subflows.iter().filter(|s| !s.is_closed()).all(|s| s.tcp.in_flight() == 0 && s.tcp.unsent() == 0);
+        if !(self.established && self.fallback.is_none() && self.data_una < self.sched_nxt && self.reinject.is_empty() && idle) {
+            self.data_rto = None;
+        } else if self.data_rto.is_none_or(|(_, una)| una != self.data_una) {
+            let rto = self.subflows.iter().filter(|s| s.usable()).map(|s| s.tcp.stats().rto).min().unwrap_or(Duration::from_secs(1));
+            self.data_rto = Some((now + rto, self.data_una));
+        }
     }
 
     fn update_subflows(&mut self) {
@@ -980,7 +1065,8 @@ impl Connection {
         let third = self.subflows.iter().filter(|s| s.handshake == Handshake::ThirdAck && s.is_join()).filter_map(|s| s.third_ack_at.map(|t| t + s.tcp.stats().rto));
         let ann = self.announces.iter().map(|a| a.next_at);
         let fin = self.fin_next_at;
-        subs.chain(third).chain(ann).chain(fin).min()
+        let data = self.data_rto.map(|(t, _)| t);
+        subs.chain(third).chain(ann).chain(fin).chain(data).min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -996,7 +1082,12 @@ impl Connection {
         if self.fin_next_at.is_some_and(|t| t <= now) {
             self.fin_next_at = None; // poll_transmit resends it
         }
+        if self.data_rto.is_some_and(|(t, una)| t <= now && una == self.data_una) {
+            self.data_rto = None;
+            self.reinject.push_back(self.data_una..self.sched_nxt);
+        }
         self.update_subflows();
+        self.arm_data_rto(now);
     }
 
     // ------------------------------------------------------------- transmit
@@ -1008,6 +1099,7 @@ impl Connection {
                 SubflowInfo {
                     index,
                     srtt: s.tcp.srtt(),
+                    rttvar: s.tcp.rttvar(),
                     cwnd: st.cwnd,
                     in_flight: s.tcp.in_flight(),
                     mss: s.tcp.mss(),
@@ -1039,6 +1131,7 @@ impl Connection {
         let mut picks = std::mem::take(&mut self.picks);
         let mut infos = std::mem::take(&mut self.infos);
         self.infos_into(&mut infos);
+        let mut had_data = false;
         for _ in 0..4096 {
             let (range, reinjected) = match self.reinject.front() {
                 Some(r) => (r.clone(), true),
@@ -1052,8 +1145,17 @@ impl Connection {
             };
             let mss = infos.iter().filter(|i| i.usable).map(|i| i.mss).min().unwrap_or(1400);
             let len = (range.end - range.start).min(mss);
+            had_data = true;
             picks.clear();
-            self.scheduler.schedule(&infos, len, now, &mut picks);
+            let cx = SchedContext {
+                len,
+                now,
+                reinjection: reinjected,
+                queued: self.app_end - self.sched_nxt,
+                outstanding: self.sched_nxt - self.data_una,
+                send_window: self.peer_wnd.min(self.cfg.snd_buf),
+            };
+            self.scheduler.schedule(&infos, &cx, &mut picks);
             if picks.is_empty() {
                 // Data waits for windows: the subflows' windows may grow.
                 for s in self.subflows.iter_mut().filter(|s| s.usable()) {
@@ -1083,11 +1185,70 @@ impl Connection {
                 self.sched_nxt += len;
             }
         }
+        if had_data {
+            // Data was waiting: a subflow whose window is full was limited
+            // by it (even if another subflow took the data), so its window
+            // may grow (Linux's tcp_is_cwnd_limited on a full window).
+            for s in self.subflows.iter_mut().filter(|s| s.usable()) {
+                s.tcp.note_cwnd_limited();
+            }
+        }
+        if (self.cfg.opportunistic_retransmit || self.cfg.penalize) && self.reinject.is_empty() {
+            self.receive_buffer_optimisations(now, &infos);
+        }
         self.picks = picks;
         self.infos = infos;
         // Reinjections already acknowledged at the data level are moot.
         while self.reinject.front().is_some_and(|r| r.end <= self.data_una) {
             self.reinject.pop_front();
+        }
+    }
+
+    /// Opportunistic retransmission and penalisation (Raiciu et al., "How
+    /// hard can it be?", NSDI 2012, section 4.2), run after scheduling when
+    /// no new data could go out because of the window or the send buffer.
+    fn receive_buffer_optimisations(&mut self, now: Instant, infos: &[SubflowInfo]) {
+        let una = self.data_una;
+        if self.sched_nxt <= una {
+            return;
+        }
+        let mss = infos.iter().filter(|i| i.usable).map(|i| i.mss).min().unwrap_or(1400);
+        let rwnd_limited = self.app_end > self.sched_nxt && self.sched_nxt + mss > una + self.peer_wnd;
+        let sndbuf_limited = self.sched_nxt == self.app_end && self.cfg.snd_buf.saturating_sub(self.app_end - una) < mss;
+        if !rwnd_limited && !sndbuf_limited {
+            return;
+        }
+        // The subflow holding the window head (not yet acked at its level).
+        let holds = |s: &Subflow| s.tx.iter().any(|m| m.data <= una && una < m.data + m.len && m.sub + (una - m.data) >= s.tcp.snd_una());
+        let Some(h) = self.subflows.iter().position(|s| holds(s)) else { return };
+        let h_rtt = infos.get(h).map_or(Duration::MAX, |i| i.rtt());
+        // A faster subflow with window space that does not hold it yet.
+        let cand = infos
+            .iter()
+            .filter(|i| i.usable && i.has_window && i.index != h && i.rtt() < h_rtt && !holds(&self.subflows[i.index]))
+            .min_by_key(|i| (i.rtt(), i.index))
+            .map(|i| i.index);
+        let Some(c) = cand else { return };
+        if self.cfg.penalize {
+            let s = &mut self.subflows[h];
+            let rtt = s.tcp.srtt().unwrap_or(Duration::from_millis(200));
+            if s.penalized_at.is_none_or(|t| now.saturating_since(t) >= rtt) {
+                s.penalized_at = Some(now);
+                s.tcp.penalize();
+                self.stats.penalties += 1;
+            }
+        }
+        if self.cfg.opportunistic_retransmit && self.opp_done != Some(una) {
+            // The mapping chunk that starts at (or contains) the head.
+            let end = self.subflows[h].tx.iter().find(|m| m.data <= una && una < m.data + m.len).map_or(una + mss, |m| m.data + m.len);
+            let len = (end - una).min(mss).min(self.sched_nxt - una);
+            let s = &mut self.subflows[c];
+            let sub = s.tcp.send_offset();
+            if len > 0 && s.tcp.send_record(len) == len {
+                s.tx.push_back(subflow::TxMap { sub, data: una, len });
+                self.opp_done = Some(una);
+                self.stats.opportunistic_bytes += len;
+            }
         }
     }
 

@@ -78,6 +78,8 @@ pub struct Subflow {
     /// Reported to the application as established / closed.
     pub announced_up: bool,
     pub announced_down: bool,
+    /// When penalisation last halved its window.
+    pub penalized_at: Option<Instant>,
 }
 
 impl Subflow {
@@ -102,6 +104,7 @@ impl Subflow {
             reset_reason: None,
             announced_up: false,
             announced_down: false,
+            penalized_at: None,
         }
     }
 
@@ -156,6 +159,11 @@ impl Subflow {
     /// Whether a received mapping covers receive-stream offset `sub`.
     pub fn rx_covers(&self, sub: u64) -> bool {
         self.rx.iter().any(|m| m.sub <= sub && sub < m.sub + m.len)
+    }
+
+    /// The absolute DSN of receive-stream offset `sub`, if a mapping covers it.
+    pub fn rx_dsn_of(&self, sub: u64) -> Option<u64> {
+        self.rx.iter().find(|m| m.sub <= sub && sub < m.sub + m.len).map(|m| m.dsn.wrapping_add(sub - m.sub))
     }
 
     /// The absolute DSN of receive-stream offset `sub`, with the bytes left

@@ -350,6 +350,17 @@ impl Connection {
     pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
     }
+    /// RTT variation (RFC 6298 RTTVAR).
+    pub fn rttvar(&self) -> Duration {
+        self.rtt.rttvar()
+    }
+    /// Halves the congestion window and sets ssthresh to it (MPTCP's
+    /// subflow penalisation, Raiciu et al. NSDI 2012), at least two segments.
+    pub fn penalize(&mut self) {
+        let s = &mut self.cc_state;
+        s.cwnd = (s.cwnd / 2).max(s.min_cwnd());
+        s.ssthresh = s.cwnd;
+    }
     pub fn in_flight(&self) -> u64 {
         self.board.in_flight(self.snd_nxt - self.snd_una).saturating_sub(self.dup_credit)
     }

@@ -42,6 +42,11 @@ impl Reassembly {
         !self.ooo.is_empty()
     }
 
+    /// Bytes held out of order above `nxt`.
+    pub fn ooo_bytes(&self) -> u64 {
+        self.ooo.iter().map(|r| r.end - r.start).sum()
+    }
+
     /// Highest offset received so far (in order or not).
     pub fn highest(&self) -> u64 {
         self.ooo.last().map_or(self.nxt, |r| r.end)

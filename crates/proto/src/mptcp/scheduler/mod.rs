@@ -1,14 +1,45 @@
 //! Packet schedulers: which subflow carries the next chunk of data.
 //!
 //! A scheduler sees a read-only view of every subflow ([`SubflowInfo`]) and
-//! names the subflow(s) that should carry the next chunk of new data; the
-//! connection does the rest (mapping, sending, reinjection). Writing a new
-//! one is one file implementing [`Scheduler`]; see `docs/` for examples.
+//! of the connection ([`SchedContext`]) and names the subflow(s) that should
+//! carry the next chunk of data; the connection does the rest (mapping,
+//! sending, reinjection). Writing a new one is one file implementing
+//! [`Scheduler`]; see `docs/schedulers.md` and
+//! `crates/proto/examples/my_scheduler.rs`.
+//!
+//! | name | module |
+//! |---|---|
+//! | `minrtt` (alias `default`) | [`minrtt`] |
+//! | `linux` | [`linux`] |
+//! | `roundrobin` | [`roundrobin`] |
+//! | `kbest` / `kbest:K` | [`kbest`] |
+//! | `redundant` | [`redundant`] |
+//! | `primary`, `primary-standby` | [`primary`] |
+//! | `blest` | [`blest`] |
+//! | `ecf` | [`ecf`] |
 
 use core::fmt::Debug;
 use core::time::Duration;
 
 use crate::time::Instant;
+
+pub mod blest;
+pub mod ecf;
+pub mod kbest;
+pub mod linux;
+pub mod minrtt;
+pub mod primary;
+pub mod redundant;
+pub mod roundrobin;
+
+pub use blest::Blest;
+pub use ecf::Ecf;
+pub use kbest::KBest;
+pub use linux::Linux;
+pub use minrtt::MinRtt;
+pub use primary::Primary;
+pub use redundant::Redundant;
+pub use roundrobin::RoundRobin;
 
 /// What a scheduler may know about one subflow.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -16,6 +47,8 @@ pub struct SubflowInfo {
     /// Position in the connection's subflow list (stable while it lives).
     pub index: usize,
     pub srtt: Option<Duration>,
+    /// RTT variation (RFC 6298 RTTVAR); zero before the first sample.
+    pub rttvar: Duration,
     pub cwnd: u64,
     pub in_flight: u64,
     /// Payload bytes per full segment.
@@ -30,55 +63,91 @@ pub struct SubflowInfo {
     pub unsent: u64,
 }
 
+impl SubflowInfo {
+    /// Smoothed RTT, or "infinitely far" before the first sample.
+    pub fn rtt(&self) -> Duration {
+        self.srtt.unwrap_or(Duration::MAX)
+    }
+    /// Congestion window in segments (at least one).
+    pub fn cwnd_segments(&self) -> f64 {
+        (self.cwnd as f64 / self.mss.max(1) as f64).max(1.0)
+    }
+}
+
+/// What a scheduler may know about the connection for the chunk at hand.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SchedContext {
+    /// Bytes in this chunk.
+    pub len: u64,
+    pub now: Instant,
+    /// The chunk is a reinjection (data some subflow already carried).
+    pub reinjection: bool,
+    /// Data-level bytes the application queued that no subflow carries yet
+    /// (this chunk included).
+    pub queued: u64,
+    /// Data-level bytes handed to subflows and not yet DATA_ACKed.
+    pub outstanding: u64,
+    /// The data-level send window: min(peer's receive window, send buffer).
+    pub send_window: u64,
+}
+
 /// The scheduler's decision for one chunk of data.
 pub trait Scheduler: Debug {
     fn name(&self) -> &'static str;
-    /// Picks the subflows that carry the next `len` bytes of new data: push
-    /// their indices into `out` (one for most schedulers, several for a
-    /// redundant one); leave it empty to wait until windows open.
-    fn schedule(&mut self, subflows: &[SubflowInfo], len: u64, now: Instant, out: &mut Vec<usize>);
+    /// Picks the subflows that carry the next `cx.len` bytes: push their
+    /// indices into `out` (one for most schedulers, several for a redundant
+    /// one); leave it empty to wait until windows open.
+    fn schedule(&mut self, subflows: &[SubflowInfo], cx: &SchedContext, out: &mut Vec<usize>);
 }
 
-/// Lowest smoothed RTT among the subflows with window space; backup
-/// subflows only when no other subflow is usable (Linux's default before
-/// 5.x's "burst" scheduler, and the algorithm seed 001 reads).
-#[derive(Debug, Clone, Default)]
-pub struct MinRtt;
-
-impl Scheduler for MinRtt {
-    fn name(&self) -> &'static str {
-        "minrtt"
-    }
-
-    fn schedule(&mut self, sf: &[SubflowInfo], _len: u64, _now: Instant, out: &mut Vec<usize>) {
-        let any_regular = sf.iter().any(|s| s.usable && !s.backup);
-        let best = sf
-            .iter()
-            .filter(|s| s.usable && s.has_window && !(any_regular && s.backup))
-            .min_by_key(|s| (s.srtt.unwrap_or(Duration::MAX), s.index));
-        if let Some(s) = best {
-            out.push(s.index);
-        }
-    }
+/// The subflows a scheduler may use at all: usable ones, and backups only
+/// when no regular subflow is usable (RFC 8684 3.3.8, Linux).
+pub fn active(sf: &[SubflowInfo]) -> impl Iterator<Item = &SubflowInfo> {
+    let any_regular = sf.iter().any(|s| s.usable && !s.backup);
+    sf.iter().filter(move |s| s.usable && !(any_regular && s.backup))
 }
 
-/// Builds a scheduler by scenario name.
+/// The usable subflow with the lowest RTT (window or not).
+pub fn fastest(sf: &[SubflowInfo]) -> Option<&SubflowInfo> {
+    active(sf).min_by_key(|s| (s.rtt(), s.index))
+}
+
+/// Builds a scheduler by scenario name. A parameter follows a colon
+/// (`"kbest:3"`); `-` and `_` are the same in names.
 pub fn by_name(name: &str) -> Option<Box<dyn Scheduler>> {
-    match name {
-        "minrtt" | "default" => Some(Box::new(MinRtt)),
-        _ => None,
-    }
+    let (base, param) = match name.split_once(':') {
+        Some((b, p)) => (b, Some(p.parse::<usize>().ok().filter(|&k| k > 0)?)),
+        None => (name, None),
+    };
+    let base = base.replace('_', "-");
+    let s: Box<dyn Scheduler> = match (base.as_str(), param) {
+        ("minrtt" | "default", None) => Box::new(MinRtt),
+        ("linux", None) => Box::new(Linux),
+        ("roundrobin" | "rr", None) => Box::new(RoundRobin::default()),
+        ("kbest", k) => Box::new(KBest::new(k.unwrap_or(2))),
+        ("redundant", None) => Box::new(Redundant),
+        ("primary", None) => Box::new(Primary::overflow()),
+        ("primary-standby", None) => Box::new(Primary::standby()),
+        ("blest", None) => Box::new(Blest::default()),
+        ("ecf", None) => Box::new(Ecf::default()),
+        _ => return None,
+    };
+    Some(s)
 }
+
+/// Every name [`by_name`] knows (for messages).
+pub const NAMES: &[&str] = &["minrtt", "default", "linux", "roundrobin", "kbest[:K]", "redundant", "primary", "primary-standby", "blest", "ecf"];
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod testutil {
     use super::*;
 
-    fn sf(index: usize, rtt_ms: u64, backup: bool, has_window: bool) -> SubflowInfo {
+    pub fn sf(index: usize, rtt_ms: u64, backup: bool, has_window: bool) -> SubflowInfo {
         SubflowInfo {
             index,
             srtt: Some(Duration::from_millis(rtt_ms)),
-            cwnd: 10_000,
+            rttvar: Duration::ZERO,
+            cwnd: 14_000,
             in_flight: 0,
             mss: 1400,
             backup,
@@ -88,24 +157,30 @@ mod tests {
         }
     }
 
-    fn pick(s: &[SubflowInfo]) -> Option<usize> {
+    pub fn cx() -> SchedContext {
+        SchedContext { len: 1400, now: Instant(0), reinjection: false, queued: 1400, outstanding: 0, send_window: 1 << 20 }
+    }
+
+    pub fn pick(s: &mut dyn Scheduler, sf: &[SubflowInfo]) -> Vec<usize> {
         let mut out = vec![];
-        MinRtt.schedule(s, 1400, Instant(0), &mut out);
-        out.first().copied()
+        s.schedule(sf, &cx(), &mut out);
+        out
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
-    fn lowest_rtt_with_window_wins() {
-        assert_eq!(pick(&[sf(0, 40, false, true), sf(1, 10, false, true)]), Some(1));
-        assert_eq!(pick(&[sf(0, 40, false, true), sf(1, 10, false, false)]), Some(0));
-        assert_eq!(pick(&[sf(0, 40, false, false), sf(1, 10, false, false)]), None);
-    }
-
-    #[test]
-    fn backups_only_when_no_regular_subflow_is_usable() {
-        assert_eq!(pick(&[sf(0, 40, false, false), sf(1, 10, true, true)]), None, "a regular subflow exists, wait for it");
-        let mut down = sf(0, 40, false, true);
-        down.usable = false;
-        assert_eq!(pick(&[down, sf(1, 10, true, true)]), Some(1));
+    fn names_build_and_parameters_parse() {
+        for n in ["minrtt", "default", "linux", "roundrobin", "kbest", "kbest:3", "redundant", "primary", "primary-standby", "primary_standby", "blest", "ecf"] {
+            assert!(by_name(n).is_some(), "{n}");
+        }
+        assert_eq!(by_name("kbest:3").unwrap().name(), "kbest");
+        assert_eq!(by_name("default").unwrap().name(), "minrtt");
+        for n in ["kbest:0", "kbest:x", "minrtt:2", "nope"] {
+            assert!(by_name(n).is_none(), "{n}");
+        }
     }
 }
