@@ -155,6 +155,10 @@ pub struct FlowState {
     pub errors: Mutex<Vec<String>>,
     pub latencies_ms: Mutex<Vec<f64>>,
     pub requests_done: AtomicU64,
+    /// Ends on mplab's stack (userspace backend): the sender's subflows as
+    /// the prober would read them from TCP_INFO, and the local addresses of
+    /// backup subflows.
+    pub stack_subflows: Mutex<Option<(Vec<(String, String, crate::probes::TcpInfo)>, Vec<String>)>>,
 }
 
 impl FlowState {

@@ -145,14 +145,19 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
     if !st.connected.load(Ordering::Relaxed) {
         return None;
     }
-    let fd = sender_fd(f, st)?;
-    apps::check_fallback(f, st);
-    let subs: Vec<(String, String, TcpInfo)> = match (f.transport, probes::mptcp_subflows(fd)) {
-        (TransportKind::Mptcp, Some(v)) if !v.is_empty() => v.into_iter().map(|s| (s.local, s.remote, s.info)).collect(),
-        _ => {
-            let info = probes::tcp_info(fd)?;
-            let (l, r) = apps::local_peer(fd);
-            vec![(l, r, info)]
+    let stack = st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.0.clone()));
+    let subs: Vec<(String, String, TcpInfo)> = if let (None, Some(v)) = (sender_fd(f, st), stack) {
+        v
+    } else {
+        let fd = sender_fd(f, st)?;
+        apps::check_fallback(f, st);
+        match (f.transport, probes::mptcp_subflows(fd)) {
+            (TransportKind::Mptcp, Some(v)) if !v.is_empty() => v.into_iter().map(|s| (s.local, s.remote, s.info)).collect(),
+            _ => {
+                let info = probes::tcp_info(fd)?;
+                let (l, r) = apps::local_peer(fd);
+                vec![(l, r, info)]
+            }
         }
     };
     let mut first = None;
@@ -176,6 +181,15 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
 /// Runs `net` on the kernel. The caller has checked it with
 /// [`kconf::unsupported`].
 pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError> {
+    run_mixed(net, opts, &vec![false; net.nodes.len()])
+}
+
+/// Runs `net` with the hosts flagged in `mplab` on mplab's own stack over a
+/// TUN (the userspace backend, [`crate::userspace`]) and the rest on the
+/// kernel; all `false` is the kernel backend.
+pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> Result<KernelRun, KernelError> {
+    use crate::userspace::{host, tun::Tun};
+    let userspace = mplab.iter().any(|&m| m);
     preflight()?;
     kconf::mptcp_plan(net).map_err(KernelError::Usage)?;
     let wall = Wall::now();
@@ -186,6 +200,10 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
     check()?;
     let plan = kconf::apply(net, &topo.node_ns).map_err(|e| KernelError::Failed(format!("configuring the kernel: {e}")))?;
     check()?;
+    let mut tuns: Vec<(usize, Tun)> = Vec::new();
+    for n in net.nodes.iter().filter(|n| mplab[n.id]) {
+        tuns.push((n.id, Tun::attach(net, n.id, &topo.node_ns[n.id]).map_err(|e| KernelError::Failed(format!("mplab stack on {}: {e}", n.name)))?));
+    }
     let setup_s = wall.elapsed().as_secs_f64();
 
     // Sockets and counters, all before time zero.
@@ -197,9 +215,13 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
     let mut listeners = Vec::new();
     let mut clients = Vec::new();
     for f in &net.flows {
-        let l = apps::listen(&topo.node_ns[f.to], f).map_err(|e| KernelError::Failed(format!("flow {}: listening on {}:{}: {e}", f.name, f.to_name, f.dport)))?;
-        listeners.push(Arc::new(l));
-        clients.push(Some(apps::client_socket(&topo.node_ns[f.from], f).map_err(|e| KernelError::Failed(format!("flow {}: socket on {}: {e}", f.name, f.from_name)))?));
+        if mplab[f.to] {
+            listeners.push(None);
+        } else {
+            let l = apps::listen(&topo.node_ns[f.to], f).map_err(|e| KernelError::Failed(format!("flow {}: listening on {}:{}: {e}", f.name, f.to_name, f.dport)))?;
+            listeners.push(Some(Arc::new(l)));
+        }
+        clients.push(if mplab[f.from] { None } else { Some(apps::client_socket(&topo.node_ns[f.from], f).map_err(|e| KernelError::Failed(format!("flow {}: socket on {}: {e}", f.name, f.from_name)))?) });
     }
     let t0 = Wall::now() + LEAD;
     let t0_real = sys::realtime_ns() + LEAD.as_nanos() as u64;
@@ -216,10 +238,40 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
     let states: Vec<Arc<FlowState>> = net.flows.iter().map(|_| Arc::new(FlowState::default())).collect();
     let mut threads = Vec::new();
     for (i, f) in net.flows.iter().enumerate() {
-        let (ff, l, st, c) = (f.clone(), listeners[i].clone(), states[i].clone(), clk.clone());
-        threads.push(std::thread::Builder::new().name(format!("srv-{}", f.name)).spawn(move || apps::run_server(ff, l, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
-        let (ff, s, st, c) = (f.clone(), clients[i].take().expect("client socket"), states[i].clone(), clk.clone());
-        threads.push(std::thread::Builder::new().name(format!("cli-{}", f.name)).spawn(move || apps::run_client(ff, s, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+        if let Some(l) = listeners[i].clone() {
+            let (ff, st, c) = (f.clone(), states[i].clone(), clk.clone());
+            threads.push(std::thread::Builder::new().name(format!("srv-{}", f.name)).spawn(move || apps::run_server(ff, l, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+        }
+        if let Some(s) = clients[i].take() {
+            let (ff, st, c) = (f.clone(), states[i].clone(), clk.clone());
+            threads.push(std::thread::Builder::new().name(format!("cli-{}", f.name)).spawn(move || apps::run_client(ff, s, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+        }
+    }
+    // mplab's stack: one thread per host, owning its TUN.
+    let mut host_counters = Vec::new();
+    for (node, tun) in tuns.drain(..) {
+        let mut ends = Vec::new();
+        for (fi, f) in net.flows.iter().enumerate() {
+            if f.from == node {
+                ends.push((fi, host::Role::Client));
+            }
+            if f.to == node {
+                ends.push((fi, host::Role::Server));
+            }
+        }
+        let counters = Arc::new(std::sync::Mutex::new(host::HostCounters::default()));
+        host_counters.push((net.nodes[node].name.clone(), topo.node_ns[node].clone(), counters.clone()));
+        let (nn, sts, c) = (net.clone(), states.clone(), clk.clone());
+        let spec = host::HostSpec { node, ends };
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("mplab-{}", net.nodes[node].name))
+                .spawn(move || {
+                    crate::sys::tight_timer_slack();
+                    host::run(&nn, spec, tun, sts, c, counters)
+                })
+                .map_err(|e| KernelError::Failed(e.to_string()))?,
+        );
     }
 
     // Probes at every interval until the end.
@@ -339,9 +391,22 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
             apps::abortive_close(s);
         }
     }
+    // The kernel TCP of mplab's hosts must never have seen our segments:
+    // its segment and RST counters, for meta.json.
+    let host_kernel_tcp: Vec<serde_json::Value> = host_counters
+        .iter()
+        .map(|(_, ns, _)| {
+            let snmp = crate::sys::in_netns(ns, || std::fs::read_to_string("/proc/thread-self/net/snmp")).unwrap_or_default();
+            let mut l = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+            let (k, v) = (l.next().unwrap_or(""), l.next().unwrap_or(""));
+            let m: serde_json::Map<String, serde_json::Value> = k.split_whitespace().zip(v.split_whitespace()).skip(1).filter(|(k, _)| matches!(*k, "InSegs" | "OutSegs" | "OutRsts" | "AttemptFails")).map(|(k, v)| (k.to_string(), v.parse::<i64>().unwrap_or(0).into())).collect();
+            serde_json::Value::Object(m)
+        })
+        .collect();
     let counters: BTreeMap<String, BTreeMap<String, u64>> = hosts.iter().map(|&h| (net.nodes[h].name.clone(), probes::mptcp_counters(&topo.node_ns[h]))).collect();
     // Everything the results need from the flows, then close their sockets
     // so nothing keeps the namespaces alive.
+    let states_backup: Vec<Vec<String>> = states.iter().map(|st| st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.1.clone())).unwrap_or_default()).collect();
     let outs: Vec<FlowOut> = states
         .iter()
         .map(|st| FlowOut {
@@ -364,7 +429,7 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
 
     // ---- results -----------------------------------------------------------
     let dur = net.duration_ns as f64 / 1e9;
-    let mut s = Summary { scenario: net.name.clone(), backend: "kernel".into(), seed: net.seed, duration_s: dur, ..Default::default() };
+    let mut s = Summary { scenario: net.name.clone(), backend: if userspace { "userspace" } else { "kernel" }.into(), seed: net.seed, duration_s: dur, ..Default::default() };
     for (fi, f) in net.flows.iter().enumerate() {
         let st = &outs[fi];
         let tr = &tracks[fi];
@@ -388,6 +453,7 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
             s.notes.push(format!("flow {}: {e}", f.name));
         }
         let backups = plan.get(&f.from).map(|p| p.backup_addrs.clone()).unwrap_or_default();
+        let stack_backups: Vec<String> = states_backup[fi].clone();
         s.flows.push(FlowSummary {
             name: f.name.clone(),
             transport: match f.transport {
@@ -413,7 +479,7 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
                     remote: x.remote.clone(),
                     bytes_sent: x.info.bytes_sent,
                     goodput_bps: x.info.bytes_acked as f64 * 8.0 / active,
-                    backup: x.local.split(':').next().and_then(|a| a.parse().ok()).is_some_and(|a| backups.contains(&a)),
+                    backup: stack_backups.contains(&format!("{}|{}", x.local, x.remote)) || x.local.split(':').next().and_then(|a| a.parse().ok()).is_some_and(|a| backups.contains(&a)),
                     retransmitted_segments: u64::from(x.info.total_retrans),
                 })
                 .collect(),
@@ -439,6 +505,9 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
                 max_queue_bytes: st.max_queue_bytes,
             });
         }
+    }
+    if userspace {
+        s.notes.push("userspace backend: hosts on mplab's stack reach their veths through a TUN (the kernel forwards), so their interface counters include the forwarding; their subflow statistics come from the stack itself".into());
     }
     s.notes.push("kernel backend: interface bytes are the veths' counters less 14 bytes of Ethernet header per frame (ARP included); a node's tx counts what it handed to the link, before the emulated queue".into());
     if let (Some(p50), Some(p99)) = (report.lateness.quantile_us(0.5), report.lateness.quantile_us(0.99)) {
@@ -470,6 +539,14 @@ pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError
         },
         "pcap_packets": pcap_packets,
         "mptcp_counters": counters,
+        "mplab_hosts": host_counters.iter().zip(&host_kernel_tcp).map(|((n, _, c), ktcp)| {
+            let c = c.lock().map(|g| g.clone()).unwrap_or_default();
+            (n.clone(), serde_json::json!({
+                "rx_packets": c.rx_packets, "tx_packets": c.tx_packets, "bad_checksum": c.bad_checksum, "not_tcp": c.not_tcp,
+                "kernel_tcp": ktcp, "rsts_sent": c.rsts_sent, "tx_dropped": c.tx_dropped, "unplaced_segments": c.unplaced_segments, "wakeups": c.wakeups,
+                "streams": c.digests.iter().map(|(f, r, n, h)| serde_json::json!({"flow": f, "end": r, "bytes_read": n, "sha256": h})).collect::<Vec<_>>(),
+            }))
+        }).collect::<serde_json::Map<_, _>>(),
     });
     Ok(KernelRun { results, meta })
 }

@@ -27,5 +27,6 @@ pub mod signal;
 pub mod strip;
 pub mod sys;
 pub mod topo;
+pub mod userspace;
 
 impl std::error::Error for kernel::KernelError {}

@@ -1,7 +1,15 @@
 //! `mplab`: the Multipath TCP lab command line.
 
 mod capture;
+mod compare;
+mod figures;
+mod grid;
+mod parq;
+mod plot;
+mod report;
 mod run;
+mod sweep;
+mod table;
 mod trace;
 
 use std::path::PathBuf;
@@ -14,8 +22,27 @@ const EXIT_FAILED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
 #[derive(Parser)]
-#[command(name = "mplab", version, about = "Multipath TCP lab: simulate, emulate and inspect MPTCP", long_about = None)]
+#[command(
+    name = "mplab",
+    version,
+    about = "Multipath TCP lab: simulate, emulate and inspect MPTCP",
+    after_help = "Examples:
+  mplab run scenarios/tcp-single.toml
+  mplab sweep scenarios/two-paths.toml --param topology.rate=10Mbit,50Mbit --param transport.mptcp.subflows=1..4 --seeds 3
+  mplab sweep scenarios/seed001-fig9.sweep.toml
+  mplab report results/two-paths-sweep
+  mplab compare results/a results/b
+  mplab trace capture.pcap
+
+Exit codes: 0 ok, 1 a run failed (or a check mismatched), 2 usage or scenario error."
+)]
 struct Cli {
+    /// Print only errors (no progress bars, no tables).
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    /// Print more: one line per finished sweep run, the files written.
+    #[arg(long, short, global = true, conflicts_with = "quiet")]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -47,9 +74,89 @@ enum Command {
         /// Print summary.json on stdout instead of the table.
         #[arg(long)]
         json: bool,
-        /// No progress bar, no table.
+        /// Also write plots (PNG + SVG) under the results directory's plots/.
+        #[arg(long)]
+        plots: bool,
+    },
+    /// Run a scenario over a grid of parameter values and several seeds, in
+    /// parallel, resumable: one results directory per point and seed, rows
+    /// per run (runs.csv/.parquet), mean / stdev / 95 % CI across seeds
+    /// (aggregate.csv/.parquet), plots, and sweep.json. Ctrl-C stops and
+    /// keeps every finished run; the same command again runs only what is
+    /// missing.
+    ///
+    /// PARAM is PATH=VALUES with a --set PATH (several joined by + take the
+    /// same value) and VALUES a comma list whose items are values or
+    /// inclusive ranges START..END[:STEP] sharing a unit:
+    ///   topology.rate=10Mbit,50Mbit,100Mbit   transport.mptcp.subflows=1..6
+    ///   topology.delay=10ms..100ms:30ms        transport.tcp.rcv_buf+transport.tcp.snd_buf=64KB,256KB
+    ///
+    /// Examples:
+    ///   mplab sweep scenarios/two-paths.toml --param topology.rate=10Mbit,50Mbit --param transport.mptcp.subflows=1..4 --seeds 3
+    ///   mplab sweep scenarios/seed001-fig9.sweep.toml --set duration=5s --seeds 2
+    ///   mplab sweep scenarios/two-paths.toml --point 'topology.rate=10Mbit;transport.mptcp.subflows=2' --point 'topology.rate=50Mbit;transport.mptcp.subflows=4'
+    #[command(verbatim_doc_comment)]
+    Sweep {
+        /// A scenario file, or a sweep spec file (*.sweep.toml with a [sweep] table; see scenarios/README.md).
+        file: PathBuf,
+        /// A swept parameter PATH=VALUES (repeatable; the grid is their cartesian product).
+        #[arg(long = "param", value_name = "PATH=VALUES")]
+        params: Vec<String>,
+        /// One explicit point 'PATH=VALUE;PATH=VALUE' (repeatable; replaces the grid).
+        #[arg(long = "point", value_name = "PATH=VALUE;...")]
+        points: Vec<String>,
+        /// A file of points, one per line as for --point ('#' comments).
+        #[arg(long = "points", value_name = "FILE")]
+        points_file: Option<PathBuf>,
+        /// Seeds: a count N (seeds 1..=N) or a list / range (3,7,9 or 1..5).
+        #[arg(long)]
+        seeds: Option<String>,
+        /// A fixed override for every point, e.g. --set duration=10s (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Sweep directory (default results/<name>-sweep).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Parallel simulations (default: all cores).
         #[arg(long, short)]
-        quiet: bool,
+        jobs: Option<usize>,
+        /// Do not write plots at the end.
+        #[arg(long)]
+        no_plots: bool,
+        /// Stop after this many runs (they are kept; the rest runs next time).
+        #[arg(long, hide = true)]
+        max_runs: Option<usize>,
+    },
+    /// Write the plots of a results directory (a run or a sweep) as PNG and
+    /// SVG under DIR/plots/.
+    ///
+    /// Example: mplab plot results/seed000-lab1
+    Plot {
+        /// A run's or a sweep's results directory.
+        dir: PathBuf,
+    },
+    /// Write one self-contained HTML report (scenario, summary table, every
+    /// plot as inline SVG, run metadata) for a run or a sweep directory.
+    ///
+    /// Example: mplab report results/seed000-lab1 --out /tmp/lab1.html
+    Report {
+        /// A run's or a sweep's results directory.
+        dir: PathBuf,
+        /// Output file (default DIR/report.html).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Compare two results directories (the same scenario on two backends or
+    /// two configurations; or two sweeps): every metric of A and B with the
+    /// difference, compare.csv and plots.
+    ///
+    /// Example: mplab compare results/lab1-sim results/lab1-kernel --out /tmp/cmp
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        /// Where compare.csv and the plots go (default: B/compare).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Remove what crashed kernel-backend runs left behind: every network
     /// namespace named mplab-<pid>-* whose run is gone (and the processes
@@ -74,21 +181,91 @@ enum Command {
     },
 }
 
+/// Prints an error, "error" in red when stderr is a terminal.
+fn error(cmd: &str, msg: &str) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        eprintln!("mplab {cmd}: \x1b[1;31merror\x1b[0m: {msg}");
+    } else {
+        eprintln!("mplab {cmd}: {msg}");
+    }
+}
+
+fn fail(cmd: &str, e: run::RunError) -> ExitCode {
+    match e {
+        run::RunError::Usage(m) => {
+            error(cmd, &m);
+            ExitCode::from(EXIT_USAGE)
+        }
+        run::RunError::Failed(m) => {
+            error(cmd, &m);
+            ExitCode::from(EXIT_FAILED)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let (quiet, verbose) = (cli.quiet, cli.verbose);
     match cli.command {
-        Command::Run { scenario, backend, seed, sets, out, json, quiet } => {
+        Command::Run { scenario, backend, seed, sets, out, json, plots } => {
             let args = run::RunArgs { scenario, backend, seed, sets, out, json, quiet };
             match run::run(&args) {
-                Ok(_) => ExitCode::SUCCESS,
-                Err(run::RunError::Usage(m)) => {
-                    eprintln!("mplab run: {m}");
-                    ExitCode::from(EXIT_USAGE)
+                Ok(s) => {
+                    if plots {
+                        let dir = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&s.scenario));
+                        match figures::write_all(&dir) {
+                            Ok(n) if verbose => eprintln!("wrote {} plots under {}", n.len(), dir.join("plots").display()),
+                            Ok(_) => {}
+                            Err(e) => return fail("run", run::RunError::Failed(format!("{}: {e}", dir.display()))),
+                        }
+                    }
+                    ExitCode::SUCCESS
                 }
-                Err(run::RunError::Failed(m)) => {
-                    eprintln!("mplab run: {m}");
-                    ExitCode::from(EXIT_FAILED)
+                Err(e) => fail("run", e),
+            }
+        }
+        Command::Sweep { file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs } => {
+            match sweep_cmd(file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs, quiet, verbose) {
+                Ok(code) => code,
+                Err(e) => fail("sweep", e),
+            }
+        }
+        Command::Plot { dir } => match figures::write_all(&dir) {
+            Ok(names) => {
+                if !quiet {
+                    println!("{} plots (PNG + SVG) in {}", names.len(), dir.join("plots").display());
                 }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail("plot", run::RunError::Usage(format!("{}: {e}", dir.display()))),
+        },
+        Command::Report { dir, out } => match report::write_report(&dir, out.as_deref()) {
+            Ok(p) => {
+                if !quiet {
+                    println!("{}", p.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail("report", run::RunError::Usage(format!("{}: {e}", dir.display()))),
+        },
+        Command::Compare { a, b, out } => {
+            let rows = match compare::compare(&a, &b) {
+                Ok(r) => r,
+                Err(e) => return fail("compare", run::RunError::Usage(e.to_string())),
+            };
+            if !quiet {
+                print!("{}", compare::render(&rows, &compare::describe(&a), &compare::describe(&b)));
+            }
+            let out = out.unwrap_or_else(|| b.join("compare"));
+            match compare::write(&rows, &a, &b, &out) {
+                Ok(_) => {
+                    if !quiet {
+                        println!("\ncompare.csv and plots in {}", out.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail("compare", run::RunError::Failed(format!("{}: {e}", out.display()))),
             }
         }
         Command::Clean { force } => {
@@ -126,4 +303,88 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep_cmd(
+    file: PathBuf,
+    params: Vec<String>,
+    points: Vec<String>,
+    points_file: Option<PathBuf>,
+    seeds: Option<String>,
+    sets: Vec<String>,
+    out: Option<PathBuf>,
+    jobs: Option<usize>,
+    no_plots: bool,
+    max_runs: Option<usize>,
+    quiet: bool,
+    verbose: bool,
+) -> Result<ExitCode, run::RunError> {
+    use run::RunError::Usage;
+    let text = std::fs::read_to_string(&file).map_err(|e| Usage(format!("{}: {e}", file.display())))?;
+    let mut spec = if sweep::is_spec_file(&text) {
+        sweep::read_spec(&file, &text).map_err(Usage)?
+    } else {
+        sweep::SweepSpec { scenario: file.clone(), seeds: vec![1], ..Default::default() }
+    };
+    for s in &sets {
+        let Some((k, v)) = s.split_once('=') else {
+            return Err(Usage(format!("--set {s}: expected path=value, like duration=10s")));
+        };
+        spec.fixed.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    for p in &params {
+        let p = grid::parse_param(p).map_err(Usage)?;
+        // A --param replaces the spec file's parameter of the same path.
+        spec.params.retain(|q| q.path != p.path);
+        spec.params.push(p);
+    }
+    let mut explicit: Vec<grid::Point> = Vec::new();
+    for p in &points {
+        explicit.push(grid::parse_point(p).map_err(|e| Usage(format!("--point: {e}")))?);
+    }
+    if let Some(f) = &points_file {
+        let t = std::fs::read_to_string(f).map_err(|e| Usage(format!("{}: {e}", f.display())))?;
+        explicit.extend(grid::parse_points_file(&t).map_err(|e| Usage(format!("{}: {e}", f.display())))?);
+    }
+    if !explicit.is_empty() {
+        if !params.is_empty() {
+            return Err(Usage("give either --param (a grid) or --point/--points (a list), not both".into()));
+        }
+        spec.points = explicit;
+        spec.params.clear();
+    }
+    if let Some(s) = &seeds {
+        spec.seeds = grid::parse_seeds(s).map_err(Usage)?;
+    }
+    let name = {
+        let stem = file.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "sweep".into());
+        let stem = stem.trim_end_matches(".toml").trim_end_matches(".sweep").to_string();
+        if stem.ends_with("sweep") { stem } else { format!("{stem}-sweep") }
+    };
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(name));
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    if jobs == 0 {
+        return Err(Usage("--jobs 0: at least one".into()));
+    }
+    let opt = sweep::SweepOptions { out: out.clone(), jobs, quiet, verbose, plots: !no_plots, max_runs };
+    let o = sweep::sweep(&spec, &opt)?;
+    for f in &o.failed {
+        error("sweep", &format!("run failed: {f}"));
+    }
+    if !quiet {
+        let done = o.skipped + o.ran;
+        println!("{done} of {} runs finished ({} this time, {} already there); results in {}", o.total, o.ran, o.skipped, out.display());
+        if o.stopped_early {
+            println!("  stopped after {} runs (--max-runs); the same command runs the rest", o.ran);
+        }
+        if !o.interrupted && o.failed.is_empty() {
+            println!("  runs.csv / runs.parquet, aggregate.csv / aggregate.parquet, plots/; mplab report {}", out.display());
+        }
+    }
+    if o.interrupted {
+        error("sweep", &format!("interrupted: {} of {} runs finished and kept in {}; run the same command again to finish the rest", o.skipped + o.ran, o.total, out.display()));
+        return Ok(ExitCode::from(EXIT_FAILED));
+    }
+    Ok(if o.failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) })
 }

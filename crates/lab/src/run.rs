@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant as WallClock;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -64,6 +65,9 @@ fn unsupported_error(sc: &Scenario, net: &Network, u: &Unsupported) -> String {
     let path = match (own, u.field) {
         (Some(i), f) => format!("flows[{i}].{f}"),
         (None, "scheduler") => "transport.mptcp.scheduler".to_string(),
+        // An MPTCP flow's subflow congestion control comes from
+        // [transport.mptcp] when set there.
+        (None, "cc") if sc.transport.mptcp.cc.as_deref().is_some_and(|c| u.message.contains(&format!("{c:?}"))) => "transport.mptcp.cc".to_string(),
         (None, f) => format!("transport.tcp.{f}"),
     };
     sc.error_at(&path, u.message.clone()).to_string()
@@ -71,20 +75,53 @@ fn unsupported_error(sc: &Scenario, net: &Network, u: &Unsupported) -> String {
 
 pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
     let (sc, net) = load(args)?;
-    if args.backend == "kernel" {
+    if args.backend == "kernel" || args.backend == "userspace" {
         return run_kernel(args, &sc, net);
     }
     if args.backend != "sim" {
         return Err(RunError::Usage(format!("backend {:?} is not available yet; use --backend sim or --backend kernel", args.backend)));
     }
-    if let Some(u) = mplab_sim::unsupported(&net).first() {
-        return Err(RunError::Usage(unsupported_error(&sc, &net, u)));
+    sim_preflight(&sc, &net)?;
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&net.name));
+    let show_bar = !args.quiet && !args.json;
+    let (results, meta) = simulate(&sc, net, &out, show_bar, None)?;
+    let events = meta["events"].as_u64().unwrap_or(0);
+    let wall_s = meta["wall_time_s"].as_f64().unwrap_or(0.0);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&results.summary).unwrap_or_default());
+    } else if !args.quiet {
+        print!("{}", render_summary(&results.summary));
+        println!("{} events in {:.2} s wall ({:.1} M events/s); results in {}", events, wall_s, events as f64 / wall_s.max(1e-9) / 1e6, out.display());
     }
-    if let Some((i, why)) = mplab_sim::unsupported_middleboxes(&net).into_iter().next() {
+    if !results.errors.is_empty() {
+        return Err(RunError::Failed(results.errors.join("; ")));
+    }
+    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
+    if !bad.is_empty() {
+        return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
+    }
+    Ok(results.summary)
+}
+
+/// Checks that the simulator can run this network: an unsupported congestion
+/// control or scheduler (exit code 2) names its scenario line.
+pub fn sim_preflight(sc: &Scenario, net: &Network) -> Result<(), RunError> {
+    if let Some(u) = mplab_sim::unsupported(net).first() {
+        return Err(RunError::Usage(unsupported_error(sc, net, u)));
+    }
+    if let Some((i, why)) = mplab_sim::unsupported_middleboxes(net).into_iter().next() {
         return Err(RunError::Usage(sc.error_at(&format!("middleboxes[{i}].kind"), why).to_string()));
     }
-    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&net.name));
-    std::fs::create_dir_all(&out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    Ok(())
+}
+
+/// Runs `net` on the simulator and writes the results directory `out`
+/// (docs/results.md), Parquet copies of the CSVs included. `abort` is polled
+/// between slices of simulated time: when it is set the run stops and
+/// nothing is written (`RunError::Failed("interrupted")`).
+pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: Option<&AtomicBool>) -> Result<(RunResults, serde_json::Value), RunError> {
+    sim_preflight(sc, &net)?;
+    std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     let pcap_dir = (!net.probes.pcap.is_empty()).then(|| out.join("pcap"));
     let wall = WallClock::now();
     let duration = Instant(net.duration_ns);
@@ -92,7 +129,7 @@ pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
     let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
     let mut world = World::new(net, pcap_dir).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
 
-    let bar = progress_bar(duration, args.quiet);
+    let bar = progress_bar(duration, !show_bar);
     // Run in slices of simulated time so the bar moves; results do not
     // depend on the slicing.
     let slices = 200u64;
@@ -101,6 +138,12 @@ pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
         world.run_until(if i == slices { duration } else { t });
         if let Some(b) = &bar {
             b.set_position(world.now().0 / 1_000_000);
+        }
+        if abort.is_some_and(|a| a.load(Ordering::SeqCst)) {
+            if let Some(b) = &bar {
+                b.finish_and_clear();
+            }
+            return Err(RunError::Failed("interrupted".into()));
         }
     }
     if let Some(b) = bar {
@@ -114,33 +157,14 @@ pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
     let meta = serde_json::json!({
         "mplab_version": env!("CARGO_PKG_VERSION"),
         "backend": "sim",
+        "seed": results.summary.seed,
         "wall_time_s": wall_s,
         "events": stats.events,
         "events_per_s": stats.events as f64 / wall_s.max(1e-9),
         "packets_forwarded": stats.packets_forwarded,
     });
-    write_results(&out, &results, &effective, &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
-
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&results.summary).unwrap_or_default());
-    } else if !args.quiet {
-        print!("{}", render_summary(&results.summary));
-        println!(
-            "{} events in {:.2} s wall ({:.1} M events/s); results in {}",
-            stats.events,
-            wall_s,
-            stats.events as f64 / wall_s.max(1e-9) / 1e6,
-            out.display()
-        );
-    }
-    if !results.errors.is_empty() {
-        return Err(RunError::Failed(results.errors.join("; ")));
-    }
-    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
-    if !bad.is_empty() {
-        return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
-    }
-    Ok(results.summary)
+    write_results(out, &results, &effective, &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    Ok((results, meta))
 }
 
 /// `--backend kernel`: the scenario on Linux kernel (MP)TCP in network
@@ -149,7 +173,10 @@ pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
 fn run_kernel(args: &RunArgs, sc: &Scenario, net: Network) -> Result<Summary, RunError> {
     use mplab_emu::kernel::{self, KernelError, KernelOptions};
     kernel::preflight().map_err(|e| RunError::Usage(e.to_string()))?;
-    if let Some(e) = mplab_emu::kconf::unsupported(sc, &net).into_iter().next() {
+    // `--backend userspace`: the same run with mplab's stack on the hosts.
+    let userspace = args.backend == "userspace";
+    let errs = if userspace { mplab_emu::userspace::unsupported(sc, &net) } else { mplab_emu::kconf::unsupported(sc, &net) };
+    if let Some(e) = errs.into_iter().next() {
         return Err(RunError::Usage(e));
     }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&net.name));
@@ -157,10 +184,11 @@ fn run_kernel(args: &RunArgs, sc: &Scenario, net: Network) -> Result<Summary, Ru
     let pcap_dir = (!net.probes.pcap.is_empty()).then(|| out.join("pcap"));
     let opts = KernelOptions { pcap_dir, abort: mplab_emu::signal::install(), prefix: None };
     if !args.quiet && !args.json {
-        eprintln!("running {} on the kernel for {:.1} s ...", net.name, net.duration_ns as f64 / 1e9);
+        eprintln!("running {} on the {} for {:.1} s ...", net.name, if userspace { "userspace stack" } else { "kernel" }, net.duration_ns as f64 / 1e9);
     }
     let wall = WallClock::now();
-    let run = kernel::run(&net, &opts).map_err(|e| match e {
+    let run = if userspace { mplab_emu::userspace::run(&net, &opts) } else { kernel::run(&net, &opts) };
+    let run = run.map_err(|e| match e {
         KernelError::Usage(m) => RunError::Usage(m),
         KernelError::Failed(m) => RunError::Failed(m),
         KernelError::Interrupted => RunError::Failed("interrupted: the run's namespaces were removed".into()),
@@ -169,7 +197,7 @@ fn run_kernel(args: &RunArgs, sc: &Scenario, net: Network) -> Result<Summary, Ru
     let mut meta = run.meta.clone();
     if let Some(m) = meta.as_object_mut() {
         m.insert("mplab_version".into(), env!("CARGO_PKG_VERSION").into());
-        m.insert("backend".into(), "kernel".into());
+        m.insert("backend".into(), args.backend.clone().into());
         m.insert("wall_time_s".into(), wall_s.into());
     }
     let results = run.results;
@@ -203,6 +231,14 @@ fn progress_bar(duration: Instant, quiet: bool) -> Option<ProgressBar> {
 
 fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, network_json: &str, meta: &serde_json::Value) -> std::io::Result<()> {
     r.write_dir(dir)?;
+    // Parquet twins of the CSVs (same columns), for pandas / R arrow.
+    for name in ["flows", "interfaces", "queues"] {
+        let csv = dir.join(format!("{name}.csv"));
+        if csv.exists() {
+            let t = crate::table::Table::read_csv(&csv)?;
+            crate::parq::write_table(&t, &dir.join(format!("{name}.parquet")))?;
+        }
+    }
     std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(meta).unwrap_or_default() + "\n")?;
     std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
     std::fs::write(dir.join("network.json"), network_json)?;

@@ -1,0 +1,615 @@
+//! One scenario host on mplab's MPTCP stack: a single thread owns the
+//! host's TUN, every connection of the flows that end on this host, and
+//! their applications. The loop reads packets in batches, verifies IP and
+//! TCP checksums (bad packets are dropped), demultiplexes by 4-tuple
+//! (joins by token, SYNs to a flow's port start its server end, anything
+//! else is answered with a RST), runs the applications, sends what the
+//! connections have to send and sleeps in `poll` until the TUN is readable
+//! or the next timer (connection timers, application deadlines) is due.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant as Wall;
+
+use mplab_proto::mptcp::{Connection, MptcpConfig, PayloadSource};
+use mplab_proto::Instant;
+use mplab_scenario::network::{App, Flow, Network};
+use mplab_sim::apps::{fill_pattern, pattern_byte};
+use mplab_wire::packet::{build_ip_tcp, tcp_checksum_ok, TcpPacket};
+use mplab_wire::tcp::flags;
+use mplab_wire::{MpJoin, MptcpOption, TcpHeader, TcpOptions};
+use sha2::{Digest, Sha256};
+
+use super::tun::Tun;
+use crate::apps::{Clock, FlowState};
+use crate::probes::TcpInfo;
+
+/// Receive ring: a power of two above any receive buffer we advertise.
+const RING: usize = 16 << 20;
+/// Packets handled per batch before the loop sends and runs the apps.
+const BATCH: usize = 64;
+
+/// The bytes every sender writes: the simulator's pattern.
+struct Pattern;
+impl PayloadSource for Pattern {
+    fn fill(&self, off: u64, buf: &mut [u8]) {
+        fill_pattern(off, buf);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// What a host's loop counts (for meta.json and the docs).
+#[derive(Default, Debug, Clone)]
+pub struct HostCounters {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub bad_checksum: u64,
+    pub not_tcp: u64,
+    pub rsts_sent: u64,
+    pub tx_dropped: u64,
+    pub unplaced_segments: u64,
+    pub wakeups: u64,
+    /// Per flow end: SHA-256 of the bytes the application read, and how many.
+    pub digests: Vec<(String, String, u64, String)>,
+}
+
+/// Receive side of one flow end: a ring the driver fills at each
+/// segment's data offset, checked against the pattern as the application
+/// reads it, and hashed.
+struct RxRing {
+    buf: Vec<u8>,
+    read: u64,
+    hash: Sha256,
+}
+
+impl RxRing {
+    fn new() -> RxRing {
+        RxRing { buf: vec![0; RING], read: 0, hash: Sha256::new() }
+    }
+    fn put(&mut self, r: &Range<u64>, payload: &[u8]) {
+        let mask = (RING - 1) as u64;
+        for (i, &b) in payload.iter().enumerate().take((r.end - r.start) as usize) {
+            let off = r.start + i as u64;
+            if off < self.read || off >= self.read + RING as u64 {
+                continue;
+            }
+            self.buf[(off & mask) as usize] = b;
+        }
+    }
+    /// Checks and hashes `r` (the next bytes in order); the first mismatch.
+    fn take(&mut self, r: Range<u64>) -> Option<String> {
+        let mask = (RING - 1) as u64;
+        let mut bad = None;
+        let mut off = r.start;
+        while off < r.end {
+            let s = (off & mask) as usize;
+            let n = ((r.end - off) as usize).min(RING - s);
+            let chunk = &self.buf[s..s + n];
+            self.hash.update(chunk);
+            if bad.is_none() {
+                if let Some(i) = chunk.iter().enumerate().position(|(i, &b)| b != pattern_byte(off + i as u64)) {
+                    let o = off + i as u64;
+                    bad = Some(format!("byte at stream offset {o} is {:#04x}, expected {:#04x}", chunk[i], pattern_byte(o)));
+                }
+            }
+            off += n as u64;
+        }
+        self.read = r.end;
+        bad
+    }
+}
+
+/// One flow end on this host.
+struct End {
+    flow: Flow,
+    role: Role,
+    st: Arc<FlowState>,
+    cfg: MptcpConfig,
+    conn: Option<Connection>,
+    rx: RxRing,
+    /// Bytes the application handed to the connection.
+    tx: u64,
+    closed: bool,
+    /// Request/response: exchanges done, the current one's start and the
+    /// response bytes still expected.
+    req_k: u64,
+    req_t: Option<Wall>,
+    req_rx_goal: u64,
+    /// Server of a request flow: requests answered.
+    srv_answered: u64,
+    done_at: Option<u64>,
+}
+
+pub struct HostSpec {
+    pub node: usize,
+    /// (flow index, role) of every flow end on this host.
+    pub ends: Vec<(usize, Role)>,
+}
+
+/// Runs the host until the clock's hard deadline or an abort.
+pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>, clk: Clock, counters: Arc<Mutex<HostCounters>>) {
+    let epoch = Wall::now();
+    let now_i = || Instant(epoch.elapsed().as_nanos() as u64);
+    let mut ends: Vec<End> = spec
+        .ends
+        .iter()
+        .map(|&(fi, role)| {
+            let f = net.flows[fi].clone();
+            let first = if role == Role::Client { f.src } else { f.dst };
+            let cfg = mplab_sim::mptcp_endpoint::mptcp_config(net, &f, spec.node, first);
+            End { flow: f, role, st: states[fi].clone(), cfg, conn: None, rx: RxRing::new(), tx: 0, closed: false, req_k: 0, req_t: None, req_rx_goal: 0, srv_answered: 0, done_at: None }
+        })
+        .collect();
+    let mut tuples: HashMap<(SocketAddr, SocketAddr), usize> = HashMap::new();
+    let mut tokens: HashMap<u32, usize> = HashMap::new();
+    let mut c = HostCounters::default();
+    let mut rbuf = vec![0u8; 65536];
+    let mut obuf: Vec<u8> = Vec::with_capacity(2048);
+    let mut pay: Vec<u8> = vec![0u8; 65536];
+    let mut ip_id: u16 = 1;
+    let seed0 = crate::sys::realtime_ns() ^ ((spec.node as u64) << 48);
+    let mut last_probe = 0u64;
+    // MPLAB_US_DEBUG=1: the connections' internals every 0.5 s on stderr.
+    let debug = std::env::var_os("MPLAB_US_DEBUG").is_some();
+    loop {
+        if clk.abort.load(Ordering::Relaxed) || clk.now_ns() >= clk.hard_ns {
+            break;
+        }
+        // ---- input, one batch
+        let now = now_i();
+        for _ in 0..BATCH {
+            let n = match tun.recv(&mut rbuf) {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(_) => break,
+            };
+            c.rx_packets += 1;
+            let Ok(p) = TcpPacket::parse_ip(&rbuf[..n]) else {
+                c.not_tcp += 1;
+                continue;
+            };
+            if !ip_header_ok(&rbuf[..n]) || p.payload.len() != p.payload_len || !tcp_checksum_ok(p.src, p.dst, tcp_bytes(&rbuf[..n])) {
+                c.bad_checksum += 1;
+                continue;
+            }
+            let local = SocketAddr::new(p.dst, p.tcp.dst_port);
+            let remote = SocketAddr::new(p.src, p.tcp.src_port);
+            let mut idx = tuples.get(&(local, remote)).copied();
+            // A SYN: a new connection or join, or a retransmitted one (a
+            // join SYN on a known 4-tuple whose subflow died goes to the
+            // connection again, which answers or refuses it).
+            let is_join = p.tcp.options.mptcp().any(|o| matches!(o, MptcpOption::MpJoin(MpJoin::Syn { .. })));
+            if (idx.is_none() || is_join) && p.tcp.syn() && !p.tcp.ack_flag() && !p.tcp.rst() {
+                idx = new_subflow(&mut ends, &mut tokens, &mut tuples, now, local, remote, &p.tcp, seed0 ^ c.rx_packets);
+            }
+            match idx {
+                Some(e) => {
+                    let end = &mut ends[e];
+                    let Some(conn) = end.conn.as_mut() else { continue };
+                    let placed = conn.handle_segment(now, local, remote, &p.tcp, p.payload_len as u32, Some(p.payload));
+                    match placed {
+                        Some(r) if !r.is_empty() => end.rx.put(&r, p.payload),
+                        None if p.payload_len > 0 => c.unplaced_segments += 1,
+                        _ => {}
+                    }
+                }
+                None => {
+                    if !p.tcp.rst() {
+                        let h = rst_for(&p.tcp, p.payload_len as u32);
+                        if build_ip_tcp(p.dst, p.src, 64, 0, &h, &[], &mut obuf).is_ok() && tun.send(&obuf).unwrap_or(false) {
+                            c.rsts_sent += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // ---- timers, applications
+        let now = now_i();
+        let t_ns = clk.now_ns();
+        for (ei, end) in ends.iter_mut().enumerate() {
+            if let Some(conn) = end.conn.as_mut() {
+                if conn.poll_timeout().is_some_and(|t| t <= now) {
+                    conn.handle_timeout(now);
+                }
+            }
+            drive_app(end, t_ns, &clk, now, seed0 ^ (ei as u64 + 1) * 0x9e37);
+            if let Some(conn) = end.conn.as_ref() {
+                if end.role == Role::Client && conn.local_token() != 0 {
+                    tokens.insert(conn.local_token(), ei);
+                }
+            }
+        }
+        // ---- output
+        for (ei, end) in ends.iter_mut().enumerate() {
+            let Some(conn) = end.conn.as_mut() else { continue };
+            for _ in 0..4096 {
+                let Some(t) = conn.poll_transmit(now, &Pattern) else { break };
+                tuples.entry((t.local, t.remote)).or_insert(ei);
+                let len = (t.data.end - t.data.start) as usize;
+                if pay.len() < len {
+                    pay.resize(len, 0);
+                }
+                fill_pattern(t.data.start, &mut pay[..len]);
+                ip_id = ip_id.wrapping_add(1);
+                if build_ip_tcp(t.local.ip(), t.remote.ip(), 64, ip_id, &t.header, &pay[..len], &mut obuf).is_err() {
+                    continue;
+                }
+                match tun.send(&obuf) {
+                    Ok(true) => c.tx_packets += 1,
+                    _ => c.tx_dropped += 1,
+                }
+            }
+        }
+        // ---- probes (the sender's subflows), every 20 ms
+        if t_ns >= last_probe + 20_000_000 {
+            if debug && t_ns / 500_000_000 != last_probe / 500_000_000 {
+                for end in &ends {
+                    if let Some(conn) = end.conn.as_ref() {
+                        eprintln!("mplab {} {:?} {:.2}s tx {} rx {}: {}", end.flow.name, end.role, t_ns as f64 / 1e9, end.tx, end.rx.read, conn.debug_line());
+                    }
+                }
+            }
+            last_probe = t_ns;
+            for end in &ends {
+                publish(end);
+            }
+        }
+        // ---- sleep until the TUN is readable or the next timer
+        let now = now_i();
+        let mut next = u64::MAX;
+        for end in &ends {
+            if let Some(t) = end.conn.as_ref().and_then(|c| c.poll_timeout()) {
+                next = next.min(t.0.saturating_sub(now.0));
+            }
+            next = next.min(app_wait_ns(end, clk.now_ns()));
+        }
+        next = next.min(20_000_000);
+        if next > 0 {
+            let mut fds = [libc::pollfd { fd: tun.raw_fd(), events: libc::POLLIN, revents: 0 }];
+            let _ = crate::sys::poll_in(&mut fds, next);
+            c.wakeups += 1;
+        }
+    }
+    for end in &mut ends {
+        publish(end);
+        let hash = std::mem::replace(&mut end.rx.hash, Sha256::new());
+        let hex: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        c.digests.push((end.flow.name.clone(), format!("{:?}", end.role).to_lowercase(), end.rx.read, hex));
+        // Connections still open are dropped silently: the run removes the
+        // namespaces (and the kernel peers' sockets are closed with RSTs by
+        // the run), so a reset from here would only race the peer's
+        // application into an error at its deadline.
+    }
+    if let Ok(mut g) = counters.lock() {
+        *g = c;
+    }
+}
+
+fn ip_header_ok(pkt: &[u8]) -> bool {
+    if pkt.first().map(|b| b >> 4) != Some(4) {
+        return false;
+    }
+    let ihl = (pkt[0] & 0x0f) as usize * 4;
+    if pkt.len() < ihl || ihl < 20 {
+        return false;
+    }
+    let mut acc = 0u32;
+    for ch in pkt[..ihl].chunks_exact(2) {
+        acc += u16::from_be_bytes([ch[0], ch[1]]) as u32;
+    }
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc == 0xffff
+}
+
+fn tcp_bytes(pkt: &[u8]) -> &[u8] {
+    let ihl = (pkt[0] & 0x0f) as usize * 4;
+    let total = u16::from_be_bytes([pkt[2], pkt[3]]) as usize;
+    &pkt[ihl..total.min(pkt.len())]
+}
+
+/// The RST that answers a segment nobody owns (RFC 793).
+fn rst_for(h: &TcpHeader, payload_len: u32) -> TcpHeader {
+    let mut r = TcpHeader { src_port: h.dst_port, dst_port: h.src_port, options: TcpOptions::new(), ..Default::default() };
+    if h.ack_flag() {
+        r.seq = h.ack;
+        r.flags = flags::RST;
+    } else {
+        r.seq = 0;
+        r.ack = h.seq.wrapping_add(payload_len).wrapping_add(u32::from(h.syn())).wrapping_add(u32::from(h.fin()));
+        r.flags = flags::RST | flags::ACK;
+    }
+    r
+}
+
+/// A SYN for a 4-tuple we do not know: a join (by token) or a flow's
+/// server end accepting its connection.
+#[allow(clippy::too_many_arguments)]
+fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64) -> Option<usize> {
+    let join = syn.options.mptcp().find_map(|o| match o {
+        MptcpOption::MpJoin(MpJoin::Syn { token, .. }) => Some(*token),
+        _ => None,
+    });
+    if let Some(token) = join {
+        let &e = tokens.get(&token)?;
+        let conn = ends[e].conn.as_mut()?;
+        conn.accept_join(now, local, remote, syn).ok()?;
+        tuples.insert((local, remote), e);
+        return Some(e);
+    }
+    let e = ends.iter().position(|x| x.role == Role::Server && x.conn.is_none() && x.flow.dport == local.port())?;
+    let end = &mut ends[e];
+    let conn = Connection::accept(end.cfg.clone(), local, remote, syn, seed, now)?;
+    tokens.insert(conn.local_token(), e);
+    end.conn = Some(conn);
+    end.st.connected.store(true, Ordering::Relaxed);
+    tuples.insert((local, remote), e);
+    Some(e)
+}
+
+/// Reads what arrived, checks it, counts it (up to the run's end).
+fn read_all(end: &mut End, t_ns: u64, clk: &Clock, expect_total: Option<u64>) -> u64 {
+    let Some(conn) = end.conn.as_mut() else { return 0 };
+    let r = conn.recv(u64::MAX);
+    let n = r.end - r.start;
+    if n == 0 {
+        return 0;
+    }
+    if let Some(m) = end.rx.take(r.clone()) {
+        if let Ok(mut v) = end.st.mismatch.lock() {
+            v.get_or_insert(m);
+        }
+    }
+    if t_ns <= clk.end_ns {
+        end.st.delivered.fetch_add(n, Ordering::Relaxed);
+        if let Some(total) = expect_total {
+            if r.end >= total && end.st.completed_ns.load(Ordering::Relaxed) == 0 {
+                end.st.completed_ns.store(t_ns.saturating_sub(end.flow.start_ns).max(1), Ordering::Relaxed);
+            }
+        }
+    }
+    n
+}
+
+/// Queues up to `goal` stream bytes.
+fn write_to(end: &mut End, goal: u64) {
+    let Some(conn) = end.conn.as_mut() else { return };
+    if goal > end.tx {
+        end.tx += conn.send(goal - end.tx);
+    }
+}
+
+fn close(end: &mut End) {
+    if !end.closed {
+        if let Some(c) = end.conn.as_mut() {
+            c.close();
+        }
+        end.closed = true;
+    }
+}
+
+/// One step of the flow end's application.
+fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
+    let f = end.flow.clone();
+    if end.role == Role::Client && end.conn.is_none() {
+        if t_ns < f.start_ns || t_ns >= f.stop_ns {
+            return;
+        }
+        let local = SocketAddr::new(IpAddr::V4(f.src), f.sport);
+        let remote = SocketAddr::new(IpAddr::V4(f.dst), f.dport);
+        end.conn = Some(Connection::connect(end.cfg.clone(), local, remote, seed, now));
+    }
+    let Some(conn) = end.conn.as_ref() else { return };
+    if !conn.is_established() && conn.fallback().is_none() {
+        return;
+    }
+    if end.role == Role::Client {
+        end.st.connected.store(true, Ordering::Relaxed);
+        if conn.fallback().is_some() {
+            end.st.fell_back.store(true, Ordering::Relaxed);
+        }
+    }
+    let sending_until = f.stop_ns.min(clk.end_ns);
+    match (end.role, f.app.clone()) {
+        (Role::Client, App::Bulk { bytes }) | (Role::Client, App::Rate { bytes, .. }) => {
+            let mut goal = bytes.unwrap_or(u64::MAX);
+            if let App::Rate { rate_bps, .. } = &f.app {
+                let el = t_ns.saturating_sub(f.start_ns) as u128;
+                goal = goal.min((el * *rate_bps as u128 / 8 / 1_000_000_000) as u64 + 1448);
+            }
+            if t_ns < sending_until && end.tx < goal {
+                write_to(end, goal);
+            } else if t_ns >= sending_until || bytes.is_some_and(|b| end.tx >= b) {
+                close(end);
+            }
+            read_all(end, t_ns, clk, None);
+        }
+        (Role::Server, App::Bulk { bytes }) | (Role::Server, App::Rate { bytes, .. }) => {
+            read_all(end, t_ns, clk, bytes);
+            if end.conn.as_ref().is_some_and(|c| c.peer_closed()) {
+                close(end);
+            }
+        }
+        (Role::Client, App::Download { bytes }) => {
+            read_all(end, t_ns, clk, Some(bytes));
+            if end.rx.read >= bytes || end.conn.as_ref().is_some_and(|c| c.peer_closed()) {
+                close(end);
+            }
+        }
+        (Role::Server, App::Download { bytes }) => {
+            write_to(end, bytes);
+            if end.tx >= bytes {
+                close(end);
+            }
+            read_all(end, t_ns, clk, None);
+        }
+        (Role::Client, App::Request { request_bytes, response_bytes, count, interval_ns }) => {
+            read_all(end, t_ns, clk, None);
+            let count = count.unwrap_or(u64::MAX);
+            if let Some(t) = end.req_t {
+                if end.rx.read >= end.req_rx_goal {
+                    if t_ns <= clk.end_ns {
+                        if let Ok(mut l) = end.st.latencies_ms.lock() {
+                            l.push(t.elapsed().as_secs_f64() * 1e3);
+                        }
+                        end.st.requests_done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    end.req_t = None;
+                    end.req_k += 1;
+                }
+            }
+            if end.req_t.is_none() {
+                let due = f.start_ns.saturating_add(end.req_k.saturating_mul(interval_ns));
+                if end.req_k >= count || t_ns >= sending_until {
+                    close(end);
+                } else if t_ns >= due {
+                    end.req_t = Some(Wall::now());
+                    end.req_rx_goal += response_bytes;
+                    let g = end.tx + request_bytes;
+                    write_to(end, g);
+                }
+            }
+        }
+        (Role::Server, App::Request { request_bytes, response_bytes, .. }) => {
+            read_all(end, t_ns, clk, None);
+            let whole = end.rx.read / request_bytes.max(1);
+            if whole > end.srv_answered {
+                end.srv_answered = whole;
+            }
+            write_to(end, end.srv_answered * response_bytes);
+            if end.conn.as_ref().is_some_and(|c| c.peer_closed()) {
+                close(end);
+            }
+        }
+    }
+    if end.done_at.is_none() && end.closed && end.conn.as_ref().is_some_and(|c| c.peer_closed()) {
+        end.done_at = Some(t_ns);
+    }
+}
+
+/// How long the application of `end` may sleep (a rate sender, a request
+/// due, the flow's start or stop).
+fn app_wait_ns(end: &End, t_ns: u64) -> u64 {
+    let f = &end.flow;
+    let mut w = u64::MAX;
+    if end.role == Role::Client {
+        if end.conn.is_none() && t_ns < f.start_ns {
+            w = w.min(f.start_ns - t_ns);
+        }
+        if t_ns < f.stop_ns {
+            w = w.min(f.stop_ns - t_ns);
+        }
+        match f.app {
+            App::Rate { .. } => w = w.min(1_000_000),
+            App::Request { interval_ns, .. } if end.req_t.is_none() => {
+                let due = f.start_ns.saturating_add(end.req_k.saturating_mul(interval_ns));
+                w = w.min(due.saturating_sub(t_ns));
+            }
+            _ => {}
+        }
+    }
+    w
+}
+
+/// The sender's subflows for the prober (as TCP_INFO would give them).
+fn publish(end: &End) {
+    let sender = match end.flow.app {
+        App::Download { .. } => Role::Server,
+        _ => Role::Client,
+    };
+    if end.role != sender {
+        return;
+    }
+    let Some(conn) = end.conn.as_ref() else { return };
+    let v: Vec<(String, String, TcpInfo)> = conn
+        .subflow_stats()
+        .into_iter()
+        .filter(|s| s.established || s.tcp.bytes_sent > 0)
+        .map(|s| {
+            let info = TcpInfo {
+                rtt_us: s.tcp.srtt.map_or(0, |d| d.as_micros() as u32),
+                snd_cwnd: s.tcp.cwnd.min(u32::MAX as u64) as u32,
+                snd_mss: 1,
+                unacked: s.tcp.in_flight.min(u32::MAX as u64) as u32,
+                total_retrans: s.tcp.segments_retransmitted as u32,
+                bytes_acked: s.tcp.bytes_acked,
+                bytes_sent: s.tcp.bytes_sent,
+                total_rto: Some(s.tcp.rto_count.min(u16::MAX as u64) as u16),
+            };
+            (s.local.to_string(), s.remote.to_string(), info)
+        })
+        .collect();
+    if let Ok(mut g) = end.st.stack_subflows.lock() {
+        *g = Some((v, conn.subflow_stats().iter().filter(|s| s.backup).map(|s| format!("{}|{}", s.local, s.remote)).collect()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn packet(payload: &[u8]) -> Vec<u8> {
+        let h = TcpHeader { src_port: 5001, dst_port: 40000, seq: 7, ack: 9, flags: flags::ACK, window: 100, ..Default::default() };
+        let mut out = Vec::new();
+        build_ip_tcp(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 64, 1, &h, payload, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn checksums_verified_and_damage_detected() {
+        let mut p = packet(b"hello world");
+        let t = TcpPacket::parse_ip(&p).unwrap();
+        assert!(ip_header_ok(&p) && tcp_checksum_ok(t.src, t.dst, tcp_bytes(&p)));
+        let n = p.len();
+        p[n - 1] ^= 1; // payload damaged
+        let t = TcpPacket::parse_ip(&p).unwrap();
+        assert!(!tcp_checksum_ok(t.src, t.dst, tcp_bytes(&p)));
+        let mut q = packet(b"x");
+        q[8] ^= 1; // TTL: IP header checksum now wrong
+        assert!(!ip_header_ok(&q));
+    }
+
+    #[test]
+    fn rst_answers_follow_rfc793() {
+        let syn = TcpHeader { src_port: 1, dst_port: 2, seq: 100, flags: flags::SYN, ..Default::default() };
+        let r = rst_for(&syn, 0);
+        assert_eq!((r.flags, r.seq, r.ack, r.src_port, r.dst_port), (flags::RST | flags::ACK, 0, 101, 2, 1));
+        let ack = TcpHeader { src_port: 1, dst_port: 2, seq: 100, ack: 555, flags: flags::ACK, ..Default::default() };
+        let r = rst_for(&ack, 10);
+        assert_eq!((r.flags, r.seq), (flags::RST, 555));
+    }
+
+    #[test]
+    fn ring_checks_and_hashes_in_order() {
+        let mut ring = RxRing::new();
+        let mut a = vec![0u8; 3000];
+        fill_pattern(1000, &mut a);
+        let mut b = vec![0u8; 1000];
+        fill_pattern(0, &mut b);
+        ring.put(&(1000..4000), &a); // out of order first
+        ring.put(&(0..1000), &b);
+        assert_eq!(ring.take(0..4000), None);
+        let mut bad = vec![0u8; 10];
+        fill_pattern(4000, &mut bad);
+        bad[3] ^= 0xff;
+        ring.put(&(4000..4010), &bad);
+        assert!(ring.take(4000..4010).unwrap().contains("offset 4003"));
+        // Wraps around the ring.
+        let start = RING as u64 - 5;
+        ring.read = start;
+        let mut w = vec![0u8; 20];
+        fill_pattern(start, &mut w);
+        ring.put(&(start..start + 20), &w);
+        assert_eq!(ring.take(start..start + 20), None);
+    }
+}

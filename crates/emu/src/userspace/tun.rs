@@ -1,0 +1,127 @@
+//! A TUN device inside a scenario host's namespace that carries every
+//! address of that host to mplab's stack.
+//!
+//! The host's addresses stay on its veths (so ARP, the scenario's routes
+//! and per-source policy tables work unchanged), but a policy rule placed
+//! before the `local` table sends every TCP packet arriving on a scenario
+//! interface to table 250, whose default route is the TUN: the kernel
+//! forwards those packets into the TUN instead of delivering them to its
+//! own TCP (which would answer with RSTs). Packets mplab writes into the
+//! TUN carry a local source address; `accept_local` lets the kernel
+//! forward them out of the right veth by the normal (policy) routes.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use mplab_scenario::network::Network;
+
+use crate::{sys, topo};
+
+/// Routing table holding the TUN's default route.
+pub const TUN_TABLE: u32 = 250;
+/// Name of the TUN device of a host.
+pub const TUN_NAME: &str = "mptun0";
+
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+
+#[repr(C)]
+struct IfReq {
+    name: [u8; 16],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+/// An open TUN device (non-blocking); closing it removes the device.
+pub struct Tun {
+    fd: OwnedFd,
+    pub name: String,
+}
+
+impl Tun {
+    /// Creates TUN `name` in the calling thread's namespace.
+    pub fn create_here(name: &str) -> io::Result<Tun> {
+        let path = b"/dev/net/tun\0";
+        // SAFETY: valid C string.
+        let fd = unsafe { libc::open(path.as_ptr() as *const libc::c_char, libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("open /dev/net/tun: {e}")));
+        }
+        // SAFETY: fresh fd.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut req = IfReq { name: [0; 16], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+        let n = name.len().min(15);
+        req.name[..n].copy_from_slice(&name.as_bytes()[..n]);
+        // SAFETY: TUNSETIFF with a valid ifreq.
+        if unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF as _, &mut req as *mut IfReq) } < 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("TUNSETIFF {name}: {e}")));
+        }
+        Ok(Tun { fd, name: name.to_string() })
+    }
+
+    /// Creates the TUN of a host in namespace `ns` and routes the host's
+    /// TCP into it (see the module docs).
+    pub fn attach(net: &Network, node: usize, ns: &str) -> Result<Tun, String> {
+        let ns2 = ns.to_string();
+        let ifs: Vec<String> = net.nodes[node].interfaces.iter().map(|i| i.name.clone()).collect();
+        let tun = sys::in_netns(ns, move || {
+            let t = Tun::create_here(TUN_NAME)?;
+            sys::sysctl_write("net.ipv4.ip_forward", "1")?;
+            sys::sysctl_write("net.ipv4.conf.all.accept_local", "1")?;
+            sys::sysctl_write(&format!("net.ipv4.conf.{TUN_NAME}.accept_local"), "1")?;
+            sys::sysctl_write(&format!("net.ipv4.conf.{TUN_NAME}.rp_filter"), "0")?;
+            // No ICMP redirects from the host's kernel for forwarded packets.
+            sys::sysctl_write("net.ipv4.conf.all.send_redirects", "0")?;
+            Ok(t)
+        })
+        .map_err(|e| format!("TUN in {ns2}: {e}"))?;
+        let mut cmds = vec![
+            format!("link set {TUN_NAME} up mtu 1500"),
+            format!("route replace default dev {TUN_NAME} table {TUN_TABLE}"),
+            // The local table after our rule (rule 0 cannot be shadowed).
+            "rule add priority 50 table local".to_string(),
+            "rule del priority 0 table local".to_string(),
+        ];
+        for i in &ifs {
+            cmds.push(format!("rule add priority 5 iif {i} ipproto tcp table {TUN_TABLE}"));
+        }
+        topo::ip_batch(Some(ns), &cmds)?;
+        Ok(tun)
+    }
+
+    pub fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
+    /// One packet, or None when nothing is queued.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        // SAFETY: valid buffer.
+        let r = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        Ok(Some(r as usize))
+    }
+
+    /// Writes one IP packet; false when the device queue is full (dropped,
+    /// like a full NIC ring: TCP recovers).
+    pub fn send(&self, pkt: &[u8]) -> io::Result<bool> {
+        // SAFETY: valid buffer.
+        let r = unsafe { libc::write(self.fd.as_raw_fd(), pkt.as_ptr() as *const libc::c_void, pkt.len()) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EINTR) | Some(libc::ENOBUFS) => Ok(false),
+                _ => Err(e),
+            };
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,106 @@
+//! Helpers shared by the sweep / report / scenario tests: run mplab in a
+//! scratch directory, read its CSVs by column name, find optional tools.
+
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn scenario(name: &str) -> PathBuf {
+    repo().join("scenarios").join(name)
+}
+
+/// A scratch directory, removed at the end (kept and named when the test fails).
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    pub fn new(test: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("mplab-lab-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+    pub fn join(&self, p: &str) -> PathBuf {
+        self.0.join(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept {} for inspection", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn mplab<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_mplab")).args(args).current_dir(cwd).output().unwrap();
+    Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr: String::from_utf8_lossy(&o.stderr).into_owned() }
+}
+
+/// A CSV as (header, rows), with RFC 4180 quotes.
+pub fn read_csv(p: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let mut recs = Vec::new();
+    let (mut rec, mut field, mut q) = (Vec::new(), String::new(), false);
+    let mut it = text.chars().peekable();
+    while let Some(c) = it.next() {
+        if q {
+            if c == '"' {
+                if it.peek() == Some(&'"') {
+                    it.next();
+                    field.push('"');
+                } else {
+                    q = false;
+                }
+            } else {
+                field.push(c);
+            }
+        } else if c == '"' {
+            q = true;
+        } else if c == ',' {
+            rec.push(std::mem::take(&mut field));
+        } else if c == '\n' {
+            rec.push(std::mem::take(&mut field));
+            recs.push(std::mem::take(&mut rec));
+        } else {
+            field.push(c);
+        }
+    }
+    let mut recs = recs.into_iter();
+    let header = recs.next().unwrap_or_else(|| panic!("{}: empty", p.display()));
+    let rows: Vec<Vec<String>> = recs.collect();
+    for r in &rows {
+        assert_eq!(r.len(), header.len(), "{}: row {r:?} vs header {header:?}", p.display());
+    }
+    (header, rows)
+}
+
+pub fn col(header: &[String], name: &str) -> usize {
+    header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name} in {header:?}"))
+}
+
+/// Is `cmd` runnable? When it is not: skip with a message outside CI, fail in CI.
+pub fn need(cmd: &str, probe: &[&str], what: &str) -> bool {
+    let ok = Command::new(cmd).args(probe).output().map(|o| o.status.success()).unwrap_or(false);
+    if !ok {
+        if std::env::var_os("CI").is_some() {
+            panic!("{what} is needed in CI (scripts/setup.sh installs it)");
+        }
+        eprintln!("SKIPPED: {what} is not installed (scripts/setup.sh installs it)");
+    }
+    ok
+}

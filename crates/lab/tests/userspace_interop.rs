@@ -1,0 +1,493 @@
+//! The userspace backend against Linux: mplab's MPTCP stack on a TUN in one
+//! scenario host, the kernel's MPTCP in the other, over the link emulator.
+//! Every receiver checks every byte against the stream pattern; the mplab
+//! ends also hash what they read (SHA-256, in meta.json). Needs root; every
+//! test removes its namespaces even when it fails, and every loop is bounded
+//! by the scenario's duration.
+
+mod kernel_support;
+
+use std::process::Command;
+
+use kernel_support::{can_run, namespaces_with, resolve, serial, window_mbit, NsGuard};
+use mplab_emu::kernel::{KernelOptions, KernelRun};
+
+/// Two direct 10 Mbit/s, 10 ms paths between `client` and `server`, each
+/// with its stack; fullmesh unless `extra` says otherwise.
+fn two_paths(duration: &str, client: &str, server: &str, extra: &str) -> String {
+    format!(
+        r#"
+name = "us"
+duration = "{duration}"
+
+[[nodes]]
+name = "client"
+stack = "{client}"
+[[nodes]]
+name = "server"
+stack = "{server}"
+
+[[links]]
+name = "p0"
+a = "client:eth0"
+b = "server:eth0"
+rate = "10Mbit"
+delay = "10ms"
+queue = {{ kind = "droptail", packets = 40 }}
+a_addr = "10.9.0.1/24"
+b_addr = "10.9.0.2/24"
+
+[[links]]
+name = "p1"
+a = "client:eth1"
+b = "server:eth1"
+rate = "10Mbit"
+delay = "10ms"
+queue = {{ kind = "droptail", packets = 40 }}
+a_addr = "10.9.1.1/24"
+b_addr = "10.9.1.2/24"
+
+[probes]
+interval = "250ms"
+{extra}
+"#
+    )
+}
+
+/// `client` with two 10 Mbit/s, 10 ms uplinks to a router, and `server`
+/// behind it on 100 Mbit/s: every subflow's replies come back on the
+/// interface it left from (device-bound kernel subflows need that).
+fn via_router(duration: &str, client: &str, server: &str, extra: &str) -> String {
+    format!(
+        r#"
+name = "usr"
+duration = "{duration}"
+
+[[nodes]]
+name = "client"
+stack = "{client}"
+[[nodes]]
+name = "r"
+kind = "router"
+[[nodes]]
+name = "server"
+stack = "{server}"
+
+[[links]]
+name = "p0"
+a = "client:eth0"
+b = "r"
+rate = "10Mbit"
+delay = "10ms"
+queue = {{ kind = "droptail", packets = 40 }}
+a_addr = "10.9.0.1/24"
+b_addr = "10.9.0.2/24"
+
+[[links]]
+name = "p1"
+a = "client:eth1"
+b = "r"
+rate = "10Mbit"
+delay = "10ms"
+queue = {{ kind = "droptail", packets = 40 }}
+a_addr = "10.9.1.1/24"
+b_addr = "10.9.1.2/24"
+
+[[links]]
+name = "lan"
+a = "r"
+b = "server:eth0"
+rate = "100Mbit"
+a_addr = "10.9.2.1/24"
+b_addr = "10.9.2.2/24"
+
+[probes]
+interval = "250ms"
+{extra}
+"#
+    )
+}
+
+const FULLMESH: &str = "[transport.mptcp]\npath_manager = \"fullmesh\"\n";
+
+fn bulk(bytes: Option<&str>) -> String {
+    let b = bytes.map(|b| format!("bytes = \"{b}\"\n")).unwrap_or_default();
+    format!("[[flows]]\nname = \"up\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\nport = 5001\n{b}")
+}
+
+/// A download that starts at `start` (after an earlier flow's slow start:
+/// see docs/userspace-backend.md on Linux resetting joins whose first
+/// segment after the third ACK is lost).
+fn download_at(bytes: &str, start: &str) -> String {
+    format!("[[flows]]\nname = \"down\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"download\"\nbytes = \"{bytes}\"\nport = 5002\nstart = \"{start}\"\n")
+}
+
+fn download(bytes: &str) -> String {
+    download_at(bytes, "0s")
+}
+
+/// Runs a scenario text on the userspace backend under the guard's prefix.
+fn run_us(g: &NsGuard, i: usize, toml: &str, pcap: Option<&std::path::Path>) -> KernelRun {
+    let (sc, net) = resolve(toml);
+    let errs = mplab_emu::userspace::unsupported(&sc, &net);
+    assert!(errs.is_empty(), "{errs:?}");
+    let opts = KernelOptions { prefix: Some(g.run_prefix(i)), pcap_dir: pcap.map(|p| p.to_path_buf()), ..Default::default() };
+    let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
+    let left = namespaces_with(&g.run_prefix(i));
+    assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
+    for n in &r.results.summary.notes {
+        eprintln!("note: {n}");
+    }
+    eprintln!("mplab hosts: {}", r.meta["mplab_hosts"]);
+    r
+}
+
+fn mplab_trace(pcap: &std::path::Path) -> (i32, String) {
+    let bin = env!("CARGO_BIN_EXE_mplab");
+    let out = Command::new(bin).arg("trace").arg(pcap).output().expect("run mplab trace");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+fn pcap_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("mplab-us-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// mplab client -> kernel server: MP_CAPABLE, joins over both paths
+/// (client-initiated, and to the address the kernel announces), 2 x 10
+/// Mbit/s aggregated, a bounded download the other way, DATA_FIN.
+#[test]
+fn userspace_mplab_client_kernel_server() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("usck");
+    let toml = two_paths("8s", "mplab", "kernel", &format!("{FULLMESH}{}", bulk(None)));
+    let r = run_us(&g, 0, &toml, None);
+    let f = &r.results.summary.flows[0];
+    let agg = window_mbit(&r, "up", 2.0, 8.0);
+    eprintln!("mplab -> kernel: {agg:.2} Mbit/s (2..8 s); {f:?}");
+    assert!(f.verified && !f.fallback, "{f:?}");
+    assert!(f.subflows.len() >= 2, "subflows: {:?}", f.subflows);
+    assert!(agg >= 18.0, "aggregate {agg:.2} Mbit/s < 18");
+    g.assert_clean();
+}
+
+/// kernel client -> mplab server: the kernel opens the joins, data both
+/// ways (bulk up, a bounded download), both verified.
+#[test]
+fn userspace_kernel_client_mplab_server() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("uskc");
+    let toml = two_paths("8s", "kernel", "mplab", &format!("{FULLMESH}{}{}", bulk(Some("4MB")), download_at("4MB", "3s")));
+    let r = run_us(&g, 0, &toml, None);
+    for f in &r.results.summary.flows {
+        eprintln!("kernel -> mplab: {f:?}");
+        assert!(f.verified && !f.fallback && f.completed, "{f:?}");
+        assert_eq!(f.bytes_delivered, 4_000_000, "{f:?}");
+    }
+    g.assert_clean();
+}
+
+/// SHA-256 (hex) of the first `n` bytes of the stream pattern, by `sha256sum`.
+fn pattern_sha256(n: u64) -> String {
+    use std::io::Write;
+    let mut child = Command::new("sha256sum").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("sha256sum");
+    {
+        let mut i = child.stdin.take().unwrap();
+        let block: Vec<u8> = (0..65536u64).map(mplab_sim::apps::pattern_byte).collect();
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(65536) as usize;
+            i.write_all(&block[..k]).unwrap();
+            left -= k as u64;
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("").to_string()
+}
+
+/// Every stream an mplab end read hashes like the pattern (SHA-256).
+fn assert_digests(r: &KernelRun) {
+    for (_, h) in r.meta["mplab_hosts"].as_object().unwrap() {
+        for s in h["streams"].as_array().unwrap() {
+            let n = s["bytes_read"].as_u64().unwrap();
+            if n > 0 {
+                assert_eq!(s["sha256"].as_str().unwrap(), pattern_sha256(n), "stream {s}");
+            }
+        }
+        assert_eq!(h["bad_checksum"].as_u64(), Some(0), "{h}");
+        // The host's own kernel TCP never answered for mplab's addresses.
+        assert_eq!(h["kernel_tcp"]["OutRsts"].as_i64(), Some(0), "{h}");
+        assert_eq!(h["rsts_sent"].as_u64(), Some(0), "{h}");
+    }
+}
+
+/// Both directions with DSS checksums on (the mplab end asks for them).
+#[test]
+fn userspace_checksums_both_ways() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("uscs");
+    let cs = "[transport.mptcp]\npath_manager = \"fullmesh\"\nchecksum = true\n";
+    for (i, (c, s)) in [("mplab", "kernel"), ("kernel", "mplab")].into_iter().enumerate() {
+        let toml = two_paths("7s", c, s, &format!("{cs}{}{}", bulk(Some("3MB")), download_at("3MB", "3s")));
+        let r = run_us(&g, i, &toml, None);
+        for f in &r.results.summary.flows {
+            eprintln!("checksums, {c} client -> {s} server: {f:?}");
+            assert!(f.verified && !f.fallback && f.completed && f.bytes_delivered == 3_000_000, "{c}->{s}: {f:?}");
+            assert!(f.subflows.len() >= 2, "{c}->{s}: {:?}", f.subflows);
+        }
+        assert_digests(&r);
+    }
+    g.assert_clean();
+}
+
+/// Option 30 stripped on both paths: plain TCP, both ways, data verified.
+#[test]
+fn userspace_fallback_when_option_stripped() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("usfb");
+    let strip = "[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"p0\"\non = \"all\"\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"p1\"\non = \"all\"\n";
+    for (i, (c, s)) in [("mplab", "kernel"), ("kernel", "mplab")].into_iter().enumerate() {
+        let toml = two_paths("7s", c, s, &format!("{strip}{}{}", bulk(Some("2MB")), download_at("2MB", "3s")));
+        let r = run_us(&g, i, &toml, None);
+        for f in &r.results.summary.flows {
+            eprintln!("stripped, {c} client -> {s} server: {f:?}");
+            assert!(f.fallback, "{c}->{s}: no fallback: {f:?}");
+            assert!(f.verified && f.completed && f.bytes_delivered == 2_000_000, "{c}->{s}: {f:?}");
+        }
+        assert_digests(&r);
+    }
+    g.assert_clean();
+}
+
+/// A path cut at 3 s and restored at 6 s: the connection goes on over the
+/// other path and uses both again afterwards (mplab client, kernel server,
+/// then the reverse).
+#[test]
+fn userspace_link_cut_and_recovery() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("uscut");
+    let ev = "[[events]]\nat = \"3s\"\nlink = \"p1\"\naction = \"down\"\n[[events]]\nat = \"6s\"\nlink = \"p1\"\naction = \"up\"\n";
+    for (i, (c, s)) in [("mplab", "kernel"), ("kernel", "mplab")].into_iter().enumerate() {
+        let toml = two_paths("12s", c, s, &format!("{FULLMESH}{ev}{}", bulk(None)));
+        let r = run_us(&g, i, &toml, None);
+        let f = &r.results.summary.flows[0];
+        for x in r.results.flows.iter().filter(|x| x.subflow == "all") {
+            eprint!("{:.2}:{:.1} ", x.time_s, x.goodput_bps / 1e6);
+        }
+        let before = window_mbit(&r, "up", 1.0, 3.0);
+        let cut = window_mbit(&r, "up", 4.5, 6.0);
+        let after = window_mbit(&r, "up", 9.0, 12.0);
+        eprintln!("\ncut, {c} -> {s}: before {before:.2} cut {cut:.2} after {after:.2}; {f:?}");
+        assert!(f.verified, "{f:?}");
+        assert!(cut >= 7.0, "{c}->{s}: {cut:.2} Mbit/s on one path");
+        assert!(after >= 15.0, "{c}->{s}: {after:.2} Mbit/s after the restore");
+    }
+    g.assert_clean();
+}
+
+/// The second path as a backup (join with the B bit, endpoints path
+/// manager): the sender keeps data off it while the first path works.
+#[test]
+fn userspace_backup_subflow_honoured() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("usbk");
+    // The receiver (client of a download) marks its second address backup.
+    let eps = "[transport.mptcp]\npath_manager = \"endpoints\"\n[[transport.mptcp.endpoints]]\nnode = \"client\"\niface = \"eth1\"\nflags = [\"subflow\", \"backup\"]\n";
+    for (i, (c, s)) in [("mplab", "kernel"), ("kernel", "mplab")].into_iter().enumerate() {
+        let toml = via_router("6s", c, s, &format!("{eps}{}", download("5MB")));
+        let r = run_us(&g, i, &toml, None);
+        let f = &r.results.summary.flows[0];
+        eprintln!("backup, {c} client -> {s} server: {f:?}");
+        assert!(f.verified && f.completed, "{f:?}");
+        assert!(f.subflows.len() >= 2, "no backup subflow: {:?}", f.subflows);
+        let main: u64 = f.subflows.iter().filter(|x| !x.remote.starts_with("10.9.1.1:")).map(|x| x.bytes_sent).sum();
+        let bk: u64 = f.subflows.iter().filter(|x| x.remote.starts_with("10.9.1.1:")).map(|x| x.bytes_sent).sum();
+        assert!(bk * 20 < main, "{c}->{s}: backup path carried {bk} bytes vs {main}");
+    }
+    g.assert_clean();
+}
+
+/// Deletes the kernel endpoint of `addr` in namespace `ns` once the run is
+/// `after` into its scenario time (the namespace appears ~0.3 s before
+/// time zero). Bounded: gives up after 20 s.
+fn delete_endpoint_later(ns: String, addr: &'static str, after: std::time::Duration) -> std::thread::JoinHandle<Option<String>> {
+    endpoint_later(ns, addr, after, &["delete"])
+}
+
+/// `ip -n NS mptcp endpoint VERB id ID REST...` for the endpoint of `addr`,
+/// `after` into the run's scenario time. Bounded: gives up after 20 s.
+fn endpoint_later(ns: String, addr: &'static str, after: std::time::Duration, verb: &'static [&'static str]) -> std::thread::JoinHandle<Option<String>> {
+    std::thread::spawn(move || {
+        let t = std::time::Instant::now();
+        while !std::path::Path::new(&format!("/run/netns/{ns}")).exists() {
+            if t.elapsed() > std::time::Duration::from_secs(20) {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(after + std::time::Duration::from_millis(600));
+        let out = Command::new("ip").args(["-n", &ns, "mptcp", "endpoint", "show"]).output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let id = text.lines().find(|l| l.starts_with(&format!("{addr} ")))?.split_whitespace().skip_while(|w| *w != "id").nth(1)?.to_string();
+        let ok = Command::new("ip").args(["-n", &ns, "mptcp", "endpoint", verb[0], "id", &id]).args(&verb[1..]).status().ok()?.success();
+        ok.then(|| format!("{verb:?} {addr} id {id} in {ns}: {text}"))
+    })
+}
+
+/// The run's per-interface captures merged into one (`mergecap`), so every
+/// subflow's both directions are in one file.
+fn merged_pcap(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut pcaps: Vec<_> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "pcap")).collect();
+    pcaps.sort();
+    assert!(!pcaps.is_empty(), "no capture in {}", dir.display());
+    let out = dir.join("merged.pcapng");
+    let ok = Command::new("mergecap").arg("-w").arg(&out).args(&pcaps).status().map(|s| s.success()).unwrap_or(false);
+    if ok {
+        vec![out]
+    } else {
+        pcaps
+    }
+}
+
+/// Segments of `pcap` matching a tshark display filter.
+fn tshark_count(pcap: &std::path::Path, filter: &str) -> usize {
+    let out = Command::new("tshark").args(["-r"]).arg(pcap).args(["-Y", filter]).output().expect("tshark");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// The kernel withdraws an address mid-transfer (REMOVE_ADDR): mplab
+/// closes the subflows to (or from) it and the data goes on over the rest,
+/// verified. Kernel server withdrawing its second address from an mplab
+/// client, then a kernel client withdrawing its own from an mplab server.
+/// Both runs are captured and checked with `mplab trace` and tshark.
+#[test]
+fn userspace_remove_addr_and_trace() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("usrm");
+    for (i, (c, s, who, addr)) in [("mplab", "kernel", "server", "10.9.1.2"), ("kernel", "mplab", "client", "10.9.1.1")].into_iter().enumerate() {
+        let dir = pcap_dir(&format!("rm{i}"));
+        let mplab_node = if c == "mplab" { "client" } else { "server" };
+        // Text before the first table header of `extra` belongs to [probes].
+        let toml = two_paths("8s", c, s, &format!("pcap = [\"{mplab_node}\"]\n{FULLMESH}{}", bulk(None)));
+        let del = delete_endpoint_later(format!("{}-{who}", g.run_prefix(i)), addr, std::time::Duration::from_secs(3));
+        let r = run_us(&g, i, &toml, Some(&dir));
+        let deleted = del.join().ok().flatten();
+        eprintln!("{deleted:?}");
+        assert!(deleted.is_some(), "could not delete the endpoint of {addr}");
+        let f = &r.results.summary.flows[0];
+        let after = window_mbit(&r, "up", 5.0, 8.0);
+        eprintln!("remove_addr, {c} -> {s}: after {after:.2} Mbit/s; {f:?}");
+        assert!(f.verified && !f.fallback, "{f:?}");
+        assert!(after >= 7.0, "{c}->{s}: {after:.2} Mbit/s after REMOVE_ADDR");
+        let pcaps = merged_pcap(&dir);
+        let mut removes = 0;
+        for p in &pcaps {
+            let (code, text) = mplab_trace(p);
+            eprintln!("mplab trace {}: exit {code}\n{}", p.display(), text.lines().take(40).collect::<Vec<_>>().join("\n"));
+            assert_eq!(code, 0, "mplab trace found a mismatch in {}:\n{text}", p.display());
+            assert!(text.contains(" 0 MISMATCH"), "{text}");
+            removes += tshark_count(p, "tcp.options.mptcp.subtype == 4");
+            assert!(tshark_count(p, "tcp.options.mptcp.subtype == 2") > 100, "no DSS in {}", p.display());
+            assert_eq!(tshark_count(p, "tcp.checksum.status == \"Bad\""), 0);
+        }
+        assert!(removes > 0, "no REMOVE_ADDR captured");
+        // After the removal no data flows to/from the withdrawn address.
+        let late = pcaps.iter().map(|p| tshark_count(p, &format!("ip.addr == {addr} && tcp.len > 0 && frame.time_relative > 5.5"))).sum::<usize>();
+        assert!(late < 5, "{late} data segments on {addr} after its removal");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    g.assert_clean();
+}
+
+/// MP_PRIO: the kernel client marks its second address backup at 3 s
+/// (`ip mptcp endpoint change ... backup`); mplab, sending a download,
+/// moves the data off the subflows from that address.
+#[test]
+fn userspace_mp_prio_from_kernel() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("usprio");
+    let dir = pcap_dir("prio");
+    let toml = via_router("7s", "kernel", "mplab", &format!("pcap = [\"server\"]\n{FULLMESH}{}", download("200MB")));
+    let chg = endpoint_later(format!("{}-client", g.run_prefix(0)), "10.9.1.1", std::time::Duration::from_secs(3), &["change", "backup"]);
+    let r = run_us(&g, 0, &toml, Some(&dir));
+    let changed = chg.join().ok().flatten();
+    eprintln!("{changed:?}");
+    assert!(changed.is_some(), "could not change the endpoint");
+    let f = &r.results.summary.flows[0];
+    eprintln!("mp_prio: {f:?}");
+    assert!(f.verified, "{f:?}");
+    let pcaps = merged_pcap(&dir);
+    let prio: usize = pcaps.iter().map(|p| tshark_count(p, "tcp.options.mptcp.subtype == 5")).sum();
+    let before: usize = pcaps.iter().map(|p| tshark_count(p, "ip.dst == 10.9.1.1 && tcp.len > 0 && frame.time_relative > 1.5 && frame.time_relative < 3.0")).sum();
+    let after: usize = pcaps.iter().map(|p| tshark_count(p, "ip.dst == 10.9.1.1 && tcp.len > 0 && frame.time_relative > 4.5")).sum();
+    eprintln!("MP_PRIO segments {prio}; data to 10.9.1.1: {before} in 1.5..3 s, {after} after 4.5 s");
+    assert!(prio > 0, "no MP_PRIO captured");
+    assert!(before > 200, "the second path was not used before: {before}");
+    assert!(after < before / 20, "backup path still carries data: {after} segments after MP_PRIO");
+    let _ = std::fs::remove_dir_all(&dir);
+    g.assert_clean();
+}
+
+/// `mplab run --backend userspace` on a mixed scenario file (kernel client,
+/// mplab server): exit 0, backend "userspace", verified, results written.
+#[test]
+fn userspace_cli_mixed_run() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("uscli");
+    let dir = pcap_dir("cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mixed.toml");
+    std::fs::write(&file, two_paths("5s", "kernel", "mplab", &format!("{FULLMESH}{}", bulk(Some("5MB"))))).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_mplab"))
+        .args(["run", "--backend", "userspace", "--json", "--out"])
+        .arg(dir.join("res"))
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mplab run");
+    // The CLI names its namespaces after its pid: removed even if it fails.
+    let cli = NsGuard { prefix: format!("mplab-{}-", child.id()) };
+    let out = child.wait_with_output().expect("mplab run");
+    cli.assert_clean();
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("summary json");
+    assert_eq!(v["backend"], "userspace");
+    assert_eq!(v["flows"][0]["verified"], true, "{v}");
+    assert_eq!(v["flows"][0]["bytes_delivered"], 5_000_000, "{v}");
+    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("res/meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["backend"], "userspace");
+    assert_eq!(meta["mplab_hosts"]["server"]["kernel_tcp"]["OutRsts"], 0, "{meta}");
+    let _ = std::fs::remove_dir_all(&dir);
+    g.assert_clean();
+}
