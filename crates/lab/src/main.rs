@@ -12,6 +12,7 @@ mod sweep;
 mod table;
 mod trace;
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -291,9 +292,10 @@ fn main() -> ExitCode {
         Command::Trace { file, json } => match trace::trace_file(&file) {
             Ok(rep) => {
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&rep).expect("report serialises"));
+                    // A closed stdout (`| head`) is not an error worth a panic.
+                    let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&rep).expect("report serialises"));
                 } else {
-                    print!("{}", trace::render(&rep));
+                    let _ = write!(std::io::stdout(), "{}", trace::render(&rep));
                 }
                 if rep.checks_mismatch > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
             }

@@ -131,6 +131,7 @@ impl TcpOptions {
     /// Replaces the SACK blocks; keeps the first [`MAX_SACK_BLOCKS`].
     pub fn set_sack(&mut self, blocks: &[SackBlock]) {
         let n = blocks.len().min(MAX_SACK_BLOCKS);
+        self.sack = [SackBlock::default(); MAX_SACK_BLOCKS];
         self.sack[..n].copy_from_slice(&blocks[..n]);
         self.sack_len = n as u8;
     }
@@ -245,15 +246,18 @@ impl TcpOptions {
                     if (l - 2) % 8 != 0 || l == 2 || (l - 2) / 8 > MAX_SACK_BLOCKS {
                         return Err(bad);
                     }
+                    // A later SACK option replaces an earlier one; `set_sack`
+                    // clears the unused slots so equal headers compare equal.
                     let n = (l - 2) / 8;
-                    for b in 0..n {
+                    let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
+                    for (b, block) in blocks.iter_mut().enumerate().take(n) {
                         let p = 2 + b * 8;
-                        o.sack[b] = SackBlock {
+                        *block = SackBlock {
                             left: u32::from_be_bytes([opt[p], opt[p + 1], opt[p + 2], opt[p + 3]]),
                             right: u32::from_be_bytes([opt[p + 4], opt[p + 5], opt[p + 6], opt[p + 7]]),
                         };
                     }
-                    o.sack_len = n as u8;
+                    o.set_sack(&blocks[..n]);
                 }
                 kind::TIMESTAMPS => {
                     if l != 10 {

@@ -230,3 +230,19 @@ fn known_layouts_match_rfc_8684() {
     r.encode(&mut b).unwrap();
     assert_eq!(b, [0x1e, 5, 0x40, 1, 2]);
 }
+
+/// Found by the fuzzer: two SACK options in one header, the second shorter.
+/// The header must equal itself after encode + decode (no stale blocks).
+#[test]
+fn a_second_shorter_sack_option_leaves_no_stale_blocks() {
+    let mut raw = vec![5u8, 18, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4];
+    raw.extend_from_slice(&[5, 10, 0, 0, 0, 9, 0, 0, 0, 10]);
+    while raw.len() % 4 != 0 {
+        raw.push(1);
+    }
+    let o = mplab_wire::TcpOptions::parse(&raw).unwrap();
+    assert_eq!(o.sack().len(), 1);
+    let mut buf = [0u8; 40];
+    let n = o.encode(&mut buf).unwrap();
+    assert_eq!(mplab_wire::TcpOptions::parse(&buf[..n]).unwrap(), o);
+}
