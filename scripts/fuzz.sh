@@ -23,4 +23,8 @@ for name in ["linux-6.18-mptcp-join-addaddr.pcap", "linux-6.18-mptcp-dss-checksu
         pathlib.Path(f"fuzz/corpus/segment/{name[:-5]}-{i}").write_bytes(b"\x03" + b[off+16:off+16+incl])
         off += 16 + incl; i += 1
 PY
-cargo +nightly fuzz run segment fuzz/corpus/segment -- -max_total_time="$secs" -max_len=400 2>&1 | tail -5
+# A fixed seed and run count make the CI run reproducible: what passes here
+# passes there (a slower machine stops earlier on the time cap, a prefix of
+# the same sequence). Longer exploratory runs: FUZZ_RUNS=-1 (no run limit).
+runs=${FUZZ_RUNS:-6000000}
+cargo +nightly fuzz run segment fuzz/corpus/segment -- -max_total_time="$secs" -max_len=400 -seed=1 -runs="$runs" 2>&1 | tail -5
