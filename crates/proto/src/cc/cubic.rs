@@ -3,7 +3,7 @@
 //! that loss happened, so it regains its old rate quickly on long fat
 //! paths, with a Reno-friendly lower bound on short ones.
 
-use super::{slow_start, AckEvent, CcState, CongestionControl};
+use super::{avoidance_bytes, AckEvent, CcState, CongestionControl};
 use crate::time::Instant;
 
 /// Scaling constant C (segments / s^3).
@@ -37,15 +37,9 @@ impl CongestionControl for Cubic {
     }
 
     fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent<'_>) {
-        if !ev.cwnd_limited {
+        let acked = avoidance_bytes(s, ev);
+        if acked == 0 {
             return;
-        }
-        let mut acked = ev.acked;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-            if acked == 0 {
-                return;
-            }
         }
         let cwnd = Self::segments(s);
         let epoch = *self.epoch.get_or_insert_with(|| {

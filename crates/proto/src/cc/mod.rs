@@ -129,6 +129,20 @@ pub fn slow_start(s: &mut CcState, acked: u64) -> u64 {
     acked - grow
 }
 
+/// The bytes of this ACK left for congestion avoidance: none when the
+/// sender was not limited by cwnd (windows grow only then), and slow
+/// start's share already applied to `s`.
+pub fn avoidance_bytes(s: &mut CcState, ev: &AckEvent<'_>) -> u64 {
+    if !ev.cwnd_limited {
+        return 0;
+    }
+    if s.in_slow_start() {
+        slow_start(s, ev.acked)
+    } else {
+        ev.acked
+    }
+}
+
 /// The algorithms mplab ships, by scenario name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CcAlgorithm {

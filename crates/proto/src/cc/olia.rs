@@ -21,7 +21,7 @@
 
 use super::coupled::{grow, paths, P};
 use super::reno::reno_avoidance;
-use super::{slow_start, AckEvent, CcState, CongestionControl};
+use super::{avoidance_bytes, AckEvent, CcState, CongestionControl};
 use crate::time::Instant;
 
 #[derive(Debug, Clone, Default)]
@@ -75,13 +75,7 @@ impl CongestionControl for Olia {
     }
 
     fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent<'_>) {
-        if !ev.cwnd_limited {
-            return;
-        }
-        let mut acked = ev.acked;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-        }
+        let acked = avoidance_bytes(s, ev);
         if acked == 0 {
             return;
         }

@@ -1,7 +1,7 @@
 //! TCP Reno / NewReno window growth (RFC 5681): slow start, then one MSS
 //! per window of acknowledged data; halve on loss.
 
-use super::{slow_start, AckEvent, CcState, CongestionControl};
+use super::{avoidance_bytes, AckEvent, CcState, CongestionControl};
 use crate::time::Instant;
 
 #[derive(Debug, Clone, Default)]
@@ -16,13 +16,7 @@ impl CongestionControl for Reno {
     }
 
     fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent<'_>) {
-        if !ev.cwnd_limited {
-            return;
-        }
-        let mut acked = ev.acked;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked);
-        }
+        let acked = avoidance_bytes(s, ev);
         reno_avoidance(s, &mut self.acked_acc, acked);
     }
 
