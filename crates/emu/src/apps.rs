@@ -71,7 +71,12 @@ pub fn local_peer(fd: RawFd) -> (String, String) {
 /// control, MSS, timeouts.
 fn configure(fd: RawFd, f: &Flow) -> std::io::Result<()> {
     let cc = f.mptcp.as_ref().map(|m| m.cc.clone()).unwrap_or_else(|| f.tcp.cc.clone());
-    sys::setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes(), &format!("TCP_CONGESTION {cc}"))?;
+    // A CC this kernel lacks can only reach here for a kernel end that
+    // merely acknowledges an mplab sender's data (kconf::unsupported_on
+    // refuses it on kernel senders): that end keeps the default.
+    if crate::kconf::available_cc().contains(&cc) {
+        sys::setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes(), &format!("TCP_CONGESTION {cc}"))?;
+    }
     if let Some(b) = f.tcp.snd_buf {
         sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, b.min(i32::MAX as u64 / 2) as i32, "SO_SNDBUF")?;
     }

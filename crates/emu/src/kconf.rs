@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use mplab_scenario::network::{EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, PathManager, Placement, TransportKind};
+use mplab_scenario::network::{App, EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, PathManager, Placement, TransportKind};
 use mplab_scenario::Scenario;
 
 use crate::sys;
@@ -68,7 +68,44 @@ impl<T: PartialEq + std::fmt::Debug> PerNode<T> {
 
 /// Everything in the scenario this backend cannot run as written, as
 /// errors located in the scenario file. Empty: the run can go ahead.
+/// Every node runs on the kernel here (the kernel backend); see
+/// [`unsupported_on`] for runs where some hosts run mplab's stack.
 pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
+    let mut out = unsupported_on(sc, net, &vec![true; net.nodes.len()]);
+    for n in &net.nodes {
+        if let Some(s) = n.stack.as_deref().filter(|s| *s != "kernel") {
+            let path = sc.nodes.iter().position(|x| x.name == n.name).map(|i| format!("nodes[{i}].stack")).unwrap_or_else(|| "nodes".into());
+            out.push(sc.error_at(&path, format!("node {:?} asks for stack {s:?}; the kernel backend runs every node on the Linux kernel", n.name)).to_string());
+        }
+    }
+    out
+}
+
+/// Whether the `from` (client) or the `to` (server) end of a flow writes
+/// stream data, as opposed to only acknowledging it: the sender is the end
+/// whose congestion control and MPTCP scheduler shape the transfer.
+pub fn end_sends(app: &App, client: bool) -> bool {
+    match app {
+        App::Bulk { .. } | App::Rate { .. } => client,
+        App::Download { .. } => !client,
+        App::Request { .. } => true,
+    }
+}
+
+/// What the kernel cannot run of `net` when only the nodes with
+/// `kernel[node]` run on it (the others run mplab's stack, which the
+/// kernel's limits do not concern). Per flow end on a kernel node:
+///
+/// * congestion control and MPTCP scheduler are the sender's business:
+///   they must exist in this kernel only where the kernel end writes data
+///   (a kernel end that only acknowledges keeps its namespace's default,
+///   see [`apply_on`] and `apps::configure`);
+/// * ndiffports is the initiator's path manager: refused when the client
+///   is a kernel node (a kernel server just accepts the extra joins);
+/// * delayed ACKs are the receiver's: refused where a kernel end reads;
+/// * one value per namespace (SACK, timestamps, window scaling, MPTCP
+///   checksums, scheduler) is checked among the kernel nodes only.
+pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<String> {
     let mut out = Vec::new();
     let mut err = |path: &str, msg: String| out.push(sc.error_at(path, msg).to_string());
     let ccs = available_cc();
@@ -78,13 +115,17 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
     let mut ws = PerNode::new("transport.tcp.wscale");
     let mut csum = PerNode::new("MPTCP checksum settings");
     let mut sched = PerNode::new("MPTCP schedulers");
+    let is_k = |n: usize| kernel.get(n).copied().unwrap_or(true);
     for f in &net.flows {
+        let ends = [(f.from, &f.from_name, true), (f.to, &f.to_name, false)];
+        let k_send = ends.iter().any(|&(n, _, cli)| is_k(n) && end_sends(&f.app, cli));
+        let k_recv = ends.iter().any(|&(n, _, cli)| is_k(n) && end_sends(&f.app, !cli));
         let (cc, cc_path) = match &f.mptcp {
             Some(m) if sc.transport.mptcp.cc.is_some() => (m.cc.clone(), "transport.mptcp.cc".to_string()),
             Some(m) => (m.cc.clone(), flow_path(sc, f, "cc", "transport.tcp.cc")),
             None => (f.tcp.cc.clone(), flow_path(sc, f, "cc", "transport.tcp.cc")),
         };
-        if !ccs.iter().any(|c| *c == cc) {
+        if k_send && !ccs.iter().any(|c| *c == cc) {
             let coupled = ["lia", "olia", "balia", "wvegas"].contains(&cc.as_str());
             err(
                 &cc_path,
@@ -95,10 +136,10 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
                 ),
             );
         }
-        if !f.tcp.delayed_ack {
+        if k_recv && !f.tcp.delayed_ack {
             err("transport.tcp.delayed_ack", "the kernel backend cannot turn delayed ACKs off (Linux has no per-connection switch)".into());
         }
-        for (node, name) in [(f.from, &f.from_name), (f.to, &f.to_name)] {
+        for &(node, name, _) in ends.iter().filter(|e| is_k(e.0)) {
             for (p, v) in [(&mut sack, f.tcp.sack), (&mut ts, f.tcp.timestamps), (&mut ws, f.tcp.wscale)] {
                 if let Err(m) = p.want(node, name, v, &f.name) {
                     err(&format!("flows[{}]", f.id), m);
@@ -106,25 +147,28 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
             }
         }
         let Some(m) = &f.mptcp else { continue };
-        if m.path_manager == PathManager::Ndiffports {
+        if m.path_manager == PathManager::Ndiffports && is_k(f.from) {
             err(
                 &flow_path(sc, f, "path_manager", "transport.mptcp.path_manager"),
                 "the Linux kernel has no ndiffports path manager (its in-kernel path manager does default, fullmesh and explicit endpoints)".into(),
             );
         }
-        if !scheds.iter().any(|s| *s == m.scheduler) {
+        if k_send && !scheds.iter().any(|s| *s == m.scheduler) {
             err(&flow_path(sc, f, "scheduler", "transport.mptcp.scheduler"), format!("MPTCP scheduler {:?} is not available in this kernel (it has {})", m.scheduler, scheds.join(", ")));
         }
-        for (node, name) in [(f.from, &f.from_name), (f.to, &f.to_name)] {
+        for &(node, name, cli) in ends.iter().filter(|e| is_k(e.0)) {
             if let Err(msg) = csum.want(node, name, m.checksum, &f.name) {
                 err(&flow_path(sc, f, "checksum", "transport.mptcp.checksum"), msg);
             }
+            // Kept for every kernel end, sending or not (as the kernel
+            // backend always did): one sysctl per namespace.
+            let _ = cli;
             if let Err(msg) = sched.want(node, name, m.scheduler.clone(), &f.name) {
                 err(&flow_path(sc, f, "scheduler", "transport.mptcp.scheduler"), msg);
             }
         }
     }
-    if let Err(m) = mptcp_plan(net) {
+    if let Err(m) = mptcp_plan_on(net, kernel) {
         err("transport.mptcp", m);
     }
     for (i, mb) in net.middleboxes.iter().enumerate() {
@@ -138,12 +182,6 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
         let has_ecmp = net.nodes.iter().any(|n| n.routing.main.iter().chain(n.routing.tables.iter().flat_map(|t| &t.routes)).any(|r| r.nexthops.len() > 1));
         if has_ecmp {
             err("ecmp", "the kernel spreads flows over equal-cost paths by hash (fib_multipath_hash_policy=1); `ecmp = \"random\"` is simulator-only".into());
-        }
-    }
-    for n in &net.nodes {
-        if let Some(s) = n.stack.as_deref().filter(|s| *s != "kernel") {
-            let path = sc.nodes.iter().position(|x| x.name == n.name).map(|i| format!("nodes[{i}].stack")).unwrap_or_else(|| "nodes".into());
-            err(&path, format!("node {:?} asks for stack {s:?}; the kernel backend runs every node on the Linux kernel", n.name));
         }
     }
     out
@@ -177,6 +215,12 @@ fn flags_str(flags: &[EndpointFlag]) -> String {
 /// flows need different settings on one node (the kernel's are per
 /// namespace).
 pub fn mptcp_plan(net: &Network) -> Result<BTreeMap<usize, MptcpNode>, String> {
+    mptcp_plan_on(net, &vec![true; net.nodes.len()])
+}
+
+/// [`mptcp_plan`] for the nodes with `kernel[node]` only: mplab's hosts
+/// configure their own connections, so their flows may disagree.
+pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, MptcpNode>, String> {
     let mut plan: BTreeMap<usize, (MptcpNode, String)> = BTreeMap::new();
     let cap = |v: u32| v.min(8);
     for f in net.flows.iter().filter(|f| f.transport == TransportKind::Mptcp) {
@@ -188,7 +232,14 @@ pub fn mptcp_plan(net: &Network) -> Result<BTreeMap<usize, MptcpNode>, String> {
         let mut c = MptcpNode::default();
         let mut s = MptcpNode::default();
         match m.path_manager {
-            PathManager::Default | PathManager::Ndiffports => {}
+            PathManager::Default => {}
+            PathManager::Ndiffports => {
+                // Only an mplab client runs ndiffports (refused on a kernel
+                // one): a kernel server must accept its extra subflows,
+                // all between the same two addresses.
+                let n = cap(m.subflows.unwrap_or(2).saturating_sub(1));
+                s.limits = Some((n, 0));
+            }
             PathManager::Fullmesh => {
                 // No `dev`: a subflow bound to a device only accepts
                 // segments arriving on it, and on direct parallel paths the
@@ -225,6 +276,9 @@ pub fn mptcp_plan(net: &Network) -> Result<BTreeMap<usize, MptcpNode>, String> {
             }
         }
         for (node, want) in [(f.from, c), (f.to, s)] {
+            if !kernel.get(node).copied().unwrap_or(true) {
+                continue;
+            }
             match plan.get(&node) {
                 Some((have, by)) if *have != want => {
                     return Err(format!(
@@ -245,8 +299,17 @@ pub fn mptcp_plan(net: &Network) -> Result<BTreeMap<usize, MptcpNode>, String> {
 /// Applies the kernel settings to the namespaces of `net`'s nodes
 /// (`ns[node id]`).
 pub fn apply(net: &Network, ns: &[String]) -> Result<BTreeMap<usize, MptcpNode>, String> {
-    let plan = mptcp_plan(net)?;
-    for n in net.nodes.iter().filter(|n| n.kind == NodeKind::Host) {
+    apply_on(net, ns, &vec![true; net.nodes.len()])
+}
+
+/// [`apply`] where only the nodes with `kernel[node]` run the kernel's
+/// (MP)TCP: mplab's hosts get no MPTCP settings (their kernel never sees
+/// their TCP), and a kernel end gets the flow's scheduler only if this
+/// kernel has it (else it only acknowledges data: [`unsupported_on`]).
+pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMap<usize, MptcpNode>, String> {
+    let plan = mptcp_plan_on(net, kernel)?;
+    let scheds = available_schedulers();
+    for n in net.nodes.iter().filter(|n| n.kind == NodeKind::Host && kernel.get(n.id).copied().unwrap_or(true)) {
         let mut kv: Vec<(String, String)> = vec![("net.mptcp.enabled".into(), "1".into()), ("net.mptcp.blackhole_timeout".into(), "0".into())];
         if let Some(f) = net.flows.iter().find(|f| f.from == n.id || f.to == n.id) {
             kv.push(("net.ipv4.tcp_sack".into(), u8::from(f.tcp.sack).to_string()));
@@ -255,7 +318,9 @@ pub fn apply(net: &Network, ns: &[String]) -> Result<BTreeMap<usize, MptcpNode>,
         }
         if let Some(m) = net.flows.iter().filter(|f| f.from == n.id || f.to == n.id).find_map(|f| f.mptcp.as_ref()) {
             kv.push(("net.mptcp.checksum_enabled".into(), u8::from(m.checksum).to_string()));
-            kv.push(("net.mptcp.scheduler".into(), m.scheduler.clone()));
+            if scheds.contains(&m.scheduler) {
+                kv.push(("net.mptcp.scheduler".into(), m.scheduler.clone()));
+            }
         }
         let name = ns[n.id].clone();
         sys::in_netns(&name, move || {

@@ -191,14 +191,16 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     use crate::userspace::{host, tun::Tun};
     let userspace = mplab.iter().any(|&m| m);
     preflight()?;
-    kconf::mptcp_plan(net).map_err(KernelError::Usage)?;
+    // The kernel's MPTCP settings concern the kernel's hosts only.
+    let on_kernel: Vec<bool> = mplab.iter().map(|&m| !m).collect();
+    kconf::mptcp_plan_on(net, &on_kernel).map_err(KernelError::Usage)?;
     let wall = Wall::now();
     let prefix = opts.prefix.clone().unwrap_or_else(topo::run_prefix);
     let abort = opts.abort.clone();
     let check = || if abort.load(Ordering::SeqCst) { Err(KernelError::Interrupted) } else { Ok(()) };
     let mut topo = Topology::build(net, &prefix).map_err(|e| KernelError::Failed(format!("building the topology: {e}")))?;
     check()?;
-    let plan = kconf::apply(net, &topo.node_ns).map_err(|e| KernelError::Failed(format!("configuring the kernel: {e}")))?;
+    let plan = kconf::apply_on(net, &topo.node_ns, &on_kernel).map_err(|e| KernelError::Failed(format!("configuring the kernel: {e}")))?;
     check()?;
     let mut tuns: Vec<(usize, Tun)> = Vec::new();
     for n in net.nodes.iter().filter(|n| mplab[n.id]) {

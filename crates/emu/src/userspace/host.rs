@@ -15,14 +15,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant as Wall;
 
 use mplab_proto::mptcp::{Connection, MptcpConfig, PayloadSource};
+use mplab_proto::tcp::TcpConfig;
 use mplab_proto::Instant;
-use mplab_scenario::network::{App, Flow, Network};
+use mplab_scenario::network::{App, Flow, Network, TransportKind};
 use mplab_sim::apps::{fill_pattern, pattern_byte};
 use mplab_wire::packet::{build_ip_tcp, tcp_checksum_ok, TcpPacket};
 use mplab_wire::tcp::flags;
 use mplab_wire::{MpJoin, MptcpOption, TcpHeader, TcpOptions};
 use sha2::{Digest, Sha256};
 
+use super::conn::Conn;
 use super::tun::Tun;
 use crate::apps::{Clock, FlowState};
 use crate::probes::TcpInfo;
@@ -113,7 +115,9 @@ struct End {
     role: Role,
     st: Arc<FlowState>,
     cfg: MptcpConfig,
-    conn: Option<Connection>,
+    /// Some: a plain TCP flow (`transport = "tcp"`), run on proto's TCP.
+    tcp_cfg: Option<TcpConfig>,
+    conn: Option<Conn>,
     rx: RxRing,
     /// Bytes the application handed to the connection.
     tx: u64,
@@ -126,6 +130,8 @@ struct End {
     /// Server of a request flow: requests answered.
     srv_answered: u64,
     done_at: Option<u64>,
+    /// Aborted by a control command: the application stops.
+    aborted: bool,
 }
 
 pub struct HostSpec {
@@ -145,7 +151,8 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             let f = net.flows[fi].clone();
             let first = if role == Role::Client { f.src } else { f.dst };
             let cfg = mplab_sim::mptcp_endpoint::mptcp_config(net, &f, spec.node, first);
-            End { flow: f, role, st: states[fi].clone(), cfg, conn: None, rx: RxRing::new(), tx: 0, closed: false, req_k: 0, req_t: None, req_rx_goal: 0, srv_answered: 0, done_at: None }
+            let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_sim::tcp_endpoint::tcp_config(&f.tcp));
+            End { flow: f, role, st: states[fi].clone(), cfg, tcp_cfg, conn: None, rx: RxRing::new(), tx: 0, closed: false, req_k: 0, req_t: None, req_rx_goal: 0, srv_answered: 0, done_at: None, aborted: false }
         })
         .collect();
     let mut tuples: HashMap<(SocketAddr, SocketAddr), usize> = HashMap::new();
@@ -159,6 +166,8 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
     let mut last_probe = 0u64;
     // MPLAB_US_DEBUG=1: the connections' internals every 0.5 s on stderr.
     let debug = std::env::var_os("MPLAB_US_DEBUG").is_some();
+    let ctl = tun.ns.as_deref().map(super::control_path);
+    let host_name = net.nodes[spec.node].name.clone();
     loop {
         if clk.abort.load(Ordering::Relaxed) || clk.now_ns() >= clk.hard_ns {
             break;
@@ -194,7 +203,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                 Some(e) => {
                     let end = &mut ends[e];
                     let Some(conn) = end.conn.as_mut() else { continue };
-                    let placed = conn.handle_segment(now, local, remote, &p.tcp, p.payload_len as u32, Some(p.payload));
+                    let placed = conn.handle_segment(now, local, remote, &p.tcp, p.payload);
                     match placed {
                         Some(r) if !r.is_empty() => end.rx.put(&r, p.payload),
                         None if p.payload_len > 0 => c.unplaced_segments += 1,
@@ -261,6 +270,12 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             for end in &ends {
                 publish(end);
             }
+            if let Some(text) = ctl.as_ref().and_then(|p| std::fs::read_to_string(p).ok().inspect(|_| drop(std::fs::remove_file(p)))) {
+                for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                    let what = control(&mut ends, line);
+                    eprintln!("mplab host {host_name}: {:.3} s: {line}: {what}", t_ns as f64 / 1e9);
+                }
+            }
         }
         // ---- sleep until the TUN is readable or the next timer
         let now = now_i();
@@ -288,8 +303,52 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
         // the run), so a reset from here would only race the peer's
         // application into an error at its deadline.
     }
+    if let Some(p) = &ctl {
+        let _ = std::fs::remove_file(p);
+    }
     if let Ok(mut g) = counters.lock() {
         *g = c;
+    }
+}
+
+/// Applies one control command (see [`super::control_path`]); what it did.
+fn control(ends: &mut [End], line: &str) -> String {
+    let mut w = line.split_whitespace();
+    let verb = w.next().unwrap_or("");
+    let arg = w.next();
+    let addr: Option<IpAddr> = arg.and_then(|a| a.parse().ok());
+    let mut done = Vec::new();
+    for end in ends.iter_mut() {
+        let name = end.flow.name.clone();
+        let Some(conn) = end.conn.as_mut() else { continue };
+        match (verb, addr) {
+            ("backup" | "nobackup", Some(a)) => {
+                let Some(mp) = conn.mptcp() else { continue };
+                let idx: Vec<usize> = mp.subflow_stats().iter().enumerate().filter(|(_, s)| s.local.ip() == a && !s.closed).map(|(i, _)| i).collect();
+                for &i in &idx {
+                    mp.set_backup(i, verb == "backup");
+                }
+                done.push(format!("{name}: MP_PRIO on {} subflow(s)", idx.len()));
+            }
+            ("remove", Some(a)) => {
+                let Some(id) = end.cfg.locals.iter().find(|l| l.addr == a).map(|l| l.id) else { continue };
+                let Some(mp) = conn.mptcp() else { continue };
+                mp.remove_local(id);
+                done.push(format!("{name}: REMOVE_ADDR id {id}"));
+            }
+            ("abort", _) if arg.is_none_or(|f| f == name) => {
+                conn.abort();
+                end.aborted = true;
+                end.closed = true;
+                done.push(format!("{name}: aborted"));
+            }
+            _ => {}
+        }
+    }
+    if done.is_empty() {
+        "no effect (unknown command, address or flow, or no connection yet)".into()
+    } else {
+        done.join("; ")
     }
 }
 
@@ -341,14 +400,17 @@ fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut 
     });
     if let Some(token) = join {
         let &e = tokens.get(&token)?;
-        let conn = ends[e].conn.as_mut()?;
+        let conn = ends[e].conn.as_mut()?.mptcp()?;
         conn.accept_join(now, local, remote, syn).ok()?;
         tuples.insert((local, remote), e);
         return Some(e);
     }
     let e = ends.iter().position(|x| x.role == Role::Server && x.conn.is_none() && x.flow.dport == local.port())?;
     let end = &mut ends[e];
-    let conn = Connection::accept(end.cfg.clone(), local, remote, syn, seed, now)?;
+    let conn = match &end.tcp_cfg {
+        Some(t) => Conn::tcp_accept(t.clone(), local, remote, syn, seed as u32, now)?,
+        None => Conn::Mp(Box::new(Connection::accept(end.cfg.clone(), local, remote, syn, seed, now)?)),
+    };
     tokens.insert(conn.local_token(), e);
     end.conn = Some(conn);
     end.st.connected.store(true, Ordering::Relaxed);
@@ -399,6 +461,9 @@ fn close(end: &mut End) {
 
 /// One step of the flow end's application.
 fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
+    if end.aborted {
+        return;
+    }
     let f = end.flow.clone();
     if end.role == Role::Client && end.conn.is_none() {
         if t_ns < f.start_ns || t_ns >= f.stop_ns {
@@ -406,15 +471,18 @@ fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
         }
         let local = SocketAddr::new(IpAddr::V4(f.src), f.sport);
         let remote = SocketAddr::new(IpAddr::V4(f.dst), f.dport);
-        end.conn = Some(Connection::connect(end.cfg.clone(), local, remote, seed, now));
+        end.conn = Some(match &end.tcp_cfg {
+            Some(t) => Conn::tcp_connect(t.clone(), local, remote, (seed ^ (seed >> 32)) as u32, now),
+            None => Conn::Mp(Box::new(Connection::connect(end.cfg.clone(), local, remote, seed, now))),
+        });
     }
     let Some(conn) = end.conn.as_ref() else { return };
-    if !conn.is_established() && conn.fallback().is_none() {
+    if !conn.is_established() && !conn.fell_back() {
         return;
     }
     if end.role == Role::Client {
         end.st.connected.store(true, Ordering::Relaxed);
-        if conn.fallback().is_some() {
+        if conn.fell_back() {
             end.st.fell_back.store(true, Ordering::Relaxed);
         }
     }

@@ -37,6 +37,9 @@ struct IfReq {
 pub struct Tun {
     fd: OwnedFd,
     pub name: String,
+    /// The namespace it lives in (names the host's control file,
+    /// [`super::control_path`]).
+    pub ns: Option<String>,
 }
 
 impl Tun {
@@ -59,7 +62,7 @@ impl Tun {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(e.kind(), format!("TUNSETIFF {name}: {e}")));
         }
-        Ok(Tun { fd, name: name.to_string() })
+        Ok(Tun { fd, name: name.to_string(), ns: None })
     }
 
     /// Creates the TUN of a host in namespace `ns` and routes the host's
@@ -67,7 +70,7 @@ impl Tun {
     pub fn attach(net: &Network, node: usize, ns: &str) -> Result<Tun, String> {
         let ns2 = ns.to_string();
         let ifs: Vec<String> = net.nodes[node].interfaces.iter().map(|i| i.name.clone()).collect();
-        let tun = sys::in_netns(ns, move || {
+        let mut tun = sys::in_netns(ns, move || {
             let t = Tun::create_here(TUN_NAME)?;
             sys::sysctl_write("net.ipv4.ip_forward", "1")?;
             sys::sysctl_write("net.ipv4.conf.all.accept_local", "1")?;
@@ -89,6 +92,7 @@ impl Tun {
             cmds.push(format!("rule add priority 5 iif {i} ipproto tcp table {TUN_TABLE}"));
         }
         topo::ip_batch(Some(ns), &cmds)?;
+        tun.ns = Some(ns.to_string());
         Ok(tun)
     }
 
