@@ -122,11 +122,20 @@ struct SubTrack {
     remote: String,
     info: TcpInfo,
     last_acked: u64,
+    /// The kernel's subflow id (MPTCP_FULL_INFO), 1 for the first.
+    id: Option<u32>,
+    /// Backup (local or remote) as last reported by the kernel's subflow diag.
+    backup: Option<bool>,
 }
 
 #[derive(Default)]
 struct FlowTrack {
     subs: Vec<SubTrack>,
+    /// The sender namespace's sock_diag socket (MPTCP flows on kernel hosts).
+    diag: Option<probes::SockDiag>,
+    /// Whether the subflows came from MPTCP_FULL_INFO / flags from sock_diag (meta.json).
+    full_info: bool,
+    diag_flags: bool,
     srtt_sum_ms: f64,
     srtt_n: u64,
     last_delivered: u64,
@@ -146,22 +155,35 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
         return None;
     }
     let stack = st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.0.clone()));
-    let subs: Vec<(String, String, TcpInfo)> = if let (None, Some(v)) = (sender_fd(f, st), stack) {
-        v
+    let plain = |l: String, r: String, info: TcpInfo| probes::SubflowInfo { local: l, remote: r, info, id: None, flags: None };
+    let subs: Vec<probes::SubflowInfo> = if let (None, Some(v)) = (sender_fd(f, st), stack) {
+        v.into_iter().map(|(l, r, i)| plain(l, r, i)).collect()
     } else {
         let fd = sender_fd(f, st)?;
         apps::check_fallback(f, st);
         match (f.transport, probes::mptcp_subflows(fd)) {
-            (TransportKind::Mptcp, Some(v)) if !v.is_empty() => v.into_iter().map(|s| (s.local, s.remote, s.info)).collect(),
+            (TransportKind::Mptcp, Some(mut v)) if !v.is_empty() => {
+                tr.full_info |= v.iter().any(|s| s.id.is_some());
+                // Backup and the other subflow flags are not in
+                // MPTCP_FULL_INFO: the kernel reports them per TCP subflow
+                // through sock_diag, matched here by addresses and ports.
+                if let Some(flags) = tr.diag.as_ref().and_then(|d| d.subflow_flags().ok()) {
+                    for s in v.iter_mut() {
+                        s.flags = flags.get(&(s.local.clone(), s.remote.clone())).copied();
+                        tr.diag_flags |= s.flags.is_some();
+                    }
+                }
+                v
+            }
             _ => {
                 let info = probes::tcp_info(fd)?;
                 let (l, r) = apps::local_peer(fd);
-                vec![(l, r, info)]
+                vec![plain(l, r, info)]
             }
         }
     };
     let mut first = None;
-    for (l, r, info) in subs {
+    for probes::SubflowInfo { local: l, remote: r, info, id, flags } in subs {
         if info.snd_mss == 0 || r.ends_with(":0") {
             continue;
         }
@@ -169,10 +191,26 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
         // A plain TCP connection is one "subflow" (its addresses may read
         // as 0.0.0.0:0 once the peer has gone).
         let tcp = f.transport == TransportKind::Tcp || st.fell_back.load(Ordering::Relaxed);
-        let known = if tcp && !tr.subs.is_empty() { Some(&mut tr.subs[0]) } else { tr.subs.iter_mut().find(|s| s.local == l && s.remote == r) };
+        // The kernel's id tells a new subflow from an old one that used
+        // the same addresses and ports; without ids, the addresses.
+        let known = if tcp && !tr.subs.is_empty() {
+            Some(&mut tr.subs[0])
+        } else if id.is_some() {
+            tr.subs.iter_mut().find(|s| s.id == id)
+        } else {
+            tr.subs.iter_mut().find(|s| s.local == l && s.remote == r)
+        };
+        let backup = flags.map(|x| x.backup());
         match known {
-            Some(s) => s.info = info,
-            None => tr.subs.push(SubTrack { local: l, remote: r, info, last_acked: 0 }),
+            Some(s) => {
+                s.info = info;
+                s.backup = backup.or(s.backup);
+            }
+            None => {
+                tr.subs.push(SubTrack { local: l, remote: r, info, last_acked: 0, id, backup });
+                // Creation order, as the simulator numbers its subflows.
+                tr.subs.sort_by_key(|s| s.id.unwrap_or(u32::MAX));
+            }
         }
     }
     first
@@ -293,7 +331,16 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     let mut interrupted = !wait_until(0);
     let base: Vec<BTreeMap<String, IfCounters>> = netdev.iter_mut().map(|d| d.read()).collect();
     let mut last = base.clone();
-    let mut tracks: Vec<FlowTrack> = net.flows.iter().map(|_| FlowTrack::default()).collect();
+    let mut tracks: Vec<FlowTrack> = net
+        .flows
+        .iter()
+        .map(|f| {
+            // The data sender's namespace holds the subflows whose flags we read.
+            let sender = if matches!(f.app, App::Download { .. }) { f.to } else { f.from };
+            let diag = (f.transport == TransportKind::Mptcp && !mplab[sender]).then(|| probes::SockDiag::open(&topo.node_ns[sender]).ok()).flatten();
+            FlowTrack { diag, ..Default::default() }
+        })
+        .collect();
     let interval = net.probes.interval_ns.max(1_000_000);
     let mut k = 1u64;
     while !interrupted && k * interval <= net.duration_ns {
@@ -349,7 +396,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
                     results.flows.push(FlowSample {
                         time_s: t,
                         flow: f.name.clone(),
-                        subflow: si.to_string(),
+                        // The kernel's id - 1: 0 for the initial subflow,
+                        // then in creation order (the simulator's index).
+                        subflow: s.id.map_or(si, |id| id.saturating_sub(1) as usize).to_string(),
                         goodput_bps: acked.saturating_sub(s.last_acked) as f64 * 8.0 / secs,
                         cwnd_bytes: cw(&s.info),
                         srtt_ms: rt(&s.info),
@@ -424,6 +473,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     drop(states);
     drop(listeners);
     drop(netdev);
+    for t in tracks.iter_mut() {
+        t.diag = None;
+    }
     let teardown_errors = topo.teardown();
     if interrupted {
         return Err(KernelError::Interrupted);
@@ -455,6 +507,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             s.notes.push(format!("flow {}: {e}", f.name));
         }
         let backups = plan.get(&f.from).map(|p| p.backup_addrs.clone()).unwrap_or_default();
+        let kernel_sender = !mplab[if matches!(f.app, App::Download { .. }) { f.to } else { f.from }];
+        if f.transport == TransportKind::Mptcp && kernel_sender && !st.fell_back && tr.subs.iter().any(|x| x.backup.is_none()) {
+            s.notes.push(format!("flow {}: the kernel did not report subflow flags (sock_diag); `backup` comes from the endpoint flags", f.name));
+        }
         let stack_backups: Vec<String> = states_backup[fi].clone();
         s.flows.push(FlowSummary {
             name: f.name.clone(),
@@ -481,7 +537,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
                     remote: x.remote.clone(),
                     bytes_sent: x.info.bytes_sent,
                     goodput_bps: x.info.bytes_acked as f64 * 8.0 / active,
-                    backup: stack_backups.contains(&format!("{}|{}", x.local, x.remote)) || x.local.split(':').next().and_then(|a| a.parse().ok()).is_some_and(|a| backups.contains(&a)),
+                    backup: x.backup.unwrap_or_else(|| stack_backups.contains(&format!("{}|{}", x.local, x.remote)) || x.local.split(':').next().and_then(|a| a.parse().ok()).is_some_and(|a| backups.contains(&a))),
                     retransmitted_segments: u64::from(x.info.total_retrans),
                 })
                 .collect(),
@@ -519,7 +575,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         s.notes.push(format!("kernel backend: {} frames lost outside the link model (emulator send errors or full buffers)", report.tx_errors + report.rx_dropped));
     }
     if net.flows.iter().any(|f| f.transport == TransportKind::Mptcp) {
-        s.notes.push("kernel backend: subflow `backup` comes from the endpoint flags; per-subflow goodput is bytes acknowledged on the subflow".into());
+        s.notes.push("kernel backend: per-subflow goodput is bytes acknowledged on the subflow".into());
     }
     for e in report.errors.iter().chain(&teardown_errors) {
         s.notes.push(format!("kernel backend: {e}"));
@@ -540,6 +596,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             "rx_dropped": report.rx_dropped,
         },
         "pcap_packets": pcap_packets,
+        // Where each MPTCP flow's subflow ids and flags came from.
+        "subflow_probes": net.flows.iter().zip(&tracks).filter(|(f, _)| f.transport == TransportKind::Mptcp).map(|(f, t)| {
+            (f.name.clone(), serde_json::json!({"mptcp_full_info": t.full_info, "sock_diag_flags": t.diag_flags, "ids": t.subs.iter().map(|x| x.id).collect::<Vec<_>>()}))
+        }).collect::<serde_json::Map<_, _>>(),
         "mptcp_counters": counters,
         "mplab_hosts": host_counters.iter().zip(&host_kernel_tcp).map(|((n, _, c), ktcp)| {
             let c = c.lock().map(|g| g.clone()).unwrap_or_default();

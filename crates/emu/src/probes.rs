@@ -1,6 +1,7 @@
 //! Probes of a kernel run: interface counters (/proc/net/dev of each
-//! namespace), TCP_INFO / MPTCP_TCPINFO / MPTCP_SUBFLOW_ADDRS of the
-//! senders, MPTcpExt counters, and pcaps through AF_PACKET.
+//! namespace), TCP_INFO and MPTCP_FULL_INFO (or MPTCP_TCPINFO +
+//! MPTCP_SUBFLOW_ADDRS) of the senders, MPTCP subflow flags through
+//! sock_diag, MPTcpExt counters, and pcaps through AF_PACKET.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -69,6 +70,40 @@ pub struct SubflowInfo {
     pub local: String,
     pub remote: String,
     pub info: TcpInfo,
+    /// The kernel's subflow id (MPTCP_FULL_INFO): 1, 2, ... in creation
+    /// order and never reused within the connection, unlike the addresses.
+    /// None from the older MPTCP_TCPINFO + MPTCP_SUBFLOW_ADDRS path.
+    pub id: Option<u32>,
+    /// MPTCP subflow flags and address ids (sock_diag), when read.
+    pub flags: Option<SubflowFlags>,
+}
+
+/// `MPTCP_SUBFLOW_FLAG_*` of include/uapi/linux/mptcp.h.
+pub const SUBFLOW_FLAG_MCAP_REM: u32 = 1 << 0;
+pub const SUBFLOW_FLAG_MCAP_LOC: u32 = 1 << 1;
+pub const SUBFLOW_FLAG_JOIN_REM: u32 = 1 << 2;
+pub const SUBFLOW_FLAG_JOIN_LOC: u32 = 1 << 3;
+/// The peer marked the subflow backup (its MP_JOIN or MP_PRIO B bit).
+pub const SUBFLOW_FLAG_BKUP_REM: u32 = 1 << 4;
+/// This end asked for backup (a `backup` endpoint, or MP_PRIO sent).
+pub const SUBFLOW_FLAG_BKUP_LOC: u32 = 1 << 5;
+pub const SUBFLOW_FLAG_FULLY_ESTABLISHED: u32 = 1 << 6;
+pub const SUBFLOW_FLAG_CONNECTED: u32 = 1 << 7;
+
+/// What the kernel's MPTCP subflow diag (INET_ULP_INFO_MPTCP) says about a subflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SubflowFlags {
+    pub flags: u32,
+    /// Address ids of the two ends (MPTCP_SUBFLOW_ATTR_ID_LOC / _REM).
+    pub local_id: u8,
+    pub remote_id: u8,
+}
+
+impl SubflowFlags {
+    /// Backup in either direction: requested by this end or by the peer.
+    pub fn backup(&self) -> bool {
+        self.flags & (SUBFLOW_FLAG_BKUP_LOC | SUBFLOW_FLAG_BKUP_REM) != 0
+    }
 }
 
 fn sockaddr_at(b: &[u8]) -> String {
@@ -79,11 +114,79 @@ fn sockaddr_at(b: &[u8]) -> String {
     format!("{}.{}.{}.{}:{}", b[4], b[5], b[6], b[7], u16::from_be_bytes([b[2], b[3]]))
 }
 
-/// The subflows of an MPTCP socket (MPTCP_TCPINFO and MPTCP_SUBFLOW_ADDRS),
-/// or None when the socket is not (or no longer) MPTCP.
+pub const MPTCP_FULL_INFO: i32 = 4;
+/// `struct mptcp_full_info` up to `mptcp_info`: six u32 sizes and counts,
+/// then the two user pointers (u64) to the subflow-info and tcp_info arrays.
+pub const FULL_INFO_HDR: usize = 40;
+/// `struct mptcp_subflow_info`: u32 id, then `struct mptcp_subflow_addrs`
+/// (two 128-byte sockaddr_storage, 8-byte aligned, so at offset 8).
+pub const SFINFO_LEN: usize = 264;
+const SFINFO_ADDRS: usize = 8;
+/// Room for `struct mptcp_info` after the header (96 bytes in 6.x; the
+/// kernel copies at most its own size).
+const MPTCP_INFO_ROOM: usize = 256;
+/// At most this many subflows are read per connection.
+const MAX_SUBFLOWS: usize = 16;
+
+/// Parses what MPTCP_FULL_INFO returned: `hdr` is the `mptcp_full_info`
+/// the kernel wrote back, `sf` and `ti` the arrays its pointers named. The
+/// element sizes and the count are the kernel's (it writes the sizes it
+/// used, the smaller of ours and its own, and the real subflow count, which
+/// may exceed the arrays).
+pub fn parse_full_info(hdr: &[u8], sf: &[u8], ti: &[u8]) -> Option<Vec<SubflowInfo>> {
+    let u32_at = |o: usize| hdr.get(o..o + 4).map(|s| u32::from_ne_bytes(s.try_into().unwrap()) as usize);
+    let (ti_user, sf_user, num, arrays) = (u32_at(4)?, u32_at(12)?, u32_at(16)?, u32_at(20)?);
+    let n = num.min(arrays);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let s = sf.get(i * sf_user..(i + 1) * sf_user)?;
+        let t = if ti_user > 0 { ti.get(i * ti_user..(i + 1) * ti_user)? } else { &[] };
+        let id = s.get(0..4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+        let addrs = s.get(SFINFO_ADDRS..).unwrap_or(&[]);
+        out.push(SubflowInfo {
+            local: sockaddr_at(addrs),
+            remote: sockaddr_at(addrs.get(128..).unwrap_or(&[])),
+            info: TcpInfo::parse(t).unwrap_or_default(),
+            id,
+            flags: None,
+        });
+    }
+    Some(out)
+}
+
+/// MPTCP_FULL_INFO (Linux 6.6+): ids, addresses and tcp_info of every
+/// subflow in one consistent read. Err carries the kernel's error
+/// (EOPNOTSUPP after a fallback to TCP, EINVAL or ENOPROTOOPT on kernels
+/// without it).
+pub fn mptcp_full_info(fd: RawFd) -> std::io::Result<Vec<SubflowInfo>> {
+    let mut sf = vec![0u8; MAX_SUBFLOWS * SFINFO_LEN];
+    let mut ti = vec![0u8; MAX_SUBFLOWS * TCP_INFO_LEN];
+    let mut hdr = vec![0u8; FULL_INFO_HDR + MPTCP_INFO_ROOM];
+    hdr[4..8].copy_from_slice(&(TCP_INFO_LEN as u32).to_ne_bytes());
+    hdr[12..16].copy_from_slice(&(SFINFO_LEN as u32).to_ne_bytes());
+    hdr[20..24].copy_from_slice(&(MAX_SUBFLOWS as u32).to_ne_bytes());
+    hdr[24..32].copy_from_slice(&(sf.as_mut_ptr() as u64).to_ne_bytes());
+    hdr[32..40].copy_from_slice(&(ti.as_mut_ptr() as u64).to_ne_bytes());
+    sys::getsockopt_buf(fd, SOL_MPTCP, MPTCP_FULL_INFO, &mut hdr)?;
+    parse_full_info(&hdr, &sf, &ti).ok_or_else(|| std::io::Error::other("MPTCP_FULL_INFO: short answer"))
+}
+
+/// The subflows of an MPTCP socket, or None when the socket is not (or no
+/// longer) MPTCP. MPTCP_FULL_INFO when the kernel has it, else
+/// MPTCP_TCPINFO and MPTCP_SUBFLOW_ADDRS (two reads, no ids; a subflow may
+/// come or go between them).
 pub fn mptcp_subflows(fd: RawFd) -> Option<Vec<SubflowInfo>> {
+    match mptcp_full_info(fd) {
+        Ok(v) => Some(v),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) | Some(libc::ENOPROTOOPT)) => mptcp_subflows_legacy(fd),
+        Err(_) => None,
+    }
+}
+
+/// The pre-6.6 way: MPTCP_TCPINFO and MPTCP_SUBFLOW_ADDRS.
+pub fn mptcp_subflows_legacy(fd: RawFd) -> Option<Vec<SubflowInfo>> {
     const HDR: usize = 16;
-    const MAX: usize = 16;
+    const MAX: usize = MAX_SUBFLOWS;
     let get = |opt: i32, size_user: usize| -> Option<(Vec<u8>, usize)> {
         let mut b = vec![0u8; HDR + MAX * size_user];
         b[0..4].copy_from_slice(&(HDR as u32).to_ne_bytes());
@@ -106,9 +209,157 @@ pub fn mptcp_subflows(fd: RawFd) -> Option<Vec<SubflowInfo>> {
     for i in 0..n {
         let t = &ti[HDR + i * ti_user..HDR + (i + 1) * ti_user];
         let a = &ad[HDR + i * ad_user..HDR + (i + 1) * ad_user];
-        out.push(SubflowInfo { local: sockaddr_at(&a[0..]), remote: sockaddr_at(a.get(128..).unwrap_or(&[])), info: TcpInfo::parse(t).unwrap_or_default() });
+        out.push(SubflowInfo { local: sockaddr_at(&a[0..]), remote: sockaddr_at(a.get(128..).unwrap_or(&[])), info: TcpInfo::parse(t).unwrap_or_default(), id: None, flags: None });
     }
     Some(out)
+}
+
+// ------------------------------------------------------------- sock_diag
+//
+// Per-subflow MPTCP flags (backup, join, ...) and address ids are not in
+// MPTCP_FULL_INFO (its `struct mptcp_subflow_info` is the id and the
+// addresses only); the kernel reports them through inet_diag as the TCP
+// subflow's ULP info (what `ss -tni` prints as `tcp-ulp-mptcp flags:...`).
+
+const NETLINK_SOCK_DIAG: i32 = 4;
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+const NLM_F_REQUEST: u16 = 1;
+const NLM_F_DUMP: u16 = 0x300;
+/// `INET_DIAG_INFO` as an `idiag_ext` bit (1 << (2 - 1)).
+const INET_DIAG_EXT_INFO: u8 = 1 << 1;
+const INET_DIAG_ULP_INFO: u16 = 19;
+const INET_ULP_INFO_MPTCP: u16 = 3;
+const MPTCP_SUBFLOW_ATTR_FLAGS: u16 = 8;
+const MPTCP_SUBFLOW_ATTR_ID_REM: u16 = 9;
+const MPTCP_SUBFLOW_ATTR_ID_LOC: u16 = 10;
+/// Size of `struct inet_diag_msg` (family, state, timer, retrans, the
+/// 48-byte `inet_diag_sockid`, expires, rqueue, wqueue, uid, inode).
+const INET_DIAG_MSG_LEN: usize = 72;
+
+/// A NETLINK_SOCK_DIAG socket of one namespace: its dumps list that
+/// namespace's TCP sockets, MPTCP subflows with their ULP info.
+pub struct SockDiag {
+    fd: OwnedFd,
+}
+
+/// Subflow flags by `(local, remote)` as `addr:port` strings.
+pub type FlagsByAddr = BTreeMap<(String, String), SubflowFlags>;
+
+impl SockDiag {
+    pub fn open(ns: &str) -> std::io::Result<SockDiag> {
+        sys::in_netns(ns, || {
+            // SAFETY: plain socket call.
+            let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, NETLINK_SOCK_DIAG) };
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SAFETY: a fresh fd we own.
+            let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+            // A dump never blocks the probe loop for long.
+            let tv = libc::timeval { tv_sec: 0, tv_usec: 100_000 };
+            sys::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv, "SO_RCVTIMEO")?;
+            Ok(SockDiag { fd })
+        })
+    }
+
+    /// The MPTCP subflows among the namespace's IPv4 TCP sockets.
+    pub fn subflow_flags(&self) -> std::io::Result<FlagsByAddr> {
+        let mut req = [0u8; 16 + 56];
+        req[0..4].copy_from_slice(&(72u32).to_ne_bytes());
+        req[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        req[6..8].copy_from_slice(&(NLM_F_REQUEST | NLM_F_DUMP).to_ne_bytes());
+        req[8..12].copy_from_slice(&1u32.to_ne_bytes());
+        // struct inet_diag_req_v2: family, protocol, ext, pad, states, sockid.
+        req[16] = libc::AF_INET as u8;
+        req[17] = libc::IPPROTO_TCP as u8;
+        req[18] = INET_DIAG_EXT_INFO;
+        // Every state but LISTEN (10): listeners have no subflow info.
+        let states: u32 = 0xfff & !(1 << 10);
+        req[20..24].copy_from_slice(&states.to_ne_bytes());
+        let fd = self.fd.as_raw_fd();
+        // SAFETY: req is a valid buffer; the kernel is the default destination.
+        if unsafe { libc::send(fd, req.as_ptr() as *const libc::c_void, req.len(), 0) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut out = FlagsByAddr::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        // A dump of a few sockets is one or two datagrams; bounded anyway.
+        for _ in 0..256 {
+            // SAFETY: valid buffer.
+            let r = unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+            if r < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if parse_diag_dump(&buf[..r as usize], &mut out)? {
+                return Ok(out);
+            }
+        }
+        Err(std::io::Error::other("sock_diag dump did not end"))
+    }
+}
+
+fn nl_attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        if b.len() < 4 {
+            return None;
+        }
+        let len = u16::from_ne_bytes([b[0], b[1]]) as usize;
+        // NLA_F_NESTED / NLA_F_NET_BYTEORDER are flags, not the type.
+        let ty = u16::from_ne_bytes([b[2], b[3]]) & 0x3fff;
+        if len < 4 || len > b.len() {
+            return None;
+        }
+        let data = &b[4..len];
+        b = &b[len.next_multiple_of(4).min(b.len())..];
+        Some((ty, data))
+    })
+}
+
+/// Parses one datagram of a sock_diag dump into `out`; true at NLMSG_DONE.
+pub fn parse_diag_dump(mut b: &[u8], out: &mut FlagsByAddr) -> std::io::Result<bool> {
+    while b.len() >= 16 {
+        let len = u32::from_ne_bytes(b[0..4].try_into().unwrap()) as usize;
+        let ty = u16::from_ne_bytes([b[4], b[5]]);
+        if len < 16 || len > b.len() {
+            return Err(std::io::Error::other("sock_diag: truncated message"));
+        }
+        let payload = &b[16..len];
+        match ty {
+            NLMSG_DONE => return Ok(true),
+            NLMSG_ERROR => {
+                let e = payload.get(0..4).map_or(0, |s| i32::from_ne_bytes(s.try_into().unwrap()));
+                if e != 0 {
+                    return Err(std::io::Error::from_raw_os_error(-e));
+                }
+            }
+            SOCK_DIAG_BY_FAMILY if payload.len() >= INET_DIAG_MSG_LEN && payload[0] == libc::AF_INET as u8 => {
+                // inet_diag_sockid at 4: sport, dport (BE), src[16], dst[16].
+                let id = &payload[4..];
+                let (sport, dport) = (u16::from_be_bytes([id[0], id[1]]), u16::from_be_bytes([id[2], id[3]]));
+                let local = format!("{}.{}.{}.{}:{sport}", id[4], id[5], id[6], id[7]);
+                let remote = format!("{}.{}.{}.{}:{dport}", id[20], id[21], id[22], id[23]);
+                let ulp = nl_attrs(&payload[INET_DIAG_MSG_LEN..]).find(|(t, _)| *t == INET_DIAG_ULP_INFO).map(|(_, d)| d);
+                let mptcp = ulp.and_then(|u| nl_attrs(u).find(|(t, _)| *t == INET_ULP_INFO_MPTCP).map(|(_, d)| d));
+                if let Some(m) = mptcp {
+                    let mut f = SubflowFlags::default();
+                    for (t, d) in nl_attrs(m) {
+                        match (t, d.len()) {
+                            (MPTCP_SUBFLOW_ATTR_FLAGS, 4..) => f.flags = u32::from_ne_bytes(d[0..4].try_into().unwrap()),
+                            (MPTCP_SUBFLOW_ATTR_ID_REM, 1..) => f.remote_id = d[0],
+                            (MPTCP_SUBFLOW_ATTR_ID_LOC, 1..) => f.local_id = d[0],
+                            _ => {}
+                        }
+                    }
+                    out.insert((local, remote), f);
+                }
+            }
+            _ => {}
+        }
+        b = &b[len.next_multiple_of(4).min(b.len())..];
+    }
+    Ok(false)
 }
 
 /// Per-interface byte and packet counters of one namespace.
@@ -302,6 +553,107 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert_eq!(m["MPCapableSYNRX"], 1);
         assert_eq!(m["MPCapableFallbackACK"], 3);
+    }
+
+    fn sockaddr_in(addr: [u8; 4], port: u16) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        b[0..2].copy_from_slice(&(libc::AF_INET as u16).to_ne_bytes());
+        b[2..4].copy_from_slice(&port.to_be_bytes());
+        b[4..8].copy_from_slice(&addr);
+        b
+    }
+
+    /// struct mptcp_full_info as Linux 6.18 writes it back: the sizes it
+    /// used (tcp_info trimmed to the kernel's, subflow info to ours), the
+    /// real subflow count (3) larger than our arrays (2).
+    #[test]
+    fn full_info_parses() {
+        let (ti_user, sf_user) = (232usize, SFINFO_LEN);
+        let mut hdr = vec![0u8; FULL_INFO_HDR + 96];
+        for (o, v) in [(0, 248u32), (4, ti_user as u32), (8, 264), (12, sf_user as u32), (16, 3), (20, 2)] {
+            hdr[o..o + 4].copy_from_slice(&v.to_ne_bytes());
+        }
+        let mut sf = vec![0u8; 2 * sf_user];
+        let mut ti = vec![0u8; 2 * ti_user];
+        for (i, (id, l, r, mss)) in [(1u32, ([10, 0, 0, 1], 40000), ([10, 0, 9, 2], 5001), 1448u32), (3, ([10, 0, 1, 1], 40001), ([10, 0, 9, 2], 5001), 1400)].into_iter().enumerate() {
+            let s = &mut sf[i * sf_user..(i + 1) * sf_user];
+            s[0..4].copy_from_slice(&id.to_ne_bytes());
+            s[8..136].copy_from_slice(&sockaddr_in(l.0, l.1));
+            s[136..264].copy_from_slice(&sockaddr_in(r.0, r.1));
+            ti[i * ti_user + 16..i * ti_user + 20].copy_from_slice(&mss.to_ne_bytes());
+        }
+        let v = parse_full_info(&hdr, &sf, &ti).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!((v[0].id, v[0].local.as_str(), v[0].remote.as_str(), v[0].info.snd_mss), (Some(1), "10.0.0.1:40000", "10.0.9.2:5001", 1448));
+        assert_eq!((v[1].id, v[1].local.as_str(), v[1].info.snd_mss), (Some(3), "10.0.1.1:40001", 1400));
+        // total_rto lies beyond a 232-byte tcp_info.
+        assert_eq!(v[1].info.total_rto, None);
+        // Arrays shorter than the sizes claim: refused, not read past.
+        assert!(parse_full_info(&hdr, &sf[..300], &ti).is_none());
+        assert!(parse_full_info(&hdr[..12], &sf, &ti).is_none());
+    }
+
+    fn nla(ty: u16, data: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&((4 + data.len()) as u16).to_ne_bytes());
+        v.extend_from_slice(&ty.to_ne_bytes());
+        v.extend_from_slice(data);
+        while v.len() % 4 != 0 {
+            v.push(0);
+        }
+        v
+    }
+
+    fn diag_msg(local: ([u8; 4], u16), remote: ([u8; 4], u16), attrs: &[u8]) -> Vec<u8> {
+        let mut m = vec![0u8; INET_DIAG_MSG_LEN];
+        m[0] = libc::AF_INET as u8;
+        m[1] = 1; // ESTABLISHED
+        m[4..6].copy_from_slice(&local.1.to_be_bytes());
+        m[6..8].copy_from_slice(&remote.1.to_be_bytes());
+        m[8..12].copy_from_slice(&local.0);
+        m[24..28].copy_from_slice(&remote.0);
+        m.extend_from_slice(attrs);
+        let mut h = Vec::new();
+        h.extend_from_slice(&((16 + m.len()) as u32).to_ne_bytes());
+        h.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+        h.extend_from_slice(&0x2u16.to_ne_bytes());
+        h.extend_from_slice(&[0u8; 8]);
+        h.extend_from_slice(&m);
+        h
+    }
+
+    /// A sock_diag dump: an MPTCP subflow with BKUP_LOC (a backup
+    /// endpoint), one without, a plain TCP socket (no ULP info), DONE.
+    #[test]
+    fn diag_dump_parses() {
+        let sub = |flags: u32, loc: u8, rem: u8| {
+            let mut inner = nla(1 /* MPTCP_SUBFLOW_ATTR_TOKEN_REM */, &7u32.to_ne_bytes());
+            inner.extend(nla(MPTCP_SUBFLOW_ATTR_FLAGS, &flags.to_ne_bytes()));
+            inner.extend(nla(MPTCP_SUBFLOW_ATTR_ID_REM, &[rem]));
+            inner.extend(nla(MPTCP_SUBFLOW_ATTR_ID_LOC, &[loc]));
+            let mut ulp = nla(1, b"mptcp\0");
+            ulp.extend(nla(INET_ULP_INFO_MPTCP | 0x8000, &inner));
+            let mut a = nla(2, &[0u8; 8]); // INET_DIAG_INFO, skipped
+            a.extend(nla(INET_DIAG_ULP_INFO, &ulp));
+            a
+        };
+        let mut d = diag_msg(([10, 0, 1, 1], 40001), ([10, 0, 9, 2], 5001), &sub(SUBFLOW_FLAG_JOIN_LOC | SUBFLOW_FLAG_BKUP_LOC | SUBFLOW_FLAG_CONNECTED, 2, 0));
+        d.extend(diag_msg(([10, 0, 0, 1], 40000), ([10, 0, 9, 2], 5001), &sub(SUBFLOW_FLAG_MCAP_LOC | SUBFLOW_FLAG_MCAP_REM, 0, 0)));
+        d.extend(diag_msg(([10, 0, 0, 1], 22), ([10, 0, 9, 2], 50000), &nla(2, &[0u8; 8])));
+        let mut out = FlagsByAddr::new();
+        assert!(!parse_diag_dump(&d, &mut out).unwrap());
+        let done = [20u32.to_ne_bytes().to_vec(), NLMSG_DONE.to_ne_bytes().to_vec(), vec![0u8; 14]].concat();
+        assert!(parse_diag_dump(&done, &mut out).unwrap());
+        assert_eq!(out.len(), 2);
+        let b = out[&("10.0.1.1:40001".to_string(), "10.0.9.2:5001".to_string())];
+        assert!(b.backup());
+        assert_eq!((b.local_id, b.remote_id), (2, 0));
+        assert!(!out[&("10.0.0.1:40000".to_string(), "10.0.9.2:5001".to_string())].backup());
+        let rem = SubflowFlags { flags: SUBFLOW_FLAG_BKUP_REM, ..Default::default() };
+        assert!(rem.backup());
+        // An error answer is an error.
+        let err = [20u32.to_ne_bytes().to_vec(), NLMSG_ERROR.to_ne_bytes().to_vec(), vec![0u8; 10], (-libc::EPERM).to_ne_bytes().to_vec()].concat();
+        assert_eq!(parse_diag_dump(&err, &mut out).unwrap_err().raw_os_error(), Some(libc::EPERM));
     }
 
     #[test]

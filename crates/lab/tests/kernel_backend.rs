@@ -1,8 +1,9 @@
 //! The kernel backend end to end: seed 000's lab on Linux MPTCP (aggregate,
 //! link cut, restore), option-30 stripping and fallback, the same scenario
 //! on the simulator and the kernel, errors for what the kernel cannot do,
-//! Ctrl-C and `mplab clean`. Needs root; every test removes its namespaces
-//! even when it fails, and bounds its loops.
+//! Ctrl-C and `mplab clean`, backup subflows as the kernel flags them.
+//! Needs root; every test removes its namespaces even when it fails, and
+//! bounds its loops.
 
 mod kernel_support;
 
@@ -171,6 +172,58 @@ bytes = "4MB"
     let f = &r.results.summary.flows[0];
     eprintln!("stripped on lan (SYN only): {f:?}");
     assert!(f.fallback && f.completed && f.verified, "{f:?}");
+    g.assert_clean();
+}
+
+/// lab1 with the `endpoints` path manager: the client's eth1 is a
+/// `subflow backup` endpoint. The subflow the kernel joins from it carries
+/// the kernel's backup flag in the results (MPTCP_SUBFLOW_FLAG_BKUP_LOC via
+/// sock_diag, the subflow read with MPTCP_FULL_INFO), the initial one does
+/// not, and the subflows are numbered by the kernel's ids.
+#[test]
+fn kernel_backup_subflow_flagged() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("bkup");
+    let toml = lab1(
+        "4s",
+        r#"
+[[transport.mptcp.endpoints]]
+node = "client"
+iface = "eth1"
+flags = ["subflow", "backup"]
+
+[[flows]]
+name = "x"
+from = "client"
+to = "server"
+transport = "mptcp"
+app = "bulk"
+"#,
+    )
+    .replace("path_manager = \"fullmesh\"", "path_manager = \"endpoints\"");
+    let r = run(&g, 0, &toml);
+    let f = &r.results.summary.flows[0];
+    let probes = &r.meta["subflow_probes"]["x"];
+    eprintln!("subflows {:?}\nprobes {probes}", f.subflows);
+    assert!(f.verified && !f.fallback, "{f:?}");
+    assert_eq!(probes["mptcp_full_info"], true, "subflows not read with MPTCP_FULL_INFO: {probes}");
+    assert_eq!(probes["sock_diag_flags"], true, "no subflow flags from sock_diag: {probes}");
+    assert_eq!(f.subflows.len(), 2, "{:?}", f.subflows);
+    let (main, backup): (Vec<_>, Vec<_>) = f.subflows.iter().partition(|s| s.local.starts_with("10.0.220.2:"));
+    assert_eq!((main.len(), backup.len()), (1, 1), "{:?}", f.subflows);
+    assert!(!main[0].backup, "the initial subflow is not backup: {:?}", main[0]);
+    assert!(backup[0].local.starts_with("10.0.221.2:") && backup[0].backup, "the eth1 subflow should be backup: {:?}", backup[0]);
+    // The kernel's ids, in creation order: the initial subflow is 1.
+    assert_eq!(probes["ids"], serde_json::json!([1, 2]), "{probes}");
+    for id in ["0", "1"] {
+        assert!(r.results.flows.iter().any(|s| s.flow == "x" && s.subflow == id), "no flows.csv rows for subflow {id}");
+    }
+    // Linux's default scheduler only uses a backup subflow when no other
+    // is available: the primary carries (almost) everything.
+    assert!(backup[0].bytes_sent * 20 < main[0].bytes_sent, "backup subflow carried data: {:?}", f.subflows);
     g.assert_clean();
 }
 
