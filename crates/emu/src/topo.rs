@@ -73,6 +73,12 @@ pub fn ip_batch(ns: Option<&str>, cmds: &[String]) -> Result<(), String> {
     }
 }
 
+/// `tcp_rto_min_us` for node `node`: the RTO floor of the flows it ends
+/// (`transport.tcp.rto_min` is scenario-wide, so they agree).
+fn rto_min_us(net: &Network, node: usize) -> Option<String> {
+    net.flows.iter().filter(|f| f.from == node || f.to == node).find_map(|f| f.tcp.rto_min_ns).map(|ns| ns.div_ceil(1000).max(1).to_string())
+}
+
 fn route_cmd(r: &Route, node: &mplab_scenario::network::Node, table: Option<u32>) -> Option<String> {
     let tbl = table.filter(|&t| t != MAIN_TABLE).map(|t| format!(" table {t}")).unwrap_or_default();
     if r.origin == RouteOrigin::Connected {
@@ -124,10 +130,12 @@ impl Topology {
             self.node_ns.push(ns);
         }
         // Namespace-wide settings first, so interfaces inherit them.
-        let all: Vec<(String, Option<bool>)> =
-            std::iter::once((wire.clone(), None)).chain(net.nodes.iter().map(|n| (self.node_ns[n.id].clone(), Some(n.kind == NodeKind::Router)))).collect();
-        for (ns, router) in &all {
+        let all: Vec<(String, Option<bool>, Option<String>)> = std::iter::once((wire.clone(), None, None))
+            .chain(net.nodes.iter().map(|n| (self.node_ns[n.id].clone(), Some(n.kind == NodeKind::Router), rto_min_us(net, n.id))))
+            .collect();
+        for (ns, router, rto_min) in &all {
             let router = *router;
+            let rto_min = rto_min.clone();
             let nsn = ns.clone();
             sys::in_netns(ns, move || {
                 let mut kv: Vec<(&str, &str)> = vec![
@@ -140,6 +148,10 @@ impl Topology {
                     Some(true) => kv.extend([("net.ipv4.ip_forward", "1"), ("net.ipv4.fib_multipath_hash_policy", "1")]),
                     Some(false) => kv.push(("net.ipv4.ip_forward", "0")),
                     None => kv.push(("net.ipv4.ip_forward", "0")),
+                }
+                // The scenario's RTO floor (per namespace since Linux 6.11).
+                if let Some(us) = rto_min.as_deref() {
+                    kv.push(("net.ipv4.tcp_rto_min_us", us));
                 }
                 for (k, v) in kv {
                     sys::sysctl_write(k, v)?;

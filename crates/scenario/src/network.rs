@@ -361,6 +361,9 @@ pub struct TcpConfig {
     pub timestamps: bool,
     pub delayed_ack: bool,
     pub wscale: bool,
+    /// Floor of the retransmission timeout; `None`: the stack's default
+    /// (200 ms, as Linux).
+    pub rto_min_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -424,7 +427,8 @@ pub struct Middlebox {
 pub enum MiddleboxAction {
     StripMptcp { on: StripOn },
     Nat { addr: Option<Ipv4Addr> },
-    Resegment { mode: ResegmentMode, size: Option<u64> },
+    /// `hold_ns`: coalesce only, how long a segment waits for the next.
+    Resegment { mode: ResegmentMode, size: Option<u64>, hold_ns: Option<u64> },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -424,11 +424,16 @@ pub struct TcpSpec {
     pub delayed_ack: bool,
     #[serde(default = "yes")]
     pub wscale: bool,
+    /// Floor of the retransmission timeout (Linux: 200 ms). Data-centre
+    /// scenarios lower it, as htsim and DCTCP studies do, since a 200 ms
+    /// timeout in a 100 µs network stalls a flow for 2000 RTTs.
+    #[serde(default)]
+    pub rto_min: Option<Duration>,
 }
 
 impl Default for TcpSpec {
     fn default() -> Self {
-        TcpSpec { cc: default_cc(), rcv_buf: None, snd_buf: None, mss: None, sack: true, timestamps: true, delayed_ack: true, wscale: true }
+        TcpSpec { cc: default_cc(), rcv_buf: None, snd_buf: None, mss: None, sack: true, timestamps: true, delayed_ack: true, wscale: true, rto_min: None }
     }
 }
 
@@ -705,6 +710,10 @@ pub struct MiddleboxSpec {
     /// resegment: largest coalesced / split segment payload.
     #[serde(default)]
     pub size: Option<Size>,
+    /// resegment, coalesce: how long a segment waits at the box for the
+    /// next one of its flow (default 1 ms, an LRO-like flush timer).
+    #[serde(default)]
+    pub hold: Option<Duration>,
     /// nat: the address sources are rewritten to (default: the outgoing
     /// interface's address).
     #[serde(default)]

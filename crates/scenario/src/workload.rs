@@ -11,7 +11,7 @@ use crate::network::{
 };
 use crate::network::Flow;
 use crate::schema::{
-    AppKind, Direction, EventAction, FlowSpec, MiddleboxKind, MptcpSpec, NodeKind, PathManager, Spec, StripOn, TcpSpec, TransportKind,
+    AppKind, Direction, EventAction, FlowSpec, MiddleboxKind, MptcpSpec, NodeKind, PathManager, ResegmentMode, Spec, StripOn, TcpSpec, TransportKind,
 };
 use crate::units::Duration;
 
@@ -62,6 +62,17 @@ fn check_buf(b: Option<crate::units::Size>, path: &str) -> Result<(), Diag> {
         return diag(path, "must be greater than 0 (leave it out to let the stack autotune)");
     }
     Ok(())
+}
+
+/// Linux accepts 1 µs ..= INT_MAX µs for `tcp_rto_min_us`; below 1 µs a
+/// timeout would fire before any ACK can come back, above a minute it is
+/// a typo (RFC 6298 caps the RTO itself at 60 s or more).
+fn check_rto_min(d: Option<crate::units::Duration>) -> Result<(), Diag> {
+    match d {
+        Some(d) if d.as_nanos() < 1_000 => diag("transport.tcp.rto_min", "must be at least 1us"),
+        Some(d) if d.as_nanos() > 60_000_000_000 => diag("transport.tcp.rto_min", format!("must be at most 60s, got {}s", d.as_secs_f64())),
+        _ => Ok(()),
+    }
 }
 
 fn check_subflows(n: Option<u32>, path: &str) -> Result<(), Diag> {
@@ -308,6 +319,7 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str) -> Result<(TcpConfig, O
     check_buf(f.rcv_buf, &format!("{path}.rcv_buf"))?;
     check_buf(f.snd_buf, &format!("{path}.snd_buf"))?;
     check_subflows(f.subflows, &format!("{path}.subflows"))?;
+    check_rto_min(t.rto_min)?;
     if let Some(s) = &f.scheduler {
         check_scheduler(s, &format!("{path}.scheduler"))?;
     }
@@ -320,6 +332,7 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str) -> Result<(TcpConfig, O
         timestamps: t.timestamps,
         delayed_ack: t.delayed_ack,
         wscale: t.wscale,
+        rto_min_ns: t.rto_min.map(|d| d.as_nanos()),
     };
     if f.transport == TransportKind::Tcp {
         let mptcp_only = [
@@ -431,9 +444,9 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
         let allowed: &[&str] = match m.kind {
             MiddleboxKind::StripMptcp => &["on"],
             MiddleboxKind::Nat => &["addr"],
-            MiddleboxKind::Resegment => &["mode", "size"],
+            MiddleboxKind::Resegment => &["mode", "size", "hold"],
         };
-        for (field, set) in [("on", m.on.is_some()), ("addr", m.addr.is_some()), ("mode", m.mode.is_some()), ("size", m.size.is_some())] {
+        for (field, set) in [("on", m.on.is_some()), ("addr", m.addr.is_some()), ("mode", m.mode.is_some()), ("size", m.size.is_some()), ("hold", m.hold.is_some())] {
             if set && !allowed.contains(&field) {
                 return diag(format!("{path}.{field}"), format!("does not apply to kind = {:?}", kind_name(m.kind)));
             }
@@ -446,7 +459,13 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
                 if m.size.is_some_and(|s| s.bytes() == 0) {
                     return diag(format!("{path}.size"), "must be greater than 0");
                 }
-                MiddleboxAction::Resegment { mode, size: m.size.map(|s| s.bytes()) }
+                if m.hold.is_some() && mode != ResegmentMode::Coalesce {
+                    return diag(format!("{path}.hold"), "only applies to mode = \"coalesce\"");
+                }
+                if m.hold.is_some_and(|h| h.as_nanos() == 0 || h.as_nanos() > 1_000_000_000) {
+                    return diag(format!("{path}.hold"), "must be greater than 0 and at most 1s");
+                }
+                MiddleboxAction::Resegment { mode, size: m.size.map(|s| s.bytes()), hold_ns: m.hold.map(|h| h.as_nanos()) }
             }
         };
         let placement = match (&m.link, &m.node) {

@@ -279,3 +279,20 @@ proptest::proptest! {
         let _ = mplab_scenario::Scenario::from_str(&mangled, "m.toml").and_then(|s| s.resolve());
     }
 }
+
+#[test]
+fn rto_min_out_of_range_names_the_field() {
+    let flow = "\n[[flows]]\nfrom = \"c\"\nto = \"s\"\ntransport = \"tcp\"\n";
+    let e = error(&with(&format!("\n[transport.tcp]\nrto_min = \"0.1us\"\n{flow}")));
+    assert_eq!(e, "scenario.toml:15:11: transport.tcp.rto_min: must be at least 1us");
+    let e = error(&with(&format!("\n[transport.tcp]\nrto_min = \"2m\"\n{flow}")));
+    assert_eq!(e, "scenario.toml:15:11: transport.tcp.rto_min: must be at most 60s, got 120s");
+    let net = common::net(&with(&format!("\n[transport.tcp]\nrto_min = \"1ms\"\n{flow}")));
+    assert_eq!(net.flows[0].tcp.rto_min_ns, Some(1_000_000));
+}
+
+#[test]
+fn coalescer_hold_applies_to_coalesce_only() {
+    let e = error(&with("\n[[middleboxes]]\nkind = \"resegment\"\nlink = \"c-s\"\nmode = \"split\"\nhold = \"1ms\"\n"));
+    assert!(e.ends_with("middleboxes[0].hold: only applies to mode = \"coalesce\""), "{e}");
+}

@@ -18,7 +18,6 @@ use std::path::Path;
 use mplab_proto::Instant;
 use mplab_wire::pcap::PcapSink;
 
-use crate::apps::fill_pattern;
 use crate::packet::Packet;
 
 struct Pending {
@@ -70,7 +69,7 @@ impl Capture {
         while self.pending.peek().is_some_and(|p| p.0.at <= now) {
             let Some(Reverse(p)) = self.pending.pop() else { break };
             self.payload.resize(p.pkt.payload_len as usize, 0);
-            fill_pattern(p.pkt.tag, &mut self.payload);
+            p.pkt.fill_payload(&mut self.payload);
             let t = std::time::Duration::from_nanos(p.at.0);
             if let Err(e) = self.sink.write(t, p.pkt.src.into(), p.pkt.dst.into(), &p.pkt.tcp, &self.payload) {
                 self.error.get_or_insert_with(|| e.to_string());

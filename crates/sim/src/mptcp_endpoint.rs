@@ -140,7 +140,7 @@ impl Endpoint for MptcpEndpoint {
         let (local, remote) = addrs(pkt);
         let payload = if self.conn.needs_payload() && pkt.payload_len > 0 {
             self.scratch.resize(pkt.payload_len as usize, 0);
-            fill_pattern(pkt.tag, &mut self.scratch);
+            pkt.fill_payload(&mut self.scratch);
             if pkt.corrupted {
                 self.scratch[0] ^= 0xff;
             }

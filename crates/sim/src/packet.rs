@@ -8,6 +8,7 @@ use core::net::Ipv4Addr;
 use mplab_wire::TcpHeader;
 use rustc_hash::FxHashMap;
 
+use crate::apps::fill_pattern;
 use crate::rng::SimRng;
 
 /// IPv4 header without options.
@@ -33,6 +34,11 @@ pub struct Packet {
     /// A middlebox rewrote payload bytes (receivers regenerate the bytes
     /// from `tag` and then apply the damage).
     pub corrupted: bool,
+    /// A coalescing middlebox joined two segments whose stream offsets do
+    /// not follow each other (an MPTCP subflow carries scattered data
+    /// sequence ranges): the payload from byte `.0` on is the pattern at
+    /// stream offset `.1`.
+    pub tail: Option<(u32, u64)>,
 }
 
 /// `dst_idx` of an address that belongs to no interface.
@@ -43,7 +49,20 @@ impl Packet {
         // Options that do not encode (more than 40 bytes) would be a stack
         // bug; count them at the maximum header size rather than panic.
         let thl = tcp.wire_len().unwrap_or(60) as u32;
-        Packet { src, dst, ttl: 64, tcp, payload_len, tag, size: IPV4_HEADER + thl + payload_len, dst_idx: NO_ADDR, corrupted: false }
+        Packet { src, dst, ttl: 64, tcp, payload_len, tag, size: IPV4_HEADER + thl + payload_len, dst_idx: NO_ADDR, corrupted: false, tail: None }
+    }
+
+    /// Writes the payload bytes into `buf` (`payload_len` long): the
+    /// stream pattern from `tag`, and from `tail` for a coalesced packet.
+    pub fn fill_payload(&self, buf: &mut [u8]) {
+        match self.tail {
+            Some((at, tag2)) if (at as usize) < buf.len() => {
+                let (a, b) = buf.split_at_mut(at as usize);
+                fill_pattern(self.tag, a);
+                fill_pattern(tag2, b);
+            }
+            _ => fill_pattern(self.tag, buf),
+        }
     }
 
     /// 5-tuple hash input for ECMP.

@@ -35,6 +35,9 @@ pub fn tcp_config(t: &network::TcpConfig) -> TcpConfig {
     c.timestamps = t.timestamps;
     c.delayed_ack = t.delayed_ack;
     c.wscale = t.wscale;
+    if let Some(ns) = t.rto_min_ns {
+        c.min_rto = std::time::Duration::from_nanos(ns);
+    }
     if let Some(b) = t.rcv_buf {
         c.rcv_buf = b;
     }

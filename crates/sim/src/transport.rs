@@ -55,9 +55,6 @@ pub fn unsupported_middleboxes(net: &network::Network) -> Vec<(usize, String)> {
             network::MiddleboxAction::Nat { .. } if !matches!(m.placement, network::Placement::Node { .. }) => {
                 Some((m.id, "a NAT sits on a router: give it `node`, not `link`".to_string()))
             }
-            network::MiddleboxAction::Resegment { mode: network::ResegmentMode::Coalesce, .. } => {
-                Some((m.id, "coalescing middleboxes are not simulated yet (mode = \"split\" is)".to_string()))
-            }
             _ => None,
         })
         .collect()

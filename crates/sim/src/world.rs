@@ -17,6 +17,7 @@ use crate::capture::Capture;
 use crate::endpoint::{Endpoint, Progress};
 use crate::event::EventQueue;
 use crate::link::{LinkDirection, Offer};
+use crate::middlebox::Place;
 use crate::packet::{flow_hash, Ecmp, Packet, ECMP_STREAM_BASE, NO_ADDR};
 use crate::results::*;
 use crate::rng::{RngStreams, SimRng};
@@ -33,6 +34,8 @@ enum Ev {
     /// A scheduled scenario event (link down/up/set).
     Scenario { idx: u32 },
     Sample,
+    /// A coalescing middlebox's flush timer for one of its held segments.
+    CoalesceFlush { boxid: u32, slot: u32 },
 }
 
 /// Packets in flight live here; links and queues move 4-byte handles,
@@ -170,13 +173,6 @@ const DIR_NAMES: [&str; 2] = ["ab", "ba"];
 
 /// (node, local ip, local port, remote ip, remote port).
 type DemuxKey = (u32, u32, u16, u32, u16);
-
-/// Where middleboxes sit: a link direction (`2 * link + dir`) or a node.
-#[derive(Clone, Copy)]
-enum MboxAt {
-    Link(usize),
-    Node(usize),
-}
 
 /// A fib entry not looked up yet. Otherwise an entry is `start << 8 |
 /// count`: the egress interfaces are `hops[start..start + count]`
@@ -328,6 +324,7 @@ impl World {
             Ev::FlowTimer { flow, end } => self.flow_timer(flow as usize, end as usize),
             Ev::FlowStart { flow } => self.flow_start(flow as usize),
             Ev::Scenario { idx } => self.scenario_event(idx as usize),
+            Ev::CoalesceFlush { boxid, slot } => self.coalesce_flush(boxid as usize, slot),
             Ev::Sample => {
                 self.sample();
                 let next = self.now + std::time::Duration::from_nanos(self.interval.0);
@@ -385,8 +382,8 @@ impl World {
                 self.refresh_meta(id);
             }
         }
-        if !self.mbox.on_link[2 * link + dir].is_empty() {
-            for id in self.through_middleboxes(id, MboxAt::Link(2 * link + dir)) {
+        if !self.mbox.on_link[2 * link + dir].is_empty() || self.mbox.coalesce_link[2 * link + dir].is_some() {
+            for id in self.through_middleboxes(id, Place::Link(2 * link + dir)) {
                 self.offer(node, iface, link, dir, id);
             }
             return;
@@ -405,19 +402,47 @@ impl World {
     }
 
     /// Runs a packet through the middleboxes at `at`; returns the packets
-    /// that come out (more than one when a box splits it).
-    fn through_middleboxes(&mut self, id: u32, at: MboxAt) -> Vec<u32> {
-        let actions = match at {
-            MboxAt::Link(i) => &self.mbox.on_link[i],
-            MboxAt::Node(n) => &self.mbox.on_node[n],
+    /// that come out now (more than one when a box splits it or flushes
+    /// a held segment, none when a coalescer keeps it).
+    fn through_middleboxes(&mut self, id: u32, at: Place) -> Vec<u32> {
+        let (actions, coalescer) = match at {
+            Place::Link(i) => (&self.mbox.on_link[i], self.mbox.coalesce_link[i]),
+            Place::Node(n) => (&self.mbox.on_node[n], self.mbox.coalesce_node[n]),
         };
         let mut extra = Vec::new();
         let mut p = self.pool.pkts[id as usize].clone();
         crate::middlebox::apply(actions, &mut p, &mut extra);
         self.pool.release(id);
-        let mut out = vec![self.pool.put(p)];
-        out.extend(extra.into_iter().map(|q| self.pool.put(q)));
-        out
+        let mut pkts = vec![p];
+        pkts.append(&mut extra);
+        if let Some(c) = coalescer {
+            let mut out = Vec::new();
+            for p in pkts {
+                if let Some(f) = self.mbox.coalescers[c as usize].1.offer(self.now.0, p, &mut out) {
+                    self.queue.schedule(Instant(f.at), Ev::CoalesceFlush { boxid: c, slot: f.slot });
+                }
+            }
+            pkts = out;
+        }
+        pkts.into_iter().map(|q| self.pool.put(q)).collect()
+    }
+
+    /// A coalescer's timer: its held segment goes on where it was going.
+    fn coalesce_flush(&mut self, boxid: usize, slot: u32) {
+        let (place, c) = &mut self.mbox.coalescers[boxid];
+        let place = *place;
+        let Some(p) = c.expire(slot, self.now.0) else { return };
+        let id = self.pool.put(p);
+        match place {
+            Place::Link(i) => {
+                let (link, dir) = (i / 2, i % 2);
+                let l = &self.net.links[link];
+                let end = if dir == 0 { &l.a } else { &l.b };
+                let (node, iface) = (end.node, end.iface);
+                self.offer(node, iface, link, dir, id);
+            }
+            Place::Node(n) => self.route_out(n, None, id),
+        }
     }
 
     fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, id: u32) {
@@ -482,8 +507,8 @@ impl World {
         }
         *ttl -= 1;
         self.stats.packets_forwarded += 1;
-        if !self.mbox.on_node[node].is_empty() {
-            for id in self.through_middleboxes(id, MboxAt::Node(node)) {
+        if !self.mbox.on_node[node].is_empty() || self.mbox.coalesce_node[node].is_some() {
+            for id in self.through_middleboxes(id, Place::Node(node)) {
                 self.route_out(node, None, id);
             }
             return;
@@ -838,6 +863,13 @@ impl World {
         }
         let dur = self.now.as_secs_f64();
         let mut s = Summary { scenario: self.net.name.clone(), backend: backend.into(), seed: self.net.seed, duration_s: dur, ..Default::default() };
+        for (place, c) in &self.mbox.coalescers {
+            let at = match *place {
+                Place::Link(i) => format!("link {} ({})", self.net.links[i / 2].name, if i % 2 == 0 { "ab" } else { "ba" }),
+                Place::Node(n) => format!("node {}", self.net.nodes[n].name),
+            };
+            s.notes.push(format!("coalescing middlebox at {at}: {} segments merged into others", c.merged));
+        }
         for (fi, f) in self.flows.iter().enumerate() {
             let spec = &self.net.flows[fi];
             let delivered = f.ends[0].app.rx.delivered + f.ends[1].app.rx.delivered;

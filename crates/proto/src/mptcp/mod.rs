@@ -154,6 +154,9 @@ pub struct SubflowStats {
 pub struct MptcpStats {
     pub joins_refused: u64,
     pub checksum_failures: u64,
+    /// Segments with payload no mapping covers (a box merged segments or
+    /// stripped a DSS): the subflow was reset, or the connection fell back.
+    pub unmapped_data: u64,
     pub reinjected_bytes: u64,
     pub add_addr_sent: u64,
     pub add_addr_received: u64,
@@ -579,12 +582,36 @@ impl Connection {
                 self.subflows[i].handshake = Handshake::Established;
             }
             self.on_dss(now, i, &d, sub_range.clone(), payload);
+            if self.fallback.is_none() {
+                if let Some(r) = sub_range.as_ref().filter(|r| !r.is_empty() && self.remote.is_some()) {
+                    // A sender never puts bytes of two mappings in one
+                    // segment, so payload its own mapping leaves out, that
+                    // no earlier mapping covers, never gets one: a box
+                    // merged segments and dropped a DSS (RFC 8684 3.7).
+                    if self.subflows[i].rx_covers_any(r) && (!self.subflows[i].rx_covers(r.start) || !self.subflows[i].rx_covers(r.end - 1)) {
+                        self.stats.unmapped_data += 1;
+                        self.on_missing_mapping(i);
+                        if self.fallback.is_some() {
+                            self.after_fallback_input(i, sub_range.clone());
+                            self.after_input(now);
+                            return sub_range;
+                        }
+                    }
+                }
+            }
             if let (Some(m), Some(r)) = (d.mapping, sub_range.as_ref()) {
                 if !m.is_infinite() {
                     let dsn = self.expand_dsn(m.dsn, m.dsn_wide);
+                    let sub = self.sub_off_of_ssn(i, m.ssn);
                     if let Some(rid) = self.remote.map(|k| k.idsn.wrapping_add(1)) {
-                        let off = dsn.wrapping_sub(rid).wrapping_add(r.start.wrapping_sub(self.sub_off_of_ssn(i, m.ssn)));
-                        placed = Some(off..off + (r.end - r.start));
+                        // The payload's place, as far as this mapping
+                        // reaches from its first byte (the driver copies
+                        // the payload from its start).
+                        if sub <= r.start {
+                            let end = r.end.min(sub + u64::from(m.data_len)).max(r.start);
+                            let off = dsn.wrapping_sub(rid).wrapping_add(r.start - sub);
+                            placed = Some(off..off + (end - r.start));
+                        }
                     }
                 }
             }
@@ -773,11 +800,17 @@ impl Connection {
         }
         let sub = self.sub_off_of_ssn(i, m.ssn);
         if let (Some(c), Some(r), Some(p)) = (m.checksum, sub_range.as_ref(), payload) {
-            // Verifiable here when the mapping is exactly this segment.
-            if self.checksum && r.start == sub && r.end - r.start == len && p.len() as u64 == len && !crypto::dss_checksum_ok(dsn, m.ssn, m.data_len, p, c) {
-                self.stats.checksum_failures += 1;
-                self.on_checksum_failure(i, dsn);
-                return;
+            // Verifiable here when this segment holds the whole mapping
+            // (always so for mplab's and Linux's segments, which carry
+            // their own mapping; a coalescing box may add bytes around it).
+            let inside = r.start <= sub && sub + len <= r.end && p.len() as u64 == r.end - r.start;
+            if self.checksum && inside {
+                let at = (sub - r.start) as usize;
+                if !crypto::dss_checksum_ok(dsn, m.ssn, m.data_len, &p[at..at + len as usize], c) {
+                    self.stats.checksum_failures += 1;
+                    self.on_checksum_failure(i, dsn);
+                    return;
+                }
             }
         }
         let _ = now;

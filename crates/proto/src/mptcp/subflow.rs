@@ -161,6 +161,11 @@ impl Subflow {
         self.rx.iter().any(|m| m.sub <= sub && sub < m.sub + m.len)
     }
 
+    /// Whether some received mapping overlaps `r`.
+    pub fn rx_covers_any(&self, r: &core::ops::Range<u64>) -> bool {
+        self.rx.iter().any(|m| m.sub < r.end && r.start < m.sub + m.len)
+    }
+
     /// The absolute DSN of receive-stream offset `sub`, if a mapping covers it.
     pub fn rx_dsn_of(&self, sub: u64) -> Option<u64> {
         self.rx.iter().find(|m| m.sub <= sub && sub < m.sub + m.len).map(|m| m.dsn.wrapping_add(sub - m.sub))
