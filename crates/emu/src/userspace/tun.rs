@@ -84,6 +84,11 @@ impl Tun {
         let mut cmds = vec![
             format!("link set {TUN_NAME} up mtu 1500"),
             format!("route replace default dev {TUN_NAME} table {TUN_TABLE}"),
+            // Once the host's loop ends and the TUN goes, its route goes
+            // with it: the peers' last segments (a kernel sender still
+            // retransmitting at the deadline) are dropped here instead of
+            // reaching the namespace's own TCP, which would answer with RSTs.
+            format!("route add blackhole default table {TUN_TABLE} metric 4000"),
             // The local table after our rule (rule 0 cannot be shadowed).
             "rule add priority 50 table local".to_string(),
             "rule del priority 0 table local".to_string(),
