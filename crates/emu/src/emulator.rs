@@ -4,13 +4,16 @@
 //! simulator's own link model, `mplab_sim::link::LinkDirection`, one per
 //! direction, driven by CLOCK_MONOTONIC.
 //!
-//! Per frame: `recvmmsg` on the ingress end (non-blocking AF_PACKET), the
-//! frame goes into a slot of a buffer pool, the slot index is `offer`ed to
-//! the link direction with the frame's IP size (Ethernet header excluded,
-//! as in the simulator), and when `poll` hands it back at its arrival time
-//! it is sent out of the other end with `sendmmsg`. The thread sleeps in
-//! `ppoll` until a socket is readable or the next arrival, event or probe
-//! is due (timer slack 1 ns).
+//! Per frame: read from the ingress end's TPACKET_V2 receive ring (an
+//! mmap'ed AF_PACKET ring, no syscall per frame; `recvmmsg` on the socket
+//! if the ring cannot be set up), copied into a slot of a buffer pool, the
+//! slot index is `offer`ed to the link direction with the frame's IP size
+//! (Ethernet header excluded, as in the simulator) at the kernel's receive
+//! timestamp, and when `poll` hands it back at its arrival time it is sent
+//! out of the other end with `sendmmsg` (qdisc bypassed). The thread runs
+//! SCHED_FIFO and sleeps in `ppoll` until a socket is readable or the next
+//! arrival, event or probe is due (timer slack 1 ns), waking a learned
+//! margin early and polling until the deadline.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -73,6 +76,16 @@ pub struct EmuReport {
     pub rx_dropped: u64,
     /// How late frames left compared with their model arrival time.
     pub lateness: Histogram,
+    /// How long frames waited in the receive socket (kernel timestamp to
+    /// the emulator's read): the part of the lateness due to reading late.
+    pub read_delay: Histogram,
+    /// How late the thread woke from a timed sleep (scheduling latency).
+    pub oversleep: Histogram,
+    /// The thread's CPU time and time spent runnable but waiting for a CPU
+    /// (/proc/thread-self/schedstat), ns.
+    pub cpu_ns: u64,
+    pub run_delay_ns: u64,
+    pub involuntary_switches: u64,
     pub frames: u64,
     pub errors: Vec<String>,
 }
@@ -138,19 +151,53 @@ impl Emulator {
     /// thread. `epoch` is the run's time zero (it may lie in the future:
     /// until then the model sees time 0).
     pub fn start(cfg: EmuConfig, epoch: Wall) -> Result<Emulator, String> {
-        let mut ports = Vec::with_capacity(cfg.links.len() * 2);
         let names: Vec<String> = cfg.links.iter().flat_map(|l| l.ends.clone()).collect();
-        let socks = sys::in_netns(&cfg.wire_ns, move || names.iter().map(|n| sys::packet_socket(n, false, 4 << 20)).collect::<std::io::Result<Vec<OwnedFd>>>())
-            .map_err(|e| format!("emulator sockets in {}: {e}", cfg.wire_ns))?;
-        ports.extend(socks);
+        let slot = slot_size(&cfg);
+        // MPLAB_EMU_RING=0: recvmmsg instead (to compare, or for a kernel
+        // that refuses the ring).
+        let use_ring = std::env::var("MPLAB_EMU_RING").map_or(true, |v| v != "0");
+        // A receive ring per port (no syscall per received batch); the
+        // plain socket if the ring cannot be set up.
+        let socks = sys::in_netns(&cfg.wire_ns, move || {
+            names
+                .iter()
+                .map(|n| match use_ring.then(|| sys::packet_ring_socket(n, slot, 4 << 20, 4 << 20)) {
+                    Some(Ok((fd, ring))) => Ok((fd, Some(ring), None)),
+                    other => sys::packet_socket(n, false, 4 << 20).map(|fd| (fd, None, other.and_then(|r| r.err()).map(|e| e.to_string()))),
+                })
+                .collect::<std::io::Result<Vec<_>>>()
+        })
+        .map_err(|e| format!("emulator sockets in {}: {e}", cfg.wire_ns))?;
+        let mut ports = Vec::with_capacity(socks.len());
+        let mut rings = Vec::with_capacity(socks.len());
+        let mut notes = Vec::new();
+        for (fd, ring, err) in socks {
+            ports.push(fd);
+            rings.push(ring);
+            if let Some(e) = err {
+                if notes.is_empty() {
+                    notes.push(format!("emulator: no receive ring ({e}), using recvmmsg"));
+                }
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let handle = std::thread::Builder::new()
             .name("mplab-emu".into())
             .spawn(move || {
                 sys::tight_timer_slack();
-                sys::realtime_priority(10);
+                // Real time so that application threads cannot delay the
+                // deadlines (without it, p99 lateness under load is 10-100x
+                // worse here). It sleeps whenever nothing is due, so it
+                // cannot starve the machine.
+                let rt = sys::realtime_priority(10);
+                let rt_err = std::io::Error::last_os_error();
                 let mut e = Engine::new(cfg, ports, epoch);
+                e.rings = rings;
+                e.report.errors.extend(notes);
+                if !rt {
+                    e.report.errors.push(format!("the emulator thread runs without real-time priority (SCHED_FIFO: {rt_err}): its timing depends on the machine's load"));
+                }
                 e.run(&st);
                 e.finish()
             })
@@ -255,9 +302,21 @@ fn rx_time(h: &libc::msghdr, real_offset: i128) -> Option<u64> {
     None
 }
 
+/// Receive batches per port and wake-up (64 frames each): bounded so that
+/// departures due meanwhile are not held up for long.
+const RX_BATCHES: usize = 8;
+
+/// Buffer size of one frame: the largest MTU plus Ethernet header and VLAN tag.
+fn slot_size(cfg: &EmuConfig) -> usize {
+    let mtu = cfg.links.iter().map(|l| l.mtu as usize).max().unwrap_or(1500);
+    ((mtu + 14 + 4).div_ceil(64) * 64).max(2048)
+}
+
 struct Engine {
     cfg: EmuConfig,
     ports: Vec<OwnedFd>,
+    /// Receive rings of the ports (None: recvmmsg on the socket).
+    rings: Vec<Option<sys::RxRing>>,
     /// `dirs[2 * link + d]`; port `p` feeds `dirs[p]` (a end -> ab).
     dirs: Vec<Dir>,
     pool: Pool,
@@ -293,15 +352,15 @@ impl Engine {
                 });
             }
         }
-        let mtu = cfg.links.iter().map(|l| l.mtu as usize).max().unwrap_or(1500);
-        let slot = (mtu + 14 + 4).div_ceil(64) * 64;
+        let slot = slot_size(&cfg);
         let n = cfg.links.len();
         let first_probe = if cfg.probe_queues.is_empty() { u64::MAX } else { cfg.probe_interval_ns };
         Engine {
             cfg,
             ports,
+            rings: Vec::new(),
             dirs,
-            pool: Pool::new(slot.max(2048)),
+            pool: Pool::new(slot),
             epoch,
             next_event: 0,
             next_probe: first_probe,
@@ -365,6 +424,7 @@ impl Engine {
             let r = sys::poll_in(&mut fds, sleep);
             if sleep > 0 && matches!(r, Ok(0)) {
                 let over = self.now().saturating_sub(t_sleep + sleep);
+                self.report.oversleep.add(over);
                 // EWMA of the oversleep, margin = 1.5 x that, 5..300 µs.
                 self.over_ewma = 0.9 * self.over_ewma + 0.1 * over as f64;
                 self.margin_ns = ((self.over_ewma * 1.5) as u64).clamp(5_000, 300_000);
@@ -386,10 +446,60 @@ impl Engine {
         }
     }
 
+    /// Offers one received frame (already in pool slot `s`, `len` bytes,
+    /// kernel timestamp `at`) to direction `p`.
+    fn offer(&mut self, p: usize, s: u32, len: usize, at: u64) {
+        self.pool.len[s as usize] = len as u32;
+        let size = (len - 14).max(1) as u32;
+        let d = &mut self.dirs[p];
+        let at = at.max(d.last_offer);
+        d.last_offer = at;
+        // Refused, lost or not: whatever the link will never deliver comes
+        // back through take_discarded.
+        let _: Offer = d.link.offer(Instant(at), s, size, &mut d.rng);
+        d.link.take_discarded(&mut self.discarded);
+        for x in self.discarded.drain(..) {
+            self.pool.release(x);
+        }
+    }
+
+    /// Reads what port `p`'s ring holds (a bounded number of frames).
+    fn receive_ring(&mut self, p: usize) {
+        let now = self.now();
+        let Some(mut ring) = self.rings[p].take() else { return };
+        for _ in 0..BATCH * RX_BATCHES {
+            let Some(f) = ring.peek() else { break };
+            if f.data.len() < f.len || f.len < 14 {
+                self.report.rx_dropped += 1;
+                ring.release();
+                continue;
+            }
+            let Some(s) = self.pool.alloc() else {
+                self.report.rx_dropped += 1;
+                ring.release();
+                continue;
+            };
+            let len = f.data.len();
+            // SAFETY: the slot holds at least slot_size >= the ring's largest frame.
+            unsafe { std::ptr::copy_nonoverlapping(f.data.as_ptr(), self.pool.ptr(s), len.min(self.pool.slot)) };
+            let real = i128::from(f.realtime_ns);
+            ring.release();
+            // The frame entered the link when the kernel received it (its
+            // timestamp), not when this thread woke up to read it.
+            let at = u64::try_from((real - self.real_offset).max(0)).unwrap_or(0).min(now);
+            self.report.read_delay.add(now - at);
+            self.offer(p, s, len.min(self.pool.slot), at);
+        }
+        self.rings[p] = Some(ring);
+    }
+
     /// Reads what port `p` has (a bounded number of batches) into dir `p`.
     fn receive(&mut self, p: usize) {
+        if self.rings.get(p).is_some_and(|r| r.is_some()) {
+            return self.receive_ring(p);
+        }
         let fd = self.ports[p].as_raw_fd();
-        for _ in 0..8 {
+        for _ in 0..RX_BATCHES {
             let mut slots = [0u32; BATCH];
             let mut n_slots = 0;
             while n_slots < BATCH {
@@ -433,21 +543,11 @@ impl Engine {
                     self.pool.release(s);
                     continue;
                 }
-                self.pool.len[s as usize] = len as u32;
-                let size = (len - 14).max(1) as u32;
                 // The frame entered the link when the kernel received it
                 // (its timestamp), not when this thread woke up to read it.
                 let at = rx_time(&msgs[i].msg_hdr, self.real_offset).map_or(now, |t| t.min(now));
-                let d = &mut self.dirs[p];
-                let at = at.max(d.last_offer);
-                d.last_offer = at;
-                // Refused, lost or not: whatever the link will never
-                // deliver comes back through take_discarded.
-                let _: Offer = d.link.offer(Instant(at), s, size, &mut d.rng);
-                d.link.take_discarded(&mut self.discarded);
-                for x in self.discarded.drain(..) {
-                    self.pool.release(x);
-                }
+                self.report.read_delay.add(now - at);
+                self.offer(p, s, len, at);
             }
             for &s in &slots[got..n_slots] {
                 self.pool.release(s);
@@ -462,9 +562,13 @@ impl Engine {
     fn deliver(&mut self, d: usize, now: u64) {
         loop {
             self.out.clear();
+            // Lateness counts to just before the send call that hands the
+            // batch to the kernel (a fresh clock per batch: a long burst
+            // takes a while to send).
+            let t_send = self.now();
             while self.out.len() < BATCH {
                 let Some(p) = self.dirs[d].link.poll(Instant(now)) else { break };
-                self.report.lateness.add(now.saturating_sub(p.at.0));
+                self.report.lateness.add(t_send.saturating_sub(p.at.0));
                 self.out.push(p.packet);
             }
             if self.out.is_empty() {
@@ -602,6 +706,18 @@ impl Engine {
     }
 
     fn finish(mut self) -> EmuReport {
+        // Frames the kernel could not put into a full ring or queue.
+        for p in &self.ports {
+            self.report.rx_dropped += sys::packet_drops(p.as_raw_fd());
+        }
+        let st = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        let v: Vec<u64> = st.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        if v.len() >= 2 {
+            self.report.cpu_ns = v[0];
+            self.report.run_delay_ns = v[1];
+        }
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+        self.report.involuntary_switches = status.lines().find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:")).and_then(|x| x.trim().parse().ok()).unwrap_or(0);
         let now = Instant(self.now().min(self.cfg.duration_ns.max(1)));
         for (i, d) in self.dirs.iter_mut().enumerate() {
             d.link.advance(now);

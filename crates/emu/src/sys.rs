@@ -243,3 +243,132 @@ pub fn realtime_priority(prio: i32) -> bool {
     // SAFETY: valid sched_param; 0 = this thread.
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
 }
+
+const PACKET_RX_RING: libc::c_int = 5;
+const PACKET_VERSION: libc::c_int = 10;
+const PACKET_STATISTICS: libc::c_int = 6;
+const TPACKET_V2: libc::c_int = 1;
+/// `tp_status` bits of a ring frame.
+pub const TP_STATUS_USER: u32 = 1;
+pub const TP_STATUS_COPY: u32 = 2;
+
+/// A TPACKET_V2 receive ring of an AF_PACKET socket, mapped into this
+/// process. V2 hands over frame by frame (`tp_status`), so a frame is
+/// readable as soon as the kernel wrote it; TPACKET_V3 hands over whole
+/// blocks, retired when full or after a timeout of at least 1 ms, a delay
+/// the emulator would add to every frame at low rates.
+pub struct RxRing {
+    base: *mut u8,
+    len: usize,
+    frame_size: usize,
+    frames_per_block: usize,
+    block_size: usize,
+    frames: usize,
+    head: usize,
+}
+
+// SAFETY: the mapping is owned by the ring and used by one thread at a time.
+unsafe impl Send for RxRing {}
+
+/// One received frame in the ring (valid until [`RxRing::release`]).
+pub struct RingFrame<'a> {
+    pub data: &'a [u8],
+    /// Original length on the wire (may exceed `data` when truncated).
+    pub len: usize,
+    /// Kernel receive timestamp, CLOCK_REALTIME ns.
+    pub realtime_ns: u64,
+}
+
+impl RxRing {
+    fn status(&self, i: usize) -> &std::sync::atomic::AtomicU32 {
+        let off = (i / self.frames_per_block) * self.block_size + (i % self.frames_per_block) * self.frame_size;
+        // SAFETY: off is the start of frame i inside the mapping; tp_status
+        // is its first, 4-byte aligned field, shared with the kernel.
+        unsafe { &*(self.base.add(off) as *const std::sync::atomic::AtomicU32) }
+    }
+
+    /// The frame at the head of the ring if the kernel has handed it over.
+    pub fn peek(&self) -> Option<RingFrame<'_>> {
+        let st = self.status(self.head).load(std::sync::atomic::Ordering::Acquire);
+        if st & TP_STATUS_USER == 0 {
+            return None;
+        }
+        let off = (self.head / self.frames_per_block) * self.block_size + (self.head % self.frames_per_block) * self.frame_size;
+        // SAFETY: the kernel owns no frame marked USER; the header fields
+        // (struct tpacket2_hdr) and the data lie inside the frame.
+        unsafe {
+            let h = self.base.add(off);
+            let rd32 = |o: usize| std::ptr::read(h.add(o) as *const u32);
+            let len = rd32(4) as usize;
+            let snap = rd32(8) as usize;
+            let mac = std::ptr::read(h.add(12) as *const u16) as usize;
+            let (sec, nsec) = (rd32(16), rd32(20));
+            let snap = snap.min(self.frame_size.saturating_sub(mac));
+            Some(RingFrame { data: std::slice::from_raw_parts(h.add(mac), snap), len, realtime_ns: u64::from(sec) * 1_000_000_000 + u64::from(nsec) })
+        }
+    }
+
+    /// Gives the head frame back to the kernel and moves on.
+    pub fn release(&mut self) {
+        self.status(self.head).store(0, std::sync::atomic::Ordering::Release);
+        self.head = (self.head + 1) % self.frames;
+    }
+}
+
+impl Drop for RxRing {
+    fn drop(&mut self) {
+        // SAFETY: base/len are the mapping made in packet_ring_socket.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Frames the kernel dropped on a packet socket since the last call
+/// (ring or queue full), from PACKET_STATISTICS.
+pub fn packet_drops(fd: RawFd) -> u64 {
+    let mut b = [0u8; 8];
+    getsockopt_buf(fd, libc::SOL_PACKET, PACKET_STATISTICS, &mut b).map(|_| u64::from(u32::from_ne_bytes(b[4..8].try_into().unwrap()))).unwrap_or(0)
+}
+
+/// Like [`packet_socket`] (non-blocking, own transmissions ignored, qdisc
+/// bypassed on send) with a TPACKET_V2 receive ring of about `ring_bytes`
+/// whose frames hold `max_frame` bytes of packet. The ring is set up
+/// before the bind so no frame lands in the ordinary queue.
+pub fn packet_ring_socket(ifname: &str, max_frame: usize, ring_bytes: usize, sndbuf: i32) -> io::Result<(OwnedFd, RxRing)> {
+    let idx = ifindex(ifname)?;
+    // SAFETY: plain socket call; protocol 0 receives nothing until the bind.
+    let fd = cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) }, "socket(AF_PACKET)")?;
+    // SAFETY: fd is a fresh socket we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let raw = fd.as_raw_fd();
+    setsockopt(raw, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1i32, "PACKET_IGNORE_OUTGOING")?;
+    setsockopt(raw, libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1i32, "PACKET_QDISC_BYPASS")?;
+    if setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, sndbuf, "SO_SNDBUFFORCE").is_err() {
+        setsockopt(raw, libc::SOL_SOCKET, libc::SO_SNDBUF, sndbuf, "SO_SNDBUF")?;
+    }
+    setsockopt(raw, libc::SOL_PACKET, PACKET_VERSION, TPACKET_V2, "PACKET_VERSION")?;
+    // Header (tpacket2_hdr + sockaddr_ll, aligned) and the frame in one
+    // power-of-two slot; 64 KB blocks (order-4 pages, easy to allocate).
+    let frame_size = (max_frame + 128).next_power_of_two().max(2048);
+    let block_size = frame_size.max(1 << 16);
+    let block_nr = (ring_bytes / block_size).max(2);
+    let frames_per_block = block_size / frame_size;
+    let req: [u32; 4] = [block_size as u32, block_nr as u32, frame_size as u32, (block_nr * frames_per_block) as u32];
+    setsockopt(raw, libc::SOL_PACKET, PACKET_RX_RING, req, "PACKET_RX_RING")?;
+    let len = block_size * block_nr;
+    // SAFETY: mapping the ring the kernel just allocated for this socket.
+    let base = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_POPULATE, raw, 0) };
+    if base == libc::MAP_FAILED {
+        let e = io::Error::last_os_error();
+        return Err(io::Error::new(e.kind(), format!("mmap of the packet ring on {ifname}: {e}")));
+    }
+    let ring = RxRing { base: base as *mut u8, len, frame_size, frames_per_block, block_size, frames: block_nr * frames_per_block, head: 0 };
+    // SAFETY: zeroed sockaddr_ll is valid; we fill the fields we need.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = ETH_P_ALL.to_be();
+    sll.sll_ifindex = idx;
+    // SAFETY: sll is a valid sockaddr_ll.
+    let r = unsafe { libc::bind(raw, &sll as *const libc::sockaddr_ll as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t) };
+    cvt(r, &format!("bind AF_PACKET to {ifname}"))?;
+    Ok((fd, ring))
+}
