@@ -717,7 +717,11 @@ impl World {
         }
         self.out_buf = out;
         let e = &mut self.flows[flow].ends[end];
-        let t = match (e.ep.as_ref().and_then(|ep| ep.poll_timeout()), e.app.poll_timer()) {
+        // The application acts only once connected (`pump` above): a stop
+        // time that passes while a connection never opens must not re-arm
+        // the timer at the same instant forever.
+        let app_timer = e.connected_at.and_then(|_| e.app.poll_timer());
+        let t = match (e.ep.as_ref().and_then(|ep| ep.poll_timeout()), app_timer) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };

@@ -284,3 +284,24 @@ fn splitting_box_is_harmless_to_mptcp() {
         assert_eq!(f.subflows.len(), 2);
     }
 }
+
+#[test]
+fn a_flow_whose_connection_never_opens_stops_at_its_stop_time() {
+    // The only link is down all along: the SYNs go nowhere, the stop time
+    // passes with no connection, and the run still ends (it used to re-arm
+    // the application's past stop timer at the same instant forever).
+    for transport in ["tcp", "mptcp"] {
+        let r = bundled(
+            "tcp-single.toml",
+            &[
+                ("duration", "10s"),
+                ("flows.0.transport", transport),
+                ("flows.0.stop", "5s"),
+                ("events", r#"[{ at = "0s", link = "client-server", action = "down" }]"#),
+            ],
+        );
+        let f = &r.summary.flows[0];
+        assert_eq!(f.bytes_delivered, 0);
+        assert!(!f.completed, "{f:?}");
+    }
+}

@@ -274,6 +274,12 @@ impl Scoreboard {
 
     /// The next segment marked lost and not yet retransmitted.
     pub fn next_resend(&mut self) -> Option<Resend> {
+        // `rexmit_scan` is always a segment boundary, so nothing at or
+        // after it starts below `resend_high`: skip the search (this runs
+        // on every transmit opportunity).
+        if self.rexmit_scan >= self.resend_high {
+            return None;
+        }
         let mut i = self.index_of(self.rexmit_scan);
         while i < self.segs.len() && self.segs[i].start < self.resend_high {
             let s = self.segs[i];
