@@ -166,6 +166,32 @@ fn run_body(o: &mut String, dir: &Path) -> io::Result<String> {
     Ok(name)
 }
 
+/// What each point cost: wall time per run (mean and max over seeds) and
+/// the total, from runs.csv (one "all" row per run).
+fn wall_times(o: &mut String, dir: &Path, params: &[String]) {
+    let runs = Table::read_csv(&dir.join("runs.csv")).unwrap_or_default();
+    let mut per_point: Vec<(String, Vec<f64>)> = Vec::new();
+    for r in (0..runs.rows.len()).filter(|&r| runs.str(r, "flow") == "all") {
+        let Some(w) = runs.num(r, "wall_time_s") else { continue };
+        let label = params.iter().map(|p| format!("{p}={}", runs.str(r, p))).collect::<Vec<_>>().join(", ");
+        match per_point.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, v)) => v.push(w),
+            None => per_point.push((label, vec![w])),
+        }
+    }
+    if per_point.is_empty() {
+        return;
+    }
+    let total: f64 = per_point.iter().flat_map(|(_, v)| v).sum();
+    let n: usize = per_point.iter().map(|(_, v)| v.len()).sum();
+    let mut t = Table::new(&["point", "runs", "wall per run (s, mean)", "max (s)"]);
+    for (l, v) in &per_point {
+        let max = v.iter().cloned().fold(0.0, f64::max);
+        t.push(vec![l.clone(), v.len().to_string(), format!("{:.2}", v.iter().sum::<f64>() / v.len() as f64), format!("{max:.2}")]);
+    }
+    let _ = writeln!(o, "<h2>Wall time</h2><p>{n} runs, {total:.1} s of simulation wall time in all (runs in parallel take less).</p>{}", table_html(&t, 400));
+}
+
 fn sweep_body(o: &mut String, dir: &Path) -> io::Result<String> {
     let spec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json"))?).map_err(io::Error::other)?;
     let meta: serde_json::Value = std::fs::read_to_string(dir.join("meta.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
@@ -208,6 +234,7 @@ fn sweep_body(o: &mut String, dir: &Path) -> io::Result<String> {
     if flows.len() > 1 {
         let _ = writeln!(o, "<h2>Per flow (mean across seeds)</h2>{}", table_html(&table(&|f| f != "all"), 1000));
     }
+    wall_times(o, dir, &params);
     let _ = writeln!(o, "<h2>Run metadata</h2>");
     meta_table(o, &meta, &[("results directory", dir.display().to_string()), ("seeds", spec["seeds"].to_string()), ("fixed overrides", spec["fixed"].to_string())]);
     let _ = writeln!(o, "<h2>Scenario</h2><pre>{}</pre>", esc(&sc));

@@ -411,6 +411,8 @@ pub fn aggregate(out: &Path) -> std::io::Result<usize> {
         headers.push(h.into());
     }
     headers.extend(METRICS.iter().map(|s| s.to_string()));
+    // What the run cost (the same on every row of a run).
+    headers.push("wall_time_s".into());
     let mut runs = Table { headers, rows: Vec::new() };
     let mut n = 0;
     for pt in spec["points"].as_array().into_iter().flatten() {
@@ -422,6 +424,8 @@ pub fn aggregate(out: &Path) -> std::io::Result<usize> {
             let Ok(text) = std::fs::read_to_string(&p) else { continue };
             let Ok(s) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
             n += 1;
+            let meta: serde_json::Value = std::fs::read_to_string(p.with_file_name("meta.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+            let wall = f(&meta["wall_time_s"]);
             let prefix = |row: &mut Vec<String>| {
                 row.push(id.to_string());
                 for k in &params {
@@ -435,6 +439,7 @@ pub fn aggregate(out: &Path) -> std::io::Result<usize> {
                 prefix(&mut row);
                 row.extend([f(&fl["name"]), f(&fl["transport"]), f(&fl["verified"]), f(&fl["fallback"]), fl["subflows"].as_array().map(|a| a.len()).unwrap_or(0).to_string()]);
                 row.extend(METRICS.iter().map(|m| f(&fl[*m])));
+                row.push(wall.clone());
                 runs.push(row);
             }
             let mut row = Vec::new();
@@ -456,6 +461,7 @@ pub fn aggregate(out: &Path) -> std::io::Result<usize> {
             let ct: Vec<f64> = flows.iter().filter_map(|x| x["completion_time_s"].as_f64()).collect();
             row.push(if ct.len() == flows.len() && !ct.is_empty() { format!("{}", ct.iter().cloned().fold(0.0, f64::max)) } else { String::new() });
             row.push(String::new());
+            row.push(wall);
             runs.push(row);
         }
     }

@@ -59,9 +59,11 @@ fn sweep_grid_writes_rows_statistics_parquet_plots_and_report() {
 
     // runs.csv: one row per run and flow plus the run's total (flow "all").
     let (h, rows) = read_csv(&out.join("runs.csv"));
-    for c in ["point", "topology.rate", "topology.delay", "seed", "flow", "goodput_bps", "mean_srtt_ms", "retransmitted_segments"] {
+    for c in ["point", "topology.rate", "topology.delay", "seed", "flow", "goodput_bps", "mean_srtt_ms", "retransmitted_segments", "wall_time_s"] {
         col(&h, c);
     }
+    // Every run says what it cost (its meta.json's wall time).
+    assert!(rows.iter().all(|r| r[col(&h, "wall_time_s")].parse::<f64>().is_ok_and(|w| w > 0.0)), "wall_time_s");
     assert_eq!(rows.len(), 16, "8 runs x (bulk + all)");
     let (rate, delay, seed, flow, gp) = (col(&h, "topology.rate"), col(&h, "topology.delay"), col(&h, "seed"), col(&h, "flow"), col(&h, "goodput_bps"));
     let mut combos: Vec<(String, String, String)> = rows.iter().filter(|r| r[flow] == "bulk").map(|r| (r[rate].clone(), r[delay].clone(), r[seed].clone())).collect();
@@ -122,7 +124,7 @@ fn sweep_grid_writes_rows_statistics_parquet_plots_and_report() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.matches("<svg").count() >= 2, "the report has no inline plots");
-    for t in ["Summary (mean across seeds)", "Run metadata", "mplab_version", "two-paths", "topology.rate"] {
+    for t in ["Summary (mean across seeds)", "Run metadata", "mplab_version", "two-paths", "topology.rate", "Wall time", "wall per run"] {
         assert!(html.contains(t), "report lacks {t:?}");
     }
     for bad in ["src=\"http", "href=\"http", "<script", "<link"] {
