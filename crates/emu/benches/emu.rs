@@ -86,13 +86,14 @@ fn main() {
             let (o, rep) = phase(&cfg, &tx, &rx, size, Some(target));
             let q = |x: f64| rep.lateness.quantile_us(x).unwrap_or(f64::NAN);
             println!(
-                "  {size:>5} B at {:>7.0} frames/s ({:>5.3} Gbit/s, {:>3.0} % of blast): delay error p50 {:>6.1} us, p99 {:>7.1} us, max {:>7.0} us; wire p50 {:>6.1} us, p99 {:>7.1} us; read p99 {:>6.0} us, oversleep p99 {:>5.0} max {:>5.0} us; cpu {:.2} s, run delay {:.1} ms, {} preemptions ({:.0} frames/s out){}",
+                "  {size:>5} B at {:>7.0} frames/s ({:>5.3} Gbit/s, {:>3.0} % of blast): delay error p50 {:>6.1} us, p99 {:>7.1} us, max {:>7.0} us, {:>6.2} % < 0.2 ms; wire p50 {:>6.1} us, p99 {:>7.1} us; read p99 {:>6.0} us, oversleep p99 {:>5.0} max {:>5.0} us; cpu {:.2} s, run delay {:.1} ms, {} preemptions ({:.0} frames/s out){}",
                 target,
                 target * size as f64 * 8.0 / 1e9,
                 target / blast.pps * 100.0,
                 q(0.5),
                 q(0.99),
                 rep.lateness.max_ns as f64 / 1e3,
+                rep.lateness.share_within_us(200).unwrap_or(f64::NAN) * 100.0,
                 o.wire_p50_us,
                 o.wire_p99_us,
                 rep.read_delay.quantile_us(0.99).unwrap_or(f64::NAN),

@@ -130,6 +130,14 @@ impl Histogram {
         }
         Some(self.max_ns as f64 / 1e3)
     }
+    /// Share (0..=1) of the values below `us` microseconds.
+    pub fn share_within_us(&self, us: u64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let n: u64 = self.buckets.iter().take((us as usize).min(HIST_BUCKETS)).sum();
+        Some(n as f64 / self.count as f64)
+    }
     pub fn merge(&mut self, o: &Histogram) {
         for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
             *a += b;
@@ -724,5 +732,32 @@ impl Engine {
             self.report.stats[i / 2][i % 2] = d.link.stats();
         }
         self.report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_and_shares() {
+        let mut h = Histogram::default();
+        assert_eq!(h.quantile_us(0.5), None);
+        assert_eq!(h.share_within_us(200), None);
+        // 98 frames 0.5 µs late, one 150 µs, one 3 ms.
+        for _ in 0..98 {
+            h.add(500);
+        }
+        h.add(150_000);
+        h.add(3_000_000);
+        assert_eq!(h.quantile_us(0.5), Some(1.0));
+        assert_eq!(h.quantile_us(0.99), Some(151.0));
+        assert_eq!(h.quantile_us(1.0), Some(3001.0));
+        assert_eq!(h.share_within_us(200), Some(0.99));
+        assert_eq!(h.share_within_us(1), Some(0.98));
+        // Beyond 20 ms: the overflow bucket reports the maximum.
+        h.add(50_000_000);
+        assert_eq!(h.quantile_us(1.0), Some(50_000.0));
+        assert_eq!(h.max_ns, 50_000_000);
     }
 }

@@ -592,6 +592,14 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             "lateness_p50_us": report.lateness.quantile_us(0.5),
             "lateness_p99_us": report.lateness.quantile_us(0.99),
             "lateness_max_us": report.lateness.max_ns as f64 / 1e3,
+            "lateness_within_200us": report.lateness.share_within_us(200),
+            // Diagnosis of the lateness: frames read late (stalls before the
+            // emulator got to them), timed wake-ups late, CPU and time the
+            // thread waited for a CPU.
+            "read_delay_p99_us": report.read_delay.quantile_us(0.99),
+            "oversleep_p99_us": report.oversleep.quantile_us(0.99),
+            "cpu_s": report.cpu_ns as f64 / 1e9,
+            "run_delay_ms": report.run_delay_ns as f64 / 1e6,
             "send_errors": report.tx_errors,
             "rx_dropped": report.rx_dropped,
         },
