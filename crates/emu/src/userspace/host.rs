@@ -25,14 +25,21 @@ use mplab_wire::{MpJoin, MptcpOption, TcpHeader, TcpOptions};
 use sha2::{Digest, Sha256};
 
 use super::conn::Conn;
+use super::gso::{Batch, Writer};
 use super::tun::Tun;
 use crate::apps::{Clock, FlowState};
 use crate::probes::TcpInfo;
 
 /// Receive ring: a power of two above any receive buffer we advertise.
 const RING: usize = 16 << 20;
-/// Packets handled per batch before the loop sends and runs the apps.
-const BATCH: usize = 64;
+/// Most packets read per round before the loop runs the apps and sends:
+/// in practice everything queued. The peer's ACKs must not wait in the
+/// TUN queue behind our sending (an ACK held there inflates the RTT the
+/// sender sees, and a window-limited sender slows down by as much).
+const BATCH: usize = 2048;
+/// Most segments one connection sends per round: the loop then reads
+/// the ACKs that came meanwhile before sending more (no sleep in between).
+const OUT_BATCH: usize = 128;
 
 /// The bytes every sender writes: the simulator's pattern.
 struct Pattern;
@@ -160,8 +167,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
     let mut c = HostCounters::default();
     let mut rbuf = vec![0u8; 65536];
     let mut obuf: Vec<u8> = Vec::with_capacity(2048);
-    let mut pay: Vec<u8> = vec![0u8; 65536];
-    let mut ip_id: u16 = 1;
+    let mut wr = Writer::default();
     let seed0 = crate::sys::realtime_ns() ^ ((spec.node as u64) << 48);
     let mut last_probe = 0u64;
     // MPLAB_US_DEBUG=1: the connections' internals every 0.5 s on stderr.
@@ -237,24 +243,61 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             }
         }
         // ---- output
+        let mut more = false;
         for (ei, end) in ends.iter_mut().enumerate() {
             let Some(conn) = end.conn.as_mut() else { continue };
-            for _ in 0..4096 {
+            let mut batches: Vec<Batch> = Vec::new();
+            for k in 0..=OUT_BATCH {
+                if k == OUT_BATCH {
+                    more = true;
+                    break;
+                }
                 let Some(t) = conn.poll_transmit(now, &Pattern) else { break };
                 tuples.entry((t.local, t.remote)).or_insert(ei);
-                let len = (t.data.end - t.data.start) as usize;
-                if pay.len() < len {
-                    pay.resize(len, 0);
-                }
-                fill_pattern(t.data.start, &mut pay[..len]);
-                ip_id = ip_id.wrapping_add(1);
-                if build_ip_tcp(t.local.ip(), t.remote.ip(), 64, ip_id, &t.header, &pay[..len], &mut obuf).is_err() {
+                // Merged into its subflow's batch; or that batch goes out
+                // and `t` starts the next (or goes out alone). One batch
+                // per subflow: schedulers interleave the subflows.
+                if !tun.gso() {
+                    wr.single(&tun, &t, &mut c);
                     continue;
                 }
-                match tun.send(&obuf) {
-                    Ok(true) => c.tx_packets += 1,
-                    _ => c.tx_dropped += 1,
+                let key = (t.local, t.remote);
+                // A retransmission inside a merged mapping goes alone, with
+                // that mapping, after the subflow's pending batch.
+                let t = match wr.remap(t) {
+                    Ok(t) => t,
+                    Err(t) => {
+                        if let Some(i) = batches.iter().position(|b| b.key() == key) {
+                            wr.flush(&tun, batches.swap_remove(i), &mut c);
+                        }
+                        wr.single(&tun, &t, &mut c);
+                        continue;
+                    }
+                };
+                let t = match batches.iter().position(|b| b.key() == key) {
+                    Some(i) => match batches[i].push(t) {
+                        Ok(()) => {
+                            if batches[i].full() {
+                                wr.flush(&tun, batches.swap_remove(i), &mut c);
+                            }
+                            continue;
+                        }
+                        Err(t) => {
+                            // Whatever follows on this subflow goes after
+                            // the batch, never before it.
+                            wr.flush(&tun, batches.swap_remove(i), &mut c);
+                            t
+                        }
+                    },
+                    None => t,
+                };
+                match Batch::start(t) {
+                    Ok(b) => batches.push(b),
+                    Err(t) => wr.single(&tun, &t, &mut c),
                 }
+            }
+            for b in batches.drain(..) {
+                wr.flush(&tun, b, &mut c);
             }
         }
         // ---- probes (the sender's subflows), every 20 ms
@@ -287,7 +330,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             next = next.min(app_wait_ns(end, clk.now_ns()));
         }
         next = next.min(20_000_000);
-        if next > 0 {
+        if next > 0 && !more {
             let mut fds = [libc::pollfd { fd: tun.raw_fd(), events: libc::POLLIN, revents: 0 }];
             let _ = crate::sys::poll_in(&mut fds, next);
             c.wakeups += 1;
@@ -305,6 +348,9 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
     }
     if let Some(p) = &ctl {
         let _ = std::fs::remove_file(p);
+    }
+    if debug {
+        eprintln!("mplab host {host_name}: {} packets out, {} of them in {} GSO super-segments; {} wake-ups", c.tx_packets, wr.gso_segments, wr.gso_writes, c.wakeups);
     }
     if let Ok(mut g) = counters.lock() {
         *g = c;

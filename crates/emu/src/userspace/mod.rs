@@ -9,6 +9,7 @@
 //! docs/userspace-backend.md.
 
 pub mod conn;
+pub mod gso;
 pub mod host;
 pub mod tun;
 

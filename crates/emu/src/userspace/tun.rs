@@ -25,6 +25,12 @@ pub const TUN_NAME: &str = "mptun0";
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
+const IFF_VNET_HDR: libc::c_short = 0x4000;
+/// `struct virtio_net_hdr` (no mergeable buffers): what precedes every
+/// packet on a TUN opened with `IFF_VNET_HDR`.
+pub const VNET_HDR_LEN: usize = 10;
+const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
+const VIRTIO_NET_HDR_GSO_TCPV4: u8 = 1;
 
 #[repr(C)]
 struct IfReq {
@@ -40,11 +46,20 @@ pub struct Tun {
     /// The namespace it lives in (names the host's control file,
     /// [`super::control_path`]).
     pub ns: Option<String>,
+    /// Opened with `IFF_VNET_HDR`: writes may be TCP super-segments that
+    /// the kernel splits (GSO) after routing them once.
+    vnet: bool,
 }
 
 impl Tun {
     /// Creates TUN `name` in the calling thread's namespace.
     pub fn create_here(name: &str) -> io::Result<Tun> {
+        // MPLAB_US_GSO=0: one write per segment (no virtio-net header).
+        let vnet = std::env::var("MPLAB_US_GSO").map_or(true, |v| v != "0");
+        Tun::create_with(name, vnet)
+    }
+
+    fn create_with(name: &str, vnet: bool) -> io::Result<Tun> {
         let path = b"/dev/net/tun\0";
         // SAFETY: valid C string.
         let fd = unsafe { libc::open(path.as_ptr() as *const libc::c_char, libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
@@ -54,7 +69,8 @@ impl Tun {
         }
         // SAFETY: fresh fd.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mut req = IfReq { name: [0; 16], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+        let flags = IFF_TUN | IFF_NO_PI | if vnet { IFF_VNET_HDR } else { 0 };
+        let mut req = IfReq { name: [0; 16], flags, _pad: [0; 22] };
         let n = name.len().min(15);
         req.name[..n].copy_from_slice(&name.as_bytes()[..n]);
         // SAFETY: TUNSETIFF with a valid ifreq.
@@ -62,7 +78,7 @@ impl Tun {
             let e = io::Error::last_os_error();
             return Err(io::Error::new(e.kind(), format!("TUNSETIFF {name}: {e}")));
         }
-        Ok(Tun { fd, name: name.to_string(), ns: None })
+        Ok(Tun { fd, name: name.to_string(), ns: None, vnet })
     }
 
     /// Creates the TUN of a host in namespace `ns` and routes the host's
@@ -82,7 +98,9 @@ impl Tun {
         })
         .map_err(|e| format!("TUN in {ns2}: {e}"))?;
         let mut cmds = vec![
-            format!("link set {TUN_NAME} up mtu 1500"),
+            // A longer queue than the default 500 towards mplab: bursts of
+            // ACKs (and data at Gbit/s) while the loop is busy sending.
+            format!("link set {TUN_NAME} up mtu 1500 txqueuelen 4000"),
             format!("route replace default dev {TUN_NAME} table {TUN_TABLE}"),
             // Once the host's loop ends and the TUN goes, its route goes
             // with it: the peers' last segments (a kernel sender still
@@ -105,10 +123,25 @@ impl Tun {
         self.fd.as_raw_fd()
     }
 
+    /// Whether [`Tun::send_gso`] is available.
+    pub fn gso(&self) -> bool {
+        self.vnet
+    }
+
     /// One packet, or None when nothing is queued.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
-        // SAFETY: valid buffer.
-        let r = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        // The kernel's virtio-net header (no offloads were enabled towards
+        // us with TUNSETOFFLOAD, so it says nothing: full, checksummed
+        // packets) goes to a scratch buffer.
+        let mut hdr = [0u8; VNET_HDR_LEN];
+        let iov = [
+            libc::iovec { iov_base: hdr.as_mut_ptr() as *mut libc::c_void, iov_len: hdr.len() },
+            libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() },
+        ];
+        let iov = if self.vnet { &iov[..] } else { &iov[1..] };
+        // SAFETY: valid buffers.
+        let r = unsafe { libc::readv(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as i32) };
+        let r = if self.vnet && r >= 0 { (r as usize).saturating_sub(VNET_HDR_LEN) as isize } else { r };
         if r < 0 {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
@@ -122,8 +155,33 @@ impl Tun {
     /// Writes one IP packet; false when the device queue is full (dropped,
     /// like a full NIC ring: TCP recovers).
     pub fn send(&self, pkt: &[u8]) -> io::Result<bool> {
-        // SAFETY: valid buffer.
-        let r = unsafe { libc::write(self.fd.as_raw_fd(), pkt.as_ptr() as *const libc::c_void, pkt.len()) };
+        self.write_with(&[0u8; VNET_HDR_LEN], pkt)
+    }
+
+    /// Writes an IPv4 TCP super-segment whose payload the kernel cuts into
+    /// `mss`-byte segments (GSO), copying the IP and TCP headers into each
+    /// (sequence numbers advanced, PSH/FIN only on the last, IP ids
+    /// incremented). `hdr_len`: IP + TCP header bytes. The TCP checksum
+    /// field must hold the pseudo-header sum (see `gso_pseudo_csum`); the
+    /// kernel completes each segment's checksum.
+    pub fn send_gso(&self, pkt: &[u8], hdr_len: usize, mss: usize) -> io::Result<bool> {
+        debug_assert!(self.vnet);
+        let ihl = (pkt[0] & 0x0f) as usize * 4;
+        let mut h = [0u8; VNET_HDR_LEN];
+        h[0] = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+        h[1] = VIRTIO_NET_HDR_GSO_TCPV4;
+        h[2..4].copy_from_slice(&(hdr_len as u16).to_le_bytes());
+        h[4..6].copy_from_slice(&(mss as u16).to_le_bytes());
+        h[6..8].copy_from_slice(&(ihl as u16).to_le_bytes());
+        h[8..10].copy_from_slice(&16u16.to_le_bytes());
+        self.write_with(&h, pkt)
+    }
+
+    fn write_with(&self, vh: &[u8; VNET_HDR_LEN], pkt: &[u8]) -> io::Result<bool> {
+        let iov = [libc::iovec { iov_base: vh.as_ptr() as *mut libc::c_void, iov_len: vh.len() }, libc::iovec { iov_base: pkt.as_ptr() as *mut libc::c_void, iov_len: pkt.len() }];
+        let iov = if self.vnet { &iov[..] } else { &iov[1..] };
+        // SAFETY: valid buffers; the kernel only reads them.
+        let r = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), iov.len() as i32) };
         if r < 0 {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
