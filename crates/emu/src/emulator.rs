@@ -164,12 +164,17 @@ impl Emulator {
         // MPLAB_EMU_RING=0: recvmmsg instead (to compare, or for a kernel
         // that refuses the ring).
         let use_ring = std::env::var("MPLAB_EMU_RING").map_or(true, |v| v != "0");
+        // 4 MB per port holds 2048 full-size frames, 25 ms of 1 Gbit/s:
+        // more than the longest stalls seen on a busy 2-vCPU machine. The
+        // ring is pinned kernel memory, so many links share 64 MB (at least
+        // 1 MB each).
+        let ring_bytes = ((64usize << 20) / names.len().max(1)).clamp(1 << 20, 4 << 20);
         // A receive ring per port (no syscall per received batch); the
         // plain socket if the ring cannot be set up.
         let socks = sys::in_netns(&cfg.wire_ns, move || {
             names
                 .iter()
-                .map(|n| match use_ring.then(|| sys::packet_ring_socket(n, slot, 4 << 20, 4 << 20)) {
+                .map(|n| match use_ring.then(|| sys::packet_ring_socket(n, slot, ring_bytes, 4 << 20)) {
                     Some(Ok((fd, ring))) => Ok((fd, Some(ring), None)),
                     other => sys::packet_socket(n, false, 4 << 20).map(|fd| (fd, None, other.and_then(|r| r.err()).map(|e| e.to_string()))),
                 })
