@@ -54,11 +54,14 @@ struct Meta {
     flow_hash: u64,
     size: u32,
     dst_idx: u32,
+    /// The IP TTL: routers decrement it here rather than in the packet,
+    /// so a forwarding hop touches nothing but this array.
+    ttl: u8,
 }
 
 impl Pool {
     fn put(&mut self, p: Packet) -> u32 {
-        let m = Meta { flow_hash: flow_hash(p.flow_key()), size: p.size, dst_idx: p.dst_idx };
+        let m = Meta { flow_hash: flow_hash(p.flow_key()), size: p.size, dst_idx: p.dst_idx, ttl: p.ttl };
         match self.free.pop() {
             Some(id) => {
                 self.pkts[id as usize] = p;
@@ -411,6 +414,7 @@ impl World {
         };
         let mut extra = Vec::new();
         let mut p = self.pool.pkts[id as usize].clone();
+        p.ttl = self.pool.meta[id as usize].ttl;
         crate::middlebox::apply(actions, &mut p, &mut extra);
         self.pool.release(id);
         let mut pkts = vec![p];
@@ -500,7 +504,7 @@ impl World {
             self.pool.release(id); // hosts do not forward
             return;
         }
-        let ttl = &mut self.pool.pkts[id as usize].ttl;
+        let ttl = &mut self.pool.meta[id as usize].ttl;
         if *ttl <= 1 {
             self.pool.release(id); // expired: dropped (no ICMP in this world)
             return;
