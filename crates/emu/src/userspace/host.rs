@@ -235,7 +235,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                     conn.handle_timeout(now);
                 }
             }
-            drive_app(end, t_ns, &clk, now, seed0 ^ (ei as u64 + 1) * 0x9e37);
+            drive_app(end, t_ns, &clk, now, seed0 ^ ((ei as u64 + 1) * 0x9e37));
             if let Some(conn) = end.conn.as_ref() {
                 if end.role == Role::Client && conn.local_token() != 0 {
                     tokens.insert(conn.local_token(), ei);

@@ -3,8 +3,9 @@
 //! Same topology, link emulator, probes and results as the kernel backend
 //! ([`crate::kernel`]); the hosts that run mplab's stack get a TUN device
 //! ([`tun`]) that carries all their addresses, and one thread each
-//! ([`host`]) that drives `mplab_proto::mptcp::Connection`s and the
-//! applications over it. Hosts whose `stack` is `"kernel"` keep the Linux
+//! ([`host`]) that drives `mplab_proto::mptcp::Connection`s (or, for
+//! plain TCP flows, `mplab_proto::tcp::Connection`s, [`conn`]) and the
+//! applications over it, writing merged segments with GSO ([`gso`]). Hosts whose `stack` is `"kernel"` keep the Linux
 //! kernel's (MP)TCP, so mplab and Linux can face each other. See
 //! docs/userspace-backend.md.
 
@@ -50,7 +51,7 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
             let path = if sc.flows.get(u.flow).is_some_and(|s| if u.field == "cc" { s.cc.is_some() } else { s.scheduler.is_some() }) {
                 format!("flows[{}].{}", u.flow, u.field)
             } else if u.field == "cc" {
-                "transport.mptcp.cc".to_string()
+                if f.mptcp.is_some() { "transport.mptcp.cc" } else { "transport.tcp.cc" }.to_string()
             } else {
                 "transport.mptcp.scheduler".to_string()
             };
