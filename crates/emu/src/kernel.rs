@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
 use mplab_scenario::network::{self, App, Direction, MiddleboxAction, Network, NodeKind, Placement, StripOn, TransportKind};
-use mplab_sim::results::{FlowSample, FlowSummary, InterfaceSample, InterfaceSummary, LinkSummary, RunResults, SubflowSummary, Summary};
+use mplab_sim::results::{FlowSample, FlowSummary, InterfaceSample, InterfaceSummary, LinkSummary, RunResults, SubflowState, SubflowSummary, Summary};
 
 use crate::apps::{self, Clock, FlowState};
 use crate::emulator::{EmuConfig, EmuEvent, EmuLink, Emulator};
@@ -126,6 +126,8 @@ struct SubTrack {
     id: Option<u32>,
     /// Backup (local or remote) as last reported by the kernel's subflow diag.
     backup: Option<bool>,
+    /// As last seen; a subflow the sender no longer lists is closed.
+    state: SubflowState,
 }
 
 #[derive(Default)]
@@ -155,9 +157,11 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
         return None;
     }
     let stack = st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.0.clone()));
-    let plain = |l: String, r: String, info: TcpInfo| probes::SubflowInfo { local: l, remote: r, info, id: None, flags: None };
+    // mplab's stack lists the subflows that are up; the kernel's TCP_INFO
+    // carries the state.
+    let plain = |l: String, r: String, info: TcpInfo, st: Option<u8>| probes::SubflowInfo { local: l, remote: r, info, id: None, flags: None, tcp_state: st.or(Some(1)) };
     let subs: Vec<probes::SubflowInfo> = if let (None, Some(v)) = (sender_fd(f, st), stack) {
-        v.into_iter().map(|(l, r, i)| plain(l, r, i)).collect()
+        v.into_iter().map(|(l, r, i)| plain(l, r, i, None)).collect()
     } else {
         let fd = sender_fd(f, st)?;
         apps::check_fallback(f, st);
@@ -176,17 +180,26 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
                 v
             }
             _ => {
-                let info = probes::tcp_info(fd)?;
+                let (info, st) = probes::tcp_info_and_state(fd)?;
                 let (l, r) = apps::local_peer(fd);
-                vec![plain(l, r, info)]
+                vec![plain(l, r, info, st)]
             }
         }
     };
     let mut first = None;
-    for probes::SubflowInfo { local: l, remote: r, info, id, flags } in subs {
+    let mut seen = vec![false; tr.subs.len()];
+    for probes::SubflowInfo { local: l, remote: r, info, id, flags, tcp_state } in subs {
         if info.snd_mss == 0 || r.ends_with(":0") {
+            // Not usable yet (still connecting: keep what we know) or gone
+            // (its addresses read 0: left unseen, so closed below).
+            if info.snd_mss == 0 {
+                if let Some(k) = id.and_then(|i| tr.subs.iter().position(|s| s.id == Some(i))) {
+                    seen[k] = true;
+                }
+            }
             continue;
         }
+        let state = tcp_state.map_or(SubflowState::Established, probes::subflow_state);
         first.get_or_insert(info);
         // A plain TCP connection is one "subflow" (its addresses may read
         // as 0.0.0.0:0 once the peer has gone).
@@ -194,23 +207,36 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
         // The kernel's id tells a new subflow from an old one that used
         // the same addresses and ports; without ids, the addresses.
         let known = if tcp && !tr.subs.is_empty() {
-            Some(&mut tr.subs[0])
+            Some(0)
         } else if id.is_some() {
-            tr.subs.iter_mut().find(|s| s.id == id)
+            tr.subs.iter().position(|s| s.id == id)
         } else {
-            tr.subs.iter_mut().find(|s| s.local == l && s.remote == r)
+            tr.subs.iter().position(|s| s.local == l && s.remote == r)
         };
         let backup = flags.map(|x| x.backup());
         match known {
-            Some(s) => {
+            Some(k) => {
+                let s = &mut tr.subs[k];
                 s.info = info;
                 s.backup = backup.or(s.backup);
+                s.state = state;
+                seen[k] = true;
             }
             None => {
-                tr.subs.push(SubTrack { local: l, remote: r, info, last_acked: 0, id, backup });
-                // Creation order, as the simulator numbers its subflows.
-                tr.subs.sort_by_key(|s| s.id.unwrap_or(u32::MAX));
+                tr.subs.push(SubTrack { local: l, remote: r, info, last_acked: 0, id, backup, state });
+                seen.push(true);
+                // Creation order, as the simulator numbers its subflows
+                // (a stable sort: subflows without ids keep their order).
+                let mut both: Vec<(SubTrack, bool)> = std::mem::take(&mut tr.subs).into_iter().zip(seen.drain(..)).collect();
+                both.sort_by_key(|(s, _)| s.id.unwrap_or(u32::MAX));
+                (tr.subs, seen) = both.into_iter().unzip();
             }
+        }
+    }
+    // The kernel drops a subflow from its list once it is closed.
+    for (s, seen) in tr.subs.iter_mut().zip(seen) {
+        if !seen {
+            s.state = SubflowState::Closed;
         }
     }
     first
@@ -382,6 +408,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
                 cwnd_bytes: first.as_ref().and_then(cw),
                 srtt_ms: first.as_ref().and_then(rt),
                 in_flight_bytes: first.as_ref().and_then(fl),
+                state: None,
             });
             tr.last_delivered = d;
             if let Some(i) = &first {
@@ -403,6 +430,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
                         cwnd_bytes: cw(&s.info),
                         srtt_ms: rt(&s.info),
                         in_flight_bytes: fl(&s.info),
+                        state: Some(s.state),
                     });
                     s.last_acked = acked;
                 }
@@ -539,6 +567,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
                     goodput_bps: x.info.bytes_acked as f64 * 8.0 / active,
                     backup: x.backup.unwrap_or_else(|| stack_backups.contains(&format!("{}|{}", x.local, x.remote)) || x.local.split(':').next().and_then(|a| a.parse().ok()).is_some_and(|a| backups.contains(&a))),
                     retransmitted_segments: u64::from(x.info.total_retrans),
+                    state: Some(x.state),
                 })
                 .collect(),
         });

@@ -59,9 +59,34 @@ impl TcpInfo {
 }
 
 pub fn tcp_info(fd: RawFd) -> Option<TcpInfo> {
+    tcp_info_and_state(fd).map(|(i, _)| i)
+}
+
+/// TCP_INFO and the socket's TCP state (`tcpi_state`, Linux's numbering).
+pub fn tcp_info_and_state(fd: RawFd) -> Option<(TcpInfo, Option<u8>)> {
     let mut b = [0u8; TCP_INFO_LEN];
     let n = sys::getsockopt_buf(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut b).ok()?;
-    TcpInfo::parse(&b[..n])
+    Some((TcpInfo::parse(&b[..n])?, tcpi_state(&b[..n])))
+}
+
+/// `tcpi_state`, the first byte of `struct tcp_info` (TCP_ESTABLISHED = 1,
+/// ..., include/net/tcp_states.h).
+pub fn tcpi_state(b: &[u8]) -> Option<u8> {
+    b.first().copied()
+}
+
+/// A Linux TCP state as the results report a subflow: data still flows
+/// while either side is closing.
+pub fn subflow_state(tcp_state: u8) -> mplab_sim::results::SubflowState {
+    use mplab_sim::results::SubflowState as S;
+    match tcp_state {
+        // SYN_SENT, SYN_RECV, NEW_SYN_RECV
+        2 | 3 | 12 => S::Connecting,
+        // ESTABLISHED, FIN_WAIT1, FIN_WAIT2, CLOSE_WAIT, LAST_ACK, CLOSING
+        1 | 4 | 5 | 8 | 9 | 11 => S::Established,
+        // TIME_WAIT, CLOSE, LISTEN (never a subflow)
+        _ => S::Closed,
+    }
 }
 
 /// One subflow of an MPTCP connection as the kernel reports it.
@@ -76,6 +101,8 @@ pub struct SubflowInfo {
     pub id: Option<u32>,
     /// MPTCP subflow flags and address ids (sock_diag), when read.
     pub flags: Option<SubflowFlags>,
+    /// `tcpi_state` of the subflow, when its TCP_INFO was read.
+    pub tcp_state: Option<u8>,
 }
 
 /// `MPTCP_SUBFLOW_FLAG_*` of include/uapi/linux/mptcp.h.
@@ -147,6 +174,7 @@ pub fn parse_full_info(hdr: &[u8], sf: &[u8], ti: &[u8]) -> Option<Vec<SubflowIn
             local: sockaddr_at(addrs),
             remote: sockaddr_at(addrs.get(128..).unwrap_or(&[])),
             info: TcpInfo::parse(t).unwrap_or_default(),
+            tcp_state: tcpi_state(t),
             id,
             flags: None,
         });
@@ -209,7 +237,7 @@ pub fn mptcp_subflows_legacy(fd: RawFd) -> Option<Vec<SubflowInfo>> {
     for i in 0..n {
         let t = &ti[HDR + i * ti_user..HDR + (i + 1) * ti_user];
         let a = &ad[HDR + i * ad_user..HDR + (i + 1) * ad_user];
-        out.push(SubflowInfo { local: sockaddr_at(&a[0..]), remote: sockaddr_at(a.get(128..).unwrap_or(&[])), info: TcpInfo::parse(t).unwrap_or_default(), id: None, flags: None });
+        out.push(SubflowInfo { local: sockaddr_at(&a[0..]), remote: sockaddr_at(a.get(128..).unwrap_or(&[])), info: TcpInfo::parse(t).unwrap_or_default(), id: None, flags: None, tcp_state: tcpi_state(t) });
     }
     Some(out)
 }

@@ -401,13 +401,15 @@ fn missing_scenario_file_names_the_file() {
     assert!(err.contains(&p.display().to_string()), "{err}");
 }
 
-/// The kernel backend runs (tests/kernel_backend.rs); the userspace stack
-/// is not there yet.
+/// The userspace backend runs (tests/userspace_interop.rs); what it cannot
+/// run is refused before anything is set up, naming the line and field.
 #[test]
-fn userspace_backend_is_not_available_yet() {
+fn userspace_backend_refuses_an_unknown_stack() {
     let tmp = Scratch::new("userspace");
-    let sc = scenario("tcp-single.toml");
-    rejected(&tmp, &[sc.as_os_str(), "--backend".as_ref(), "userspace".as_ref()]);
+    let (p, text) = edited_scenario(&tmp, "stack.toml", |t| t.replacen("name = \"client\"", "name = \"client\"\nstack = \"lwip\"", 1));
+    let err = rejected(&tmp, &[p.as_os_str(), "--backend".as_ref(), "userspace".as_ref()]);
+    let (line, _) = line_col_of(&text, "lwip");
+    assert!(err.contains(&format!("stack.toml:{line}:")) && err.contains("nodes[0].stack") && err.contains("lwip"), "{err}");
 }
 
 // ---- 4. tshark ------------------------------------------------------------------

@@ -22,6 +22,7 @@ pub struct PathStats {
     pub bytes_acked: u64,
     pub retransmitted_segments: u64,
     pub rto_count: u64,
+    pub state: crate::results::SubflowState,
 }
 
 impl PathStats {
@@ -38,6 +39,7 @@ impl PathStats {
             bytes_acked: s.bytes_acked,
             retransmitted_segments: s.segments_retransmitted,
             rto_count: s.rto_count,
+            state: crate::results::SubflowState::Established,
         }
     }
 }

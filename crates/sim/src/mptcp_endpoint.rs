@@ -183,7 +183,24 @@ impl Endpoint for MptcpEndpoint {
     }
 
     fn paths(&self) -> Vec<PathStats> {
-        self.conn.subflow_stats().iter().map(|s| PathStats::from_tcp(s.local, s.remote, s.backup, &s.tcp)).collect()
+        use crate::results::SubflowState as S;
+        self.conn
+            .subflow_stats()
+            .iter()
+            .map(|s| {
+                let mut p = PathStats::from_tcp(s.local, s.remote, s.backup, &s.tcp);
+                p.state = if s.closed {
+                    S::Closed
+                } else if s.stale {
+                    S::Stale
+                } else if s.established {
+                    S::Established
+                } else {
+                    S::Connecting
+                };
+                p
+            })
+            .collect()
     }
 
     fn accept_join(&mut self, now: Instant, pkt: &Packet) -> bool {

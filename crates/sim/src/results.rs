@@ -46,6 +46,32 @@ pub struct FlowSummary {
     pub subflows: Vec<SubflowSummary>,
 }
 
+/// Where a subflow is in its life, as a probe sees it.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SubflowState {
+    /// Handshake not finished (SYN sent or received, MP_JOIN unconfirmed).
+    #[default]
+    Connecting,
+    Established,
+    /// Established, but its retransmission timer kept firing: the
+    /// connection sends elsewhere until it recovers (RFC 8684 3.3.6).
+    Stale,
+    /// Reset or closed.
+    Closed,
+}
+
+impl SubflowState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubflowState::Connecting => "connecting",
+            SubflowState::Established => "established",
+            SubflowState::Stale => "stale",
+            SubflowState::Closed => "closed",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct SubflowSummary {
     pub local: String,
@@ -54,6 +80,9 @@ pub struct SubflowSummary {
     pub goodput_bps: f64,
     pub backup: bool,
     pub retransmitted_segments: u64,
+    /// At the end of the run (absent: the backend could not tell).
+    #[serde(default)]
+    pub state: Option<SubflowState>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -89,6 +118,9 @@ pub struct FlowSample {
     pub cwnd_bytes: Option<u64>,
     pub srtt_ms: Option<f64>,
     pub in_flight_bytes: Option<u64>,
+    /// Subflow rows: the subflow's state when sampled.
+    #[serde(default)]
+    pub state: Option<SubflowState>,
 }
 
 /// The receive-buffer columns of one flows.csv row (MPTCP `all` rows;
@@ -144,7 +176,7 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
 
 impl RunResults {
     pub fn flows_csv(&self) -> String {
-        let mut s = String::from("time_s,flow,subflow,goodput_bps,cwnd_bytes,srtt_ms,in_flight_bytes,ooo_bytes,hol_ms\n");
+        let mut s = String::from("time_s,flow,subflow,goodput_bps,cwnd_bytes,srtt_ms,in_flight_bytes,ooo_bytes,hol_ms,state\n");
         let mut extra = self.reorder.iter().peekable();
         for (i, r) in self.flows.iter().enumerate() {
             let srtt = opt(&r.srtt_ms.map(|v| format!("{v:.3}")));
@@ -155,7 +187,8 @@ impl RunResults {
                 Some(e) if e.row == i => (e.ooo_bytes.to_string(), format!("{:.3}", e.hol_ms)),
                 _ => (String::new(), String::new()),
             };
-            let _ = writeln!(s, "{:.3},{},{},{:.0},{},{},{},{},{}", r.time_s, r.flow, r.subflow, r.goodput_bps, opt(&r.cwnd_bytes), srtt, opt(&r.in_flight_bytes), ooo, hol);
+            let state = r.state.map_or("", SubflowState::as_str);
+            let _ = writeln!(s, "{:.3},{},{},{:.0},{},{},{},{},{},{}", r.time_s, r.flow, r.subflow, r.goodput_bps, opt(&r.cwnd_bytes), srtt, opt(&r.in_flight_bytes), ooo, hol, state);
         }
         s
     }

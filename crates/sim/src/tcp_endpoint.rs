@@ -108,6 +108,20 @@ impl Endpoint for TcpEndpoint {
     }
 
     fn paths(&self) -> Vec<PathStats> {
-        vec![PathStats::from_tcp(self.local, self.remote, false, &self.conn.stats())]
+        let mut p = PathStats::from_tcp(self.local, self.remote, false, &self.conn.stats());
+        p.state = tcp_state(self.conn.state());
+        vec![p]
+    }
+}
+
+/// A TCP state as a probe reports it: data can still flow while either
+/// side is closing, so those count as established.
+pub fn tcp_state(s: mplab_proto::tcp::State) -> crate::results::SubflowState {
+    use crate::results::SubflowState as S;
+    use mplab_proto::tcp::State::*;
+    match s {
+        SynSent | SynReceived => S::Connecting,
+        Established | FinWait1 | FinWait2 | CloseWait | Closing | LastAck => S::Established,
+        TimeWait | Closed => S::Closed,
     }
 }

@@ -821,6 +821,7 @@ impl World {
                 cwnd_bytes: first.and_then(|p| cwnd(p.cwnd)),
                 srtt_ms: first.and_then(|p| srtt(p.srtt_ns)),
                 in_flight_bytes: first.and_then(|p| inflight(p.in_flight)),
+                state: None,
             });
             if let Some(s) = first.and_then(|p| p.srtt_ns) {
                 f.srtt_sum_ns += s as f64;
@@ -839,6 +840,7 @@ impl World {
                         cwnd_bytes: cwnd(p.cwnd),
                         srtt_ms: srtt(p.srtt_ns),
                         in_flight_bytes: inflight(p.in_flight),
+                        state: Some(p.state),
                     });
                 }
             }
@@ -922,6 +924,7 @@ impl World {
                         goodput_bps: p.bytes_acked as f64 * 8.0 / active,
                         backup: p.backup,
                         retransmitted_segments: p.retransmitted_segments,
+                        state: Some(p.state),
                     })
                     .collect(),
             });

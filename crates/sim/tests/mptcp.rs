@@ -47,6 +47,12 @@ fn seed000_lab1_aggregates_survives_a_cut_and_recovers() {
     // The second uplink carried nothing while it was down.
     let wan2: Vec<f64> = r.interfaces.iter().filter(|s| s.node == "client" && s.iface == "eth1" && s.time_s > 21.0 && s.time_s <= 40.0).map(|s| s.tx_bps).collect();
     assert!(wan2.iter().all(|&b| b == 0.0));
+    // Its subflow: established, stale while cut (RTOs kept firing), and
+    // established again after the restore.
+    use mplab_sim::results::SubflowState as S;
+    let state_at = |t: f64| r.flows.iter().find(|s| s.subflow == "1" && (s.time_s - t).abs() < 1e-6).and_then(|s| s.state);
+    assert_eq!((state_at(15.0), state_at(30.0), state_at(50.0)), (Some(S::Established), Some(S::Stale), Some(S::Established)));
+    assert!(f.subflows.iter().all(|s| s.state == Some(S::Established)), "{:?}", f.subflows);
 }
 
 #[test]
@@ -268,6 +274,10 @@ fn coalescing_box_on_one_of_two_paths_costs_only_that_subflow() {
     let via = |net: &str| f.subflows.iter().filter(|s| s.local.starts_with(net)).map(|s| s.bytes_sent).sum::<u64>();
     assert!(via("10.0.220.") >= 9_000_000, "{:?}", f.subflows);
     assert!(via("10.0.221.") < 2_500_000, "{:?}", f.subflows);
+    // Mid-transfer the probes show it closed beside the working one.
+    use mplab_sim::results::SubflowState as S;
+    let state_at = |sub: &str, t: f64| r.flows.iter().find(|s| s.subflow == sub && (s.time_s - t).abs() < 1e-6).and_then(|s| s.state);
+    assert_eq!((state_at("0", 3.0), state_at("1", 3.0)), (Some(S::Established), Some(S::Closed)), "the reset subflow is closed");
 }
 
 #[test]
