@@ -354,3 +354,36 @@ fn a_lost_tail_is_recovered_by_a_probe_not_an_rto() {
     assert_eq!(st.rto_count, 0, "the probe (2 x srtt) beat the 200 ms RTO");
     assert!(st.tail_loss_probes >= 1);
 }
+
+/// Three pure ACKs that acknowledge nothing new (MPTCP sends such ACKs to
+/// carry ADD_ADDR and its echo): duplicate ACKs for a non-SACK sender,
+/// but not under SACK unless they SACK new data (RFC 6675 2). Found in
+/// seed 001's four-path run, where a server's ADD_ADDRs halved the first
+/// subflow's window at its start.
+#[test]
+fn option_carrying_pure_acks_are_dupacks_only_without_sack() {
+    for sack in [true, false] {
+        let cfg = TcpConfig { sack, ..Default::default() };
+        let mut p = Pipe::new(cfg.clone(), cfg, 1000, 10, 100);
+        p.to_send = 1_000_000;
+        p.run(35); // established, data in flight, nothing lost
+        let s = p.server.as_mut().unwrap();
+        s.ack_now();
+        let t = s.poll_transmit(p.now).expect("a pure ACK");
+        assert_eq!(t.payload.end - t.payload.start, 0);
+        // The first copy may acknowledge something new; the next three
+        // are duplicates while data stays outstanding.
+        p.client.handle_segment(p.now, &t.header, 0);
+        let out = p.client.poll_transmit(p.now);
+        assert!(out.is_some_and(|t| !t.retransmission) && p.client.in_flight() > 0);
+        for _ in 0..3 {
+            p.client.handle_segment(p.now, &t.header, 0);
+        }
+        let st = p.client.stats();
+        assert_eq!((st.fast_recoveries, st.segments_retransmitted > 0), if sack { (0, false) } else { (1, false) }, "sack {sack}: {st:?}");
+        // Without SACK the retransmission goes out at the next transmit.
+        if !sack {
+            assert!(p.client.poll_transmit(p.now).is_some_and(|t| t.retransmission));
+        }
+    }
+}
