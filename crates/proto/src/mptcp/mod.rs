@@ -224,8 +224,11 @@ pub struct Connection {
     read_off: u64,
     rcv_fin: Option<u64>,
     fin_received: bool,
-    /// Since when data has waited out of order (head-of-line blocked).
-    hol_since: Option<Instant>,
+    /// Out-of-order arrivals still waiting, oldest first: (end offset,
+    /// arrival). The front is the oldest data held up by a hole before it
+    /// (head-of-line blocking); entries leave once the in-order point
+    /// passes their end.
+    ooo_waits: VecDeque<(u64, Instant)>,
     /// The data_una an opportunistic retransmission was made for.
     opp_done: Option<u64>,
 
@@ -295,7 +298,7 @@ impl Connection {
             read_off: 0,
             rcv_fin: None,
             fin_received: false,
-            hol_since: None,
+            ooo_waits: VecDeque::new(),
             opp_done: None,
             out: VecDeque::new(),
             infos: Vec::new(),
@@ -403,7 +406,7 @@ impl Connection {
     /// Receive side: how long the oldest out-of-order data has waited for
     /// the hole before it (None: nothing is blocked).
     pub fn hol_delay(&self, now: Instant) -> Option<Duration> {
-        self.hol_since.map(|t| now.saturating_since(t))
+        self.ooo_waits.front().map(|&(_, t)| now.saturating_since(t))
     }
 
     /// Whether a driver must pass payload bytes to `handle_segment` (DSS
@@ -831,12 +834,20 @@ impl Connection {
             let Some((dsn, left)) = s.rx_lookup(start) else { break };
             let n = s.tcp.recv(avail.min(left));
             let off = dsn.wrapping_sub(base);
-            self.rcv.insert(off..off + (n.end - n.start));
+            let len = n.end - n.start;
+            // Beyond the in-order point: it waits (bounded bookkeeping; the
+            // receive buffer bounds it anyway).
+            if off > self.rcv.nxt() && len > 0 && self.ooo_waits.len() < 1 << 16 {
+                self.ooo_waits.push_back((off + len, now));
+            }
+            self.rcv.insert(off..off + len);
+        }
+        let nxt = self.rcv.nxt();
+        while self.ooo_waits.front().is_some_and(|&(end, _)| end <= nxt) {
+            self.ooo_waits.pop_front();
         }
         if !self.rcv.has_holes() {
-            self.hol_since = None;
-        } else if self.hol_since.is_none() {
-            self.hol_since = Some(now);
+            self.ooo_waits.clear();
         }
         self.check_data_fin();
     }
