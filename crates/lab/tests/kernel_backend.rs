@@ -390,3 +390,26 @@ fn mplab_clean_removes_leftovers() {
     let _ = sleeper.kill();
     let _ = sleeper.wait();
 }
+
+/// `transport.tcp.rto_min` reaches the kernel as the namespaces' own
+/// `net.ipv4.tcp_rto_min_us` (per network namespace since Linux 6.11);
+/// nodes without flows keep the default.
+#[test]
+fn kernel_rto_min_is_set_per_namespace() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("rto");
+    let (_, net) = resolve(&lab1("5s", "[transport.tcp]\nrto_min = \"5ms\"\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\n"));
+    let mut topo = mplab_emu::topo::Topology::build(&net, &g.run_prefix(0)).expect("topology");
+    let read = |node: &str| {
+        let ns = &topo.node_ns[net.nodes.iter().position(|n| n.name == node).unwrap()];
+        let o = std::process::Command::new("ip").args(["netns", "exec", ns, "sysctl", "-n", "net.ipv4.tcp_rto_min_us"]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let got = (read("client"), read("server"), read("gw1"));
+    assert!(topo.teardown().is_empty());
+    assert_eq!(got, ("5000".to_string(), "5000".to_string(), "200000".to_string()));
+    g.assert_clean();
+}
