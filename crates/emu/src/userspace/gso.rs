@@ -64,6 +64,8 @@ impl Default for Writer {
 
 /// Segments being merged.
 pub struct Batch {
+    /// Most payload bytes of this batch.
+    limit: u64,
     first: Out,
     /// The options without the DSS mapping: must be equal in every segment.
     norm: TcpOptions,
@@ -112,7 +114,8 @@ fn mergeable(t: &Out) -> bool {
 
 impl Batch {
     /// Starts a batch with `t`, or gives it back if it cannot be merged.
-    pub fn start(t: Out) -> Result<Batch, Out> {
+    /// `limit`: most payload bytes (see [`autosize`]).
+    pub fn start(t: Out, limit: u64) -> Result<Batch, Out> {
         if !mergeable(&t) {
             return Err(t);
         }
@@ -121,7 +124,7 @@ impl Batch {
             return Err(t);
         }
         let len = t.data.end - t.data.start;
-        Ok(Batch { norm, map, mss: len, total: len, n: 1, next_seq: t.header.seq.wrapping_add(len as u32), data: t.data.clone(), psh: t.header.flags & flags::PSH != 0, first: t })
+        Ok(Batch { limit: limit.clamp(2 * len, MAX_BYTES), norm, map, mss: len, total: len, n: 1, next_seq: t.header.seq.wrapping_add(len as u32), data: t.data.clone(), psh: t.header.flags & flags::PSH != 0, first: t })
     }
 
     /// Appends `t` if it continues the batch; else gives it back.
@@ -138,7 +141,7 @@ impl Batch {
             && t.data.start == self.data.end
             // Full-sized segments only (see the module docs).
             && len == self.mss
-            && self.total + len <= MAX_BYTES;
+            && self.total + len <= self.limit;
         if !ok {
             return Err(t);
         }
@@ -167,7 +170,20 @@ impl Batch {
     }
 
     pub fn full(&self) -> bool {
-        self.total + self.mss > MAX_BYTES
+        self.total + self.mss > self.limit
+    }
+}
+
+/// How many bytes one super-segment of a subflow may carry: about 1 ms
+/// at twice the subflow's rate (cwnd / srtt), at least two segments, at
+/// most 64 KB — Linux's TSO autosizing (`tcp_tso_autosize`). On a
+/// 10 Mbit/s path that is two segments: a 44-segment burst into a
+/// 40-packet queue would lose its tail in slow start (seen: a sender
+/// driven onto its backup subflow by the losses).
+pub fn autosize(cwnd: u64, srtt: Option<std::time::Duration>) -> u64 {
+    match srtt {
+        Some(r) if !r.is_zero() => ((2 * cwnd as u128 * 1_000_000) / r.as_nanos().max(1)) as u64,
+        _ => 0,
     }
 }
 
@@ -192,8 +208,46 @@ impl Writer {
         Err(t)
     }
 
+    /// Builds `h` with the pattern bytes `data` as payload into `obuf`,
+    /// the payload generated in place and the TCP checksum left partial
+    /// (pseudo-header sum) for the kernel; the IP + TCP header length.
+    fn build_partial(&mut self, src: IpAddr, dst: IpAddr, h: &TcpHeader, data: Range<u64>) -> Option<usize> {
+        self.ip_id = self.ip_id.wrapping_add(1);
+        build_ip_tcp(src, dst, 64, self.ip_id, h, &[], &mut self.obuf).ok()?;
+        let hdr = self.obuf.len();
+        let ihl = (self.obuf[0] & 0x0f) as usize * 4;
+        let len = (data.end - data.start) as usize;
+        let total = hdr + len;
+        if total > 65_535 {
+            return None;
+        }
+        self.obuf.resize(total, 0);
+        fill_pattern(data.start, &mut self.obuf[hdr..]);
+        self.obuf[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        self.obuf[10..12].copy_from_slice(&[0, 0]);
+        let mut acc = 0u32;
+        for ch in self.obuf[..ihl].chunks_exact(2) {
+            acc += u16::from_be_bytes([ch[0], ch[1]]) as u32;
+        }
+        while acc >> 16 != 0 {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        self.obuf[10..12].copy_from_slice(&(!(acc as u16)).to_be_bytes());
+        let ck = pseudo_sum(&self.obuf[12..20], (total - ihl) as u32);
+        self.obuf[ihl + 16..ihl + 18].copy_from_slice(&ck.to_be_bytes());
+        Some(hdr)
+    }
+
     /// Writes one segment as it is.
     pub fn single(&mut self, tun: &Tun, t: &Out, c: &mut HostCounters) {
+        if tun.gso() && matches!((t.local.ip(), t.remote.ip()), (IpAddr::V4(_), IpAddr::V4(_))) {
+            let Some(hdr) = self.build_partial(t.local.ip(), t.remote.ip(), &t.header, t.data.clone()) else { return };
+            match tun.send_partial(&self.obuf, hdr, None) {
+                Ok(true) => c.tx_packets += 1,
+                _ => c.tx_dropped += 1,
+            }
+            return;
+        }
         let len = (t.data.end - t.data.start) as usize;
         if self.pay.len() < len {
             self.pay.resize(len, 0);
@@ -227,22 +281,10 @@ impl Writer {
             maps.push_back((m.ssn, b.total as u32, big));
             *end = m.ssn.wrapping_add(b.total as u32);
         }
-        let len = b.total as usize;
-        if self.pay.len() < len {
-            self.pay.resize(len, 0);
-        }
-        fill_pattern(b.data.start, &mut self.pay[..len]);
-        self.ip_id = self.ip_id.wrapping_add(1);
-        if build_ip_tcp(b.first.local.ip(), b.first.remote.ip(), 64, self.ip_id, &h, &self.pay[..len], &mut self.obuf).is_err() {
-            return;
-        }
+        let Some(hdr) = self.build_partial(b.first.local.ip(), b.first.remote.ip(), &h, b.data.clone()) else { return };
         // The kernel numbers the pieces' IP ids from the first one on.
         self.ip_id = self.ip_id.wrapping_add(b.n as u16 - 1);
-        let ihl = (self.obuf[0] & 0x0f) as usize * 4;
-        let thl = (self.obuf[ihl + 12] >> 4) as usize * 4;
-        let ck = pseudo_sum(&self.obuf[12..20], (self.obuf.len() - ihl) as u32);
-        self.obuf[ihl + 16..ihl + 18].copy_from_slice(&ck.to_be_bytes());
-        match tun.send_gso(&self.obuf, ihl + thl, b.mss as usize) {
+        match tun.send_gso(&self.obuf, hdr, b.mss as usize) {
             Ok(true) => {
                 c.tx_packets += b.n;
                 self.gso_writes += 1;
@@ -304,7 +346,7 @@ mod tests {
 
     #[test]
     fn merges_contiguous_segments_and_stops_at_gaps() {
-        let mut b = Batch::start(seg(2000, 0, 1400, false)).ok().unwrap();
+        let mut b = Batch::start(seg(2000, 0, 1400, false), MAX_BYTES).ok().unwrap();
         assert!(b.push(seg(3400, 1400, 1400, false)).is_ok());
         // A gap in the data sequence: not merged.
         assert!(b.push(seg(4800, 9999, 1400, false)).is_err());
@@ -312,7 +354,7 @@ mod tests {
         assert!(b.push(seg(4800, 2800, 100, false)).is_err());
         assert_eq!((b.n, b.total, b.data.clone()), (2, 2800, 0..2800));
         // PSH does not stop a batch; the last segment's PSH is the batch's.
-        let mut b = Batch::start(seg(2000, 0, 1400, true)).ok().unwrap();
+        let mut b = Batch::start(seg(2000, 0, 1400, true), MAX_BYTES).ok().unwrap();
         assert!(b.push(seg(3400, 1400, 1400, true)).is_ok());
         assert!(b.push(seg(4800, 2800, 1400, false)).is_ok());
         assert!(!b.psh && b.n == 3);
@@ -330,7 +372,7 @@ mod tests {
     #[test]
     fn retransmissions_inside_a_merged_mapping_get_it() {
         let mut w = Writer::default();
-        let mut b = Batch::start(seg(2000, 0, 1400, false)).ok().unwrap();
+        let mut b = Batch::start(seg(2000, 0, 1400, false), MAX_BYTES).ok().unwrap();
         for k in 1..4u32 {
             assert!(b.push(seg(2000 + 1400 * k, 1400 * k as u64, 1400, false)).is_ok());
         }
@@ -344,6 +386,44 @@ mod tests {
         assert_eq!(got, m);
         // New data past it: untouched.
         assert!(w.remap(seg(7600, 5600, 1400, false)).is_ok());
+    }
+
+    #[test]
+    fn partial_build_completes_to_the_full_packet() {
+        // build_partial + the kernel's completion (summing from csum_start
+        // into csum_offset) gives what build_ip_tcp builds.
+        let t = seg(2000, 0, 1400, false);
+        let mut full = Vec::new();
+        let mut pay = vec![0u8; 1400];
+        fill_pattern(0, &mut pay);
+        build_ip_tcp(t.local.ip(), t.remote.ip(), 64, 1, &t.header, &pay, &mut full).unwrap();
+        let mut w = Writer { ip_id: 0, ..Default::default() };
+        w.build_partial(t.local.ip(), t.remote.ip(), &t.header, t.data.clone()).unwrap();
+        let mut p = w.obuf.clone();
+        let mut acc = 0u32;
+        for ch in p[20..].chunks(2) {
+            acc += u16::from_be_bytes([ch[0], *ch.get(1).unwrap_or(&0)]) as u32;
+        }
+        while acc >> 16 != 0 {
+            acc = (acc & 0xffff) + (acc >> 16);
+        }
+        p[36..38].copy_from_slice(&(!(acc as u16)).to_be_bytes());
+        assert_eq!(p, full);
+    }
+
+    #[test]
+    fn batches_are_sized_by_the_rate() {
+        use std::time::Duration;
+        // 10 Mbit/s-ish: 31 KB over 25 ms -> 2.5 KB per ms: two segments.
+        let a = autosize(31_000, Some(Duration::from_millis(25)));
+        let mut b = Batch::start(seg(2000, 0, 1400, false), a).ok().unwrap();
+        assert!(b.push(seg(3400, 1400, 1400, false)).is_ok());
+        assert!(b.full());
+        assert!(b.push(seg(4800, 2800, 1400, false)).is_err());
+        // Unshaped: 4 MB over 3 ms: 64 KB.
+        assert!(autosize(4 << 20, Some(Duration::from_millis(3))) > MAX_BYTES);
+        // No RTT yet: two segments.
+        assert_eq!(Batch::start(seg(2000, 0, 1400, false), autosize(1 << 20, None)).ok().unwrap().limit, 2800);
     }
 
     #[test]

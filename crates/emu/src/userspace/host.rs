@@ -25,7 +25,7 @@ use mplab_wire::{MpJoin, MptcpOption, TcpHeader, TcpOptions};
 use sha2::{Digest, Sha256};
 
 use super::conn::Conn;
-use super::gso::{Batch, Writer};
+use super::gso::{autosize, Batch, Writer};
 use super::tun::Tun;
 use crate::apps::{Clock, FlowState};
 use crate::probes::TcpInfo;
@@ -247,6 +247,8 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
         for (ei, end) in ends.iter_mut().enumerate() {
             let Some(conn) = end.conn.as_mut() else { continue };
             let mut batches: Vec<Batch> = Vec::new();
+            // Super-segment sizes per subflow, from its rate (once a round).
+            let sizes: Vec<((SocketAddr, SocketAddr), u64)> = if tun.gso() { conn.subflow_stats().iter().map(|s| ((s.local, s.remote), autosize(s.tcp.cwnd, s.tcp.srtt))).collect() } else { Vec::new() };
             for k in 0..=OUT_BATCH {
                 if k == OUT_BATCH {
                     more = true;
@@ -291,7 +293,8 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                     },
                     None => t,
                 };
-                match Batch::start(t) {
+                let limit = sizes.iter().find(|(k, _)| *k == key).map_or(0, |x| x.1);
+                match Batch::start(t, limit) {
                     Ok(b) => batches.push(b),
                     Err(t) => wr.single(&tun, &t, &mut c),
                 }

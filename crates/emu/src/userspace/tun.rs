@@ -165,13 +165,21 @@ impl Tun {
     /// field must hold the pseudo-header sum (see `gso_pseudo_csum`); the
     /// kernel completes each segment's checksum.
     pub fn send_gso(&self, pkt: &[u8], hdr_len: usize, mss: usize) -> io::Result<bool> {
+        self.send_partial(pkt, hdr_len, Some(mss))
+    }
+
+    /// Writes an IPv4 TCP packet whose TCP checksum field holds only the
+    /// pseudo-header sum: the kernel sums the rest (its `csum_partial` is
+    /// faster than ours, and a GSO write needs it anyway). `mss`: cut it
+    /// into segments of that size (GSO), or send it as it is.
+    pub fn send_partial(&self, pkt: &[u8], hdr_len: usize, mss: Option<usize>) -> io::Result<bool> {
         debug_assert!(self.vnet);
         let ihl = (pkt[0] & 0x0f) as usize * 4;
         let mut h = [0u8; VNET_HDR_LEN];
         h[0] = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-        h[1] = VIRTIO_NET_HDR_GSO_TCPV4;
+        h[1] = if mss.is_some() { VIRTIO_NET_HDR_GSO_TCPV4 } else { 0 };
         h[2..4].copy_from_slice(&(hdr_len as u16).to_le_bytes());
-        h[4..6].copy_from_slice(&(mss as u16).to_le_bytes());
+        h[4..6].copy_from_slice(&(mss.unwrap_or(0) as u16).to_le_bytes());
         h[6..8].copy_from_slice(&(ihl as u16).to_le_bytes());
         h[8..10].copy_from_slice(&16u16.to_le_bytes());
         self.write_with(&h, pkt)
