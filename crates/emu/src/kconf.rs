@@ -174,6 +174,7 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
     for (i, mb) in net.middleboxes.iter().enumerate() {
         match (&mb.action, &mb.placement) {
             (MiddleboxAction::Resegment { .. }, _) => err(&format!("middleboxes[{i}].kind"), "resegmenting middleboxes are not available on the kernel backend".into()),
+            (MiddleboxAction::Rewrite { .. }, _) => err(&format!("middleboxes[{i}].kind"), "payload-rewriting middleboxes are not available on the kernel backend".into()),
             (MiddleboxAction::Nat { .. }, Placement::Link { .. }) => err(&format!("middleboxes[{i}].link"), "the kernel backend runs NAT on a router (`node = ...`), not on a link".into()),
             _ => {}
         }
@@ -365,6 +366,7 @@ pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMa
                 sys::run(&["ip", "netns", "exec", nsn, "nft", &format!("add rule ip mplab_nat post {action}")])?;
             }
             MiddleboxAction::Resegment { .. } => return Err("resegmenting middleboxes are not available on the kernel backend".into()),
+            MiddleboxAction::Rewrite { .. } => return Err("payload-rewriting middleboxes are not available on the kernel backend".into()),
         }
     }
     Ok(plan)

@@ -429,6 +429,9 @@ pub enum MiddleboxAction {
     Nat { addr: Option<Ipv4Addr> },
     /// `hold_ns`: coalesce only, how long a segment waits for the next.
     Resegment { mode: ResegmentMode, size: Option<u64>, hold_ns: Option<u64> },
+    /// Changes the first payload byte of every data segment that holds a
+    /// stream offset multiple of `every` (retransmissions of it too).
+    Rewrite { every: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -670,6 +670,9 @@ pub enum MiddleboxKind {
     Nat,
     /// Splits or coalesces segments (TSO/GRO, proxies).
     Resegment,
+    /// Changes payload bytes and fixes the TCP checksum (an application
+    /// gateway editing content): only MPTCP's DSS checksum can tell.
+    Rewrite,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -714,6 +717,9 @@ pub struct MiddleboxSpec {
     /// next one of its flow (default 1 ms, an LRO-like flush timer).
     #[serde(default)]
     pub hold: Option<Duration>,
+    /// rewrite: one changed byte per this many stream bytes (default 1 MB).
+    #[serde(default)]
+    pub every: Option<Size>,
     /// nat: the address sources are rewritten to (default: the outgoing
     /// interface's address).
     #[serde(default)]

@@ -445,8 +445,11 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
             MiddleboxKind::StripMptcp => &["on"],
             MiddleboxKind::Nat => &["addr"],
             MiddleboxKind::Resegment => &["mode", "size", "hold"],
+            MiddleboxKind::Rewrite => &["every"],
         };
-        for (field, set) in [("on", m.on.is_some()), ("addr", m.addr.is_some()), ("mode", m.mode.is_some()), ("size", m.size.is_some()), ("hold", m.hold.is_some())] {
+        for (field, set) in
+            [("on", m.on.is_some()), ("addr", m.addr.is_some()), ("mode", m.mode.is_some()), ("size", m.size.is_some()), ("hold", m.hold.is_some()), ("every", m.every.is_some())]
+        {
             if set && !allowed.contains(&field) {
                 return diag(format!("{path}.{field}"), format!("does not apply to kind = {:?}", kind_name(m.kind)));
             }
@@ -466,6 +469,12 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
                     return diag(format!("{path}.hold"), "must be greater than 0 and at most 1s");
                 }
                 MiddleboxAction::Resegment { mode, size: m.size.map(|s| s.bytes()), hold_ns: m.hold.map(|h| h.as_nanos()) }
+            }
+            MiddleboxKind::Rewrite => {
+                if m.every.is_some_and(|s| s.bytes() == 0) {
+                    return diag(format!("{path}.every"), "must be greater than 0");
+                }
+                MiddleboxAction::Rewrite { every: m.every.map_or(1_000_000, |s| s.bytes()) }
             }
         };
         let placement = match (&m.link, &m.node) {
@@ -496,6 +505,7 @@ fn kind_name(k: MiddleboxKind) -> &'static str {
         MiddleboxKind::StripMptcp => "strip_mptcp",
         MiddleboxKind::Nat => "nat",
         MiddleboxKind::Resegment => "resegment",
+        MiddleboxKind::Rewrite => "rewrite",
     }
 }
 

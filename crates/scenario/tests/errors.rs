@@ -296,3 +296,11 @@ fn coalescer_hold_applies_to_coalesce_only() {
     let e = error(&with("\n[[middleboxes]]\nkind = \"resegment\"\nlink = \"c-s\"\nmode = \"split\"\nhold = \"1ms\"\n"));
     assert!(e.ends_with("middleboxes[0].hold: only applies to mode = \"coalesce\""), "{e}");
 }
+
+#[test]
+fn rewrite_every_must_be_positive_and_only_for_rewrite() {
+    let e = error(&with("\n[[middleboxes]]\nkind = \"rewrite\"\nlink = \"c-s\"\nevery = \"0B\"\n"));
+    assert!(e.ends_with("middleboxes[0].every: must be greater than 0"), "{e}");
+    let e = error(&with("\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"c-s\"\nevery = \"1MB\"\n"));
+    assert!(e.ends_with("middleboxes[0].every: does not apply to kind = \"strip_mptcp\""), "{e}");
+}

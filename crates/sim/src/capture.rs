@@ -70,6 +70,12 @@ impl Capture {
             let Some(Reverse(p)) = self.pending.pop() else { break };
             self.payload.resize(p.pkt.payload_len as usize, 0);
             p.pkt.fill_payload(&mut self.payload);
+            // A rewriting box changed the first byte (as the receivers see it).
+            if p.pkt.corrupted {
+                if let Some(b) = self.payload.first_mut() {
+                    *b ^= 0xff;
+                }
+            }
             let t = std::time::Duration::from_nanos(p.at.0);
             if let Err(e) = self.sink.write(t, p.pkt.src.into(), p.pkt.dst.into(), &p.pkt.tcp, &self.payload) {
                 self.error.get_or_insert_with(|| e.to_string());

@@ -51,6 +51,9 @@ pub struct Progress {
     pub closed: bool,
     /// A payload was placed at a stream offset different from its tag.
     pub misplaced: bool,
+    /// A payload a middlebox had rewritten was accepted: the application
+    /// will read wrong bytes.
+    pub corrupted: bool,
 }
 
 pub trait Endpoint: StreamSocket {

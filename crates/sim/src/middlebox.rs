@@ -17,6 +17,10 @@ pub enum Action {
     /// Cut segments with more payload than `size` into several (options
     /// copied to each, as TSO does).
     Split { size: u32 },
+    /// Change the first payload byte of data segments holding a stream
+    /// offset that is a multiple of `every` (the TCP checksum is fixed up,
+    /// so only MPTCP's DSS checksum can notice).
+    Rewrite { every: u64 },
 }
 
 /// The middleboxes of a network, indexed for the per-packet path.
@@ -80,6 +84,7 @@ impl Middleboxes {
                     }
                     continue;
                 }
+                MiddleboxAction::Rewrite { every } => Action::Rewrite { every: every.max(1) },
                 // NAT is the world's (`crate::nat`).
                 MiddleboxAction::Nat { .. } => continue,
             };
@@ -237,6 +242,23 @@ pub fn apply(actions: &[Action], p: &mut Packet, extra: &mut Vec<Packet>) {
                     resize(p);
                 }
             }
+            Action::Rewrite { every } => {
+                // The stream offsets the payload covers: a multiple of
+                // `every` among them (offset 0 excepted: the start of the
+                // stream) marks the segment. A coalesced packet's tail run
+                // is checked too.
+                let runs = match p.tail {
+                    Some((at, tag2)) => [(p.tag, at), (tag2, p.payload_len - at)],
+                    None => [(p.tag, p.payload_len), (0, 0)],
+                };
+                let hits = |(start, len): (u64, u32)| {
+                    let (lo, end) = (start.max(1), start + u64::from(len));
+                    lo < end && (end - 1) / every > (lo - 1) / every
+                };
+                if runs.into_iter().any(hits) {
+                    p.corrupted = true;
+                }
+            }
             Action::Split { size } => {
                 if p.payload_len <= size {
                     continue;
@@ -361,5 +383,22 @@ mod tests {
         c.offer(0, data(1200, 100, 900), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(c.merged, 1);
+    }
+
+    #[test]
+    fn rewrite_marks_the_segments_holding_a_multiple_of_every() {
+        let hit = |tag: u64, len: u32| {
+            let mut p = data(1, len, tag);
+            apply(&[Action::Rewrite { every: 1000 }], &mut p, &mut vec![]);
+            p.corrupted
+        };
+        assert!(!hit(0, 1000), "offset 0 is the start of the stream, not a multiple");
+        assert!(hit(0, 1001) && hit(999, 2) && hit(1000, 1));
+        assert!(!hit(1001, 998) && !hit(1, 999));
+        // A coalesced packet's tail run counts too.
+        let mut p = data(1, 200, 100);
+        p.tail = Some((100, 950));
+        apply(&[Action::Rewrite { every: 1000 }], &mut p, &mut vec![]);
+        assert!(p.corrupted);
     }
 }

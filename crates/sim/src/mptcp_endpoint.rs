@@ -148,15 +148,22 @@ impl Endpoint for MptcpEndpoint {
         } else {
             None
         };
+        let failures = self.conn.stats().checksum_failures;
         let placed = self.conn.handle_segment(now, local, remote, &pkt.tcp, pkt.payload_len, payload);
-        let misplaced = match placed {
+        let misplaced = match &placed {
             Some(r) if !r.is_empty() && pkt.payload_len > 0 => r.start != pkt.tag,
             _ => false,
         };
+        // Rewritten bytes reach the application unless the DSS checksum
+        // caught them and the subflow was reset (its data is then sent
+        // again on another). On the only subflow a failed checksum makes
+        // the connection fall back and keep the bytes, as Linux does.
+        let discarded = self.conn.stats().checksum_failures > failures && self.conn.fallback().is_none();
+        let corrupted = pkt.corrupted && placed.is_some_and(|r| !r.is_empty()) && !discarded;
         while let Some(e) = self.conn.poll_event() {
             let _: Event = e;
         }
-        Progress { misplaced, ..Default::default() }
+        Progress { misplaced, corrupted, ..Default::default() }
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Packet> {

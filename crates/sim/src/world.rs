@@ -120,6 +120,8 @@ struct End {
     timer_at: Option<Instant>,
     connected_at: Option<Instant>,
     misplaced: bool,
+    /// Rewritten payload was accepted (see [`Progress::corrupted`]).
+    corrupted: bool,
 }
 
 struct FlowRt {
@@ -234,8 +236,8 @@ impl World {
             let kind = transport::app_kind(&f.app);
             flows.push(FlowRt {
                 ends: [
-                    End { ep: None, app: App::new(kind.clone(), true, stop), timer_at: None, connected_at: None, misplaced: false },
-                    End { ep: None, app: App::new(kind, false, stop), timer_at: None, connected_at: None, misplaced: false },
+                    End { ep: None, app: App::new(kind.clone(), true, stop), timer_at: None, connected_at: None, misplaced: false, corrupted: false },
+                    End { ep: None, app: App::new(kind, false, stop), timer_at: None, connected_at: None, misplaced: false, corrupted: false },
                 ],
                 start: Instant(f.start_ns),
                 last_delivered: 0,
@@ -681,6 +683,7 @@ impl World {
     fn after_input(&mut self, flow: usize, end: usize, p: Progress) {
         let e = &mut self.flows[flow].ends[end];
         e.misplaced |= p.misplaced;
+        e.corrupted |= p.corrupted;
         if let Some(ep) = e.ep.as_mut() {
             if e.connected_at.is_none() && ep.is_established() {
                 e.connected_at = Some(self.now);
@@ -896,7 +899,7 @@ impl World {
             let lat = &f.ends[0].app.latencies;
             let mut sorted: Vec<f64> = lat.iter().map(|d| d.as_secs_f64() * 1e3).collect();
             sorted.sort_by(f64::total_cmp);
-            let verified = f.ends.iter().all(|e| e.app.rx.ok() && !e.misplaced) && (delivered > 0 || bounded == Some(0));
+            let verified = f.ends.iter().all(|e| e.app.rx.ok() && !e.misplaced && !e.corrupted) && (delivered > 0 || bounded == Some(0));
             let ep = f.ends[sender].ep.as_ref();
             s.flows.push(FlowSummary {
                 name: spec.name.clone(),
