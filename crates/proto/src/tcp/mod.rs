@@ -856,11 +856,13 @@ impl Connection {
             self.tlp_done = false;
             self.rto_at = if self.board.is_empty() { None } else { Some(now + self.rtt.rto()) };
             self.after_new_ack(now, a.bytes);
-        } else if pure && outstanding_before > 0 && self.peer_wnd == old_wnd && (!self.sack_ok || newly_sacked > 0) {
-            // With SACK a duplicate ACK is one that SACKs new data (RFC
-            // 6675 2): MPTCP sends pure ACKs just to carry options
-            // (ADD_ADDR, its echo, DATA_ACK updates), and three of those
-            // must not look like a loss.
+        } else if pure && outstanding_before > 0 && self.peer_wnd == old_wnd && (!self.sack_ok || newly_sacked > 0 || !h.options.sack().is_empty()) {
+            // With SACK a duplicate ACK reports a hole (RFC 6675 2 asks
+            // for new SACKed data; a receiver repeating its blocks still
+            // reports one, and Linux's do while a retransmission is lost).
+            // A pure ACK with no SACK block at all only carries options —
+            // MPTCP's ADD_ADDR, its echo, DATA_ACK updates — and three of
+            // those must not look like a loss.
             self.dupacks += 1;
             if !self.sack_ok {
                 self.dup_credit = (self.dup_credit + self.mss).min(outstanding_before);
