@@ -38,50 +38,58 @@ enum Ev {
     CoalesceFlush { boxid: u32, slot: u32 },
 }
 
-/// Packets in flight live here; links and queues move 4-byte handles,
-/// not 400-byte packets (htsim's packet pool, for the same reason). What
-/// forwarding needs sits in a compact parallel array, so a router hop
-/// touches 16 bytes instead of the whole header.
+/// Packets in flight live here; links and queues move [`Hop`] handles,
+/// not 400-byte packets (htsim's packet pool, for the same reason).
 #[derive(Default)]
 struct Pool {
     pkts: Vec<Packet>,
-    meta: Vec<Meta>,
     free: Vec<u32>,
 }
 
-#[derive(Clone, Copy, Default)]
-struct Meta {
+/// What forwarding needs of a packet, carried by value through the links'
+/// queues beside the packet's pool slot: a router hop reads the 24 bytes
+/// that arrive with the link's delivery and never touches the packet (a
+/// separate metadata array cost a cache miss per hop on large runs).
+#[derive(Clone, Copy, Debug)]
+struct Hop {
     flow_hash: u64,
+    /// Pool slot of the packet.
+    id: u32,
     size: u32,
     dst_idx: u32,
-    /// The IP TTL: routers decrement it here rather than in the packet,
-    /// so a forwarding hop touches nothing but this array.
+    /// The IP TTL: routers decrement it here rather than in the packet.
     ttl: u8,
 }
 
+impl Hop {
+    fn of(id: u32, p: &Packet) -> Hop {
+        Hop { flow_hash: flow_hash(p.flow_key()), id, size: p.size, dst_idx: p.dst_idx, ttl: p.ttl }
+    }
+}
+
 impl Pool {
-    fn put(&mut self, p: Packet) -> u32 {
-        let m = Meta { flow_hash: flow_hash(p.flow_key()), size: p.size, dst_idx: p.dst_idx, ttl: p.ttl };
+    fn put(&mut self, p: Packet) -> Hop {
         match self.free.pop() {
             Some(id) => {
+                let h = Hop::of(id, &p);
                 self.pkts[id as usize] = p;
-                self.meta[id as usize] = m;
-                id
+                h
             }
             None => {
+                let id = self.pkts.len() as u32;
+                let h = Hop::of(id, &p);
                 self.pkts.push(p);
-                self.meta.push(m);
-                (self.pkts.len() - 1) as u32
+                h
             }
         }
     }
-    fn release(&mut self, id: u32) {
-        self.free.push(id);
+    fn release(&mut self, h: Hop) {
+        self.free.push(h.id);
     }
 }
 
 struct LinkRt {
-    dirs: [LinkDirection<u32>; 2],
+    dirs: [LinkDirection<Hop>; 2],
     /// Pending wake-up per direction: at most one event in the queue each.
     wake_at: [Option<Instant>; 2],
     rng: [SimRng; 2],
@@ -169,7 +177,7 @@ pub struct World {
     mbox: crate::middlebox::Middleboxes,
     nats: Vec<Option<crate::nat::Nat>>,
     /// Reused buffer for packets a link discarded.
-    dropped: Vec<u32>,
+    dropped: Vec<Hop>,
     /// Reused for the segments one endpoint emits in one service call.
     out_buf: Vec<Packet>,
 }
@@ -370,55 +378,54 @@ impl World {
     /// Returns to the pool what a link will never deliver.
     fn reclaim(&mut self, link: usize, dir: usize) {
         self.links[link].dirs[dir].take_discarded(&mut self.dropped);
-        for id in self.dropped.drain(..) {
-            self.pool.free.push(id);
+        for h in self.dropped.drain(..) {
+            self.pool.free.push(h.id);
         }
     }
 
     /// Puts a packet on the link behind `iface` of `node`. Like a Linux
     /// interface counter (and tcpdump), only what the queue accepted counts.
-    fn transmit(&mut self, node: usize, iface: usize, id: u32) {
+    fn transmit(&mut self, node: usize, iface: usize, mut h: Hop) {
         let (link, dir) = self.nodes[node].egress[iface];
         let dir = dir as usize;
         if let Some(nat) = self.nats[node].as_mut() {
-            let p = &mut self.pool.pkts[id as usize];
+            let p = &mut self.pool.pkts[h.id as usize];
             if iface == nat.outside && !self.net.nodes[node].owns(p.src) {
                 nat.outbound(p);
-                self.refresh_meta(id);
+                self.refresh_hop(&mut h);
             }
         }
         if !self.mbox.on_link[2 * link + dir].is_empty() || self.mbox.coalesce_link[2 * link + dir].is_some() {
-            for id in self.through_middleboxes(id, Place::Link(2 * link + dir)) {
-                self.offer(node, iface, link, dir, id);
+            for h in self.through_middleboxes(h, Place::Link(2 * link + dir)) {
+                self.offer(node, iface, link, dir, h);
             }
             return;
         }
-        self.offer(node, iface, link, dir, id);
+        self.offer(node, iface, link, dir, h);
     }
 
     /// Recomputes what forwarding keeps about a packet whose addresses or
     /// ports a middlebox rewrote.
-    fn refresh_meta(&mut self, id: u32) {
-        let p = &self.pool.pkts[id as usize];
-        let m = &mut self.pool.meta[id as usize];
-        m.flow_hash = flow_hash(p.flow_key());
-        m.dst_idx = self.addr_idx.get(&u32::from(p.dst)).copied().unwrap_or(NO_ADDR);
-        m.size = p.size;
+    fn refresh_hop(&mut self, h: &mut Hop) {
+        let p = &self.pool.pkts[h.id as usize];
+        h.flow_hash = flow_hash(p.flow_key());
+        h.dst_idx = self.addr_idx.get(&u32::from(p.dst)).copied().unwrap_or(NO_ADDR);
+        h.size = p.size;
     }
 
     /// Runs a packet through the middleboxes at `at`; returns the packets
     /// that come out now (more than one when a box splits it or flushes
     /// a held segment, none when a coalescer keeps it).
-    fn through_middleboxes(&mut self, id: u32, at: Place) -> Vec<u32> {
+    fn through_middleboxes(&mut self, h: Hop, at: Place) -> Vec<Hop> {
         let (actions, coalescer) = match at {
             Place::Link(i) => (&self.mbox.on_link[i], self.mbox.coalesce_link[i]),
             Place::Node(n) => (&self.mbox.on_node[n], self.mbox.coalesce_node[n]),
         };
         let mut extra = Vec::new();
-        let mut p = self.pool.pkts[id as usize].clone();
-        p.ttl = self.pool.meta[id as usize].ttl;
+        let mut p = self.pool.pkts[h.id as usize].clone();
+        p.ttl = h.ttl;
         crate::middlebox::apply(actions, &mut p, &mut extra);
-        self.pool.release(id);
+        self.pool.release(h);
         let mut pkts = vec![p];
         pkts.append(&mut extra);
         if let Some(c) = coalescer {
@@ -438,25 +445,24 @@ impl World {
         let (place, c) = &mut self.mbox.coalescers[boxid];
         let place = *place;
         let Some(p) = c.expire(slot, self.now.0) else { return };
-        let id = self.pool.put(p);
+        let h = self.pool.put(p);
         match place {
             Place::Link(i) => {
                 let (link, dir) = (i / 2, i % 2);
                 let l = &self.net.links[link];
                 let end = if dir == 0 { &l.a } else { &l.b };
                 let (node, iface) = (end.node, end.iface);
-                self.offer(node, iface, link, dir, id);
+                self.offer(node, iface, link, dir, h);
             }
-            Place::Node(n) => self.route_out(n, None, id),
+            Place::Node(n) => self.route_out(n, None, h),
         }
     }
 
-    fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, id: u32) {
-        let size = self.pool.meta[id as usize].size;
+    fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
         let l = &mut self.links[link];
-        if let Offer::Queued = l.dirs[dir].offer(self.now, id, size, &mut l.rng[dir]) {
+        if let Offer::Queued = l.dirs[dir].offer(self.now, h, h.size, &mut l.rng[dir]) {
             let at = l.dirs[dir].last_end();
-            self.capture(node, iface, id, at);
+            self.capture(node, iface, h.id, at);
         }
         self.reclaim(link, dir);
         self.schedule_link(link, dir);
@@ -481,52 +487,47 @@ impl World {
 
     // ---- nodes -----------------------------------------------------------
 
-    fn receive(&mut self, node: usize, iface: usize, id: u32) {
-        let Meta { size, dst_idx: di, .. } = self.pool.meta[id as usize];
-        self.nodes[node].counters[iface].rx_bytes += size as u64;
-        self.capture(node, iface, id, self.now);
-        if di == NO_ADDR {
-            self.pool.release(id); // nobody has that address
+    fn receive(&mut self, node: usize, iface: usize, mut h: Hop) {
+        self.nodes[node].counters[iface].rx_bytes += h.size as u64;
+        self.capture(node, iface, h.id, self.now);
+        if h.dst_idx == NO_ADDR {
+            self.pool.release(h); // nobody has that address
             return;
         }
         let mut translated = false;
         if let Some(nat) = self.nats[node].as_ref() {
-            let p = &mut self.pool.pkts[id as usize];
+            let p = &mut self.pool.pkts[h.id as usize];
             if iface == nat.outside && p.dst == nat.addr && nat.inbound(p) {
                 translated = true;
-                self.refresh_meta(id);
+                self.refresh_hop(&mut h);
             }
         }
-        if !translated && self.addr_owner[di as usize] == node as u32 {
-            self.deliver_local(node, id);
-            self.pool.release(id);
+        if !translated && self.addr_owner[h.dst_idx as usize] == node as u32 {
+            self.deliver_local(node, h.id);
+            self.pool.release(h);
             return;
         }
-        if !self.nodes[node].router {
-            self.pool.release(id); // hosts do not forward
+        if !self.nodes[node].router || h.ttl <= 1 {
+            // Hosts do not forward; an expired TTL is dropped (no ICMP here).
+            self.pool.release(h);
             return;
         }
-        let ttl = &mut self.pool.meta[id as usize].ttl;
-        if *ttl <= 1 {
-            self.pool.release(id); // expired: dropped (no ICMP in this world)
-            return;
-        }
-        *ttl -= 1;
+        h.ttl -= 1;
         self.stats.packets_forwarded += 1;
         if !self.mbox.on_node[node].is_empty() || self.mbox.coalesce_node[node].is_some() {
-            for id in self.through_middleboxes(id, Place::Node(node)) {
-                self.route_out(node, None, id);
+            for h in self.through_middleboxes(h, Place::Node(node)) {
+                self.route_out(node, None, h);
             }
             return;
         }
-        self.route_out(node, None, id);
+        self.route_out(node, None, h);
     }
 
     /// Chooses the egress interface (policy routing by source on hosts,
     /// ECMP per flow on routers, by salted hash or remembered random
     /// choice) and transmits.
-    fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, id: u32) {
-        let Meta { flow_hash, dst_idx, .. } = self.pool.meta[id as usize];
+    fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, h: Hop) {
+        let Hop { flow_hash, dst_idx, id, .. } = h;
         let spec = &self.net.nodes[node];
         let n = &mut self.nodes[node];
         let dst = || self.pool.pkts[id as usize].dst;
@@ -566,8 +567,8 @@ impl World {
             }
         };
         match iface {
-            Some(iface) => self.transmit(node, iface, id),
-            None => self.pool.release(id), // no route: dropped like an ICMP unreachable would say
+            Some(iface) => self.transmit(node, iface, h),
+            None => self.pool.release(h), // no route: dropped like an ICMP unreachable would say
         }
     }
 
@@ -645,9 +646,9 @@ impl World {
         let mut rst = Packet::new(p.dst, p.src, h, 0, 0);
         rst.dst_idx = self.addr_idx.get(&u32::from(rst.dst)).copied().unwrap_or(NO_ADDR);
         let src = rst.src;
-        let rid = self.pool.put(rst);
+        let rh = self.pool.put(rst);
         self.stats.resets_sent += 1;
-        self.route_out(node, Some(src), rid);
+        self.route_out(node, Some(src), rh);
     }
 
     // ---- flows -----------------------------------------------------------
@@ -719,8 +720,8 @@ impl World {
                 self.demux.entry(key).or_insert((flow as u32, end as u8));
             }
             pkt.dst_idx = self.addr_idx.get(&u32::from(pkt.dst)).copied().unwrap_or(NO_ADDR);
-            let id = self.pool.put(pkt);
-            self.route_out(node, Some(src), id);
+            let h = self.pool.put(pkt);
+            self.route_out(node, Some(src), h);
         }
         self.out_buf = out;
         let e = &mut self.flows[flow].ends[end];

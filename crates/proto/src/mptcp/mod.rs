@@ -233,6 +233,17 @@ pub struct Connection {
     opp_done: Option<u64>,
 
     out: VecDeque<Transmit>,
+    /// The instant of the last transmit pass, if no input, timer or call
+    /// changed the connection since (only that pass's own sending did).
+    /// The next pass at the same instant then need not rebuild every
+    /// subflow's [`SubflowInfo`] nor poll every subflow: only those the
+    /// last pass touched can have changed. The scheduler hands a subflow
+    /// one chunk per pass, so a burst of `k` segments takes `k` passes;
+    /// without this, each of them swept all subflows (most of the cost of
+    /// answering an ACK on an 8-subflow connection).
+    pass_at: Option<Instant>,
+    /// Subflows the last pass gave data or an ACK to send.
+    touched: Vec<usize>,
     /// Reused by the scheduling loop.
     infos: Vec<SubflowInfo>,
     picks: Vec<usize>,
@@ -301,6 +312,8 @@ impl Connection {
             ooo_waits: VecDeque::new(),
             opp_done: None,
             out: VecDeque::new(),
+            pass_at: None,
+            touched: Vec::new(),
             infos: Vec::new(),
             picks: Vec::new(),
             events: VecDeque::new(),
@@ -425,6 +438,9 @@ impl Connection {
     }
     pub fn send(&mut self, n: u64) -> u64 {
         let n = n.min(self.send_space());
+        if n > 0 {
+            self.pass_at = None;
+        }
         self.app_end += n;
         n
     }
@@ -435,6 +451,9 @@ impl Connection {
         let n = max.min(self.readable());
         let r = self.read_off..self.read_off + n;
         self.read_off += n;
+        if n > 0 {
+            self.pass_at = None; // the window may open
+        }
         r
     }
     /// The peer sent DATA_FIN and everything before it was read.
@@ -443,15 +462,18 @@ impl Connection {
     }
     /// DATA_FIN after the queued data.
     pub fn close(&mut self) {
+        self.pass_at = None;
         self.fin_queued = true;
     }
     /// MP_FASTCLOSE: abort at once, on every subflow.
     pub fn abort(&mut self) {
+        self.pass_at = None;
         self.fastclose_pending = true;
     }
     /// Replaces the packet scheduler (a user's own [`Scheduler`]; the
     /// built-in ones are chosen by name in [`MptcpConfig::scheduler`]).
     pub fn set_scheduler(&mut self, s: Box<dyn Scheduler>) {
+        self.pass_at = None;
         self.scheduler = s;
     }
     /// The packet scheduler's name.
@@ -461,6 +483,7 @@ impl Connection {
 
     /// Asks the peer to use subflow `index` only as a backup (MP_PRIO).
     pub fn set_backup(&mut self, index: usize, backup: bool) {
+        self.pass_at = None;
         if let Some(s) = self.subflows.get_mut(index) {
             s.backup = backup;
             s.prio_pending = true;
@@ -469,6 +492,7 @@ impl Connection {
     }
     /// Withdraws one of our addresses: REMOVE_ADDR, and its subflows end.
     pub fn remove_local(&mut self, id: u8) {
+        self.pass_at = None;
         self.remove_pending.push(id);
         for s in self.subflows.iter_mut().filter(|s| s.local_id == id) {
             s.tcp.abort();
@@ -479,6 +503,7 @@ impl Connection {
 
     /// A SYN carrying MP_JOIN, addressed to a token this connection owns.
     pub fn accept_join(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader) -> Result<usize, JoinRefused> {
+        self.pass_at = None;
         let Some(MpJoin::Syn { backup, addr_id, token, nonce }) = syn.options.mptcp().find_map(|o| if let MptcpOption::MpJoin(j) = o { Some(*j) } else { None }) else {
             return Err(JoinRefused::NotASyn);
         };
@@ -513,6 +538,7 @@ impl Connection {
     /// Returns the data-level offsets the payload was placed at, if any.
     pub fn handle_segment(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, h: &TcpHeader, payload_len: u32, payload: Option<&[u8]>) -> Option<Range<u64>> {
         let i = self.subflows.iter().position(|s| s.local == local && s.remote == remote)?;
+        self.pass_at = None;
         let mut placed = None;
         if self.fallback.is_some() {
             let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
@@ -1114,6 +1140,7 @@ impl Connection {
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.pass_at = None;
         for s in &mut self.subflows {
             if s.tcp.poll_timeout().is_some_and(|t| t <= now) {
                 s.tcp.handle_timeout(now);
@@ -1136,28 +1163,46 @@ impl Connection {
 
     // ------------------------------------------------------------- transmit
 
-    fn infos_into(&self, out: &mut Vec<SubflowInfo>) {
+    fn info_of(&self, index: usize) -> SubflowInfo {
+        let s = &self.subflows[index];
+        let st = s.tcp.cc_state();
+        SubflowInfo {
+            index,
+            srtt: s.tcp.srtt(),
+            rttvar: s.tcp.rttvar(),
+            cwnd: st.cwnd,
+            in_flight: s.tcp.in_flight(),
+            mss: s.tcp.mss(),
+            backup: s.backup || s.peer_backup,
+            usable: s.usable(),
+            has_window: s.tcp.can_send() && s.tcp.unsent() == 0,
+            unsent: s.tcp.unsent(),
+        }
+    }
+
+    /// The scheduler's view of every subflow: rebuilt whole after input,
+    /// else (a pass following a pass) refreshed for the subflows the last
+    /// pass touched, the only ones that changed.
+    fn infos_into(&self, out: &mut Vec<SubflowInfo>, incremental: bool) {
+        if incremental && out.len() == self.subflows.len() {
+            for &i in &self.touched {
+                out[i] = self.info_of(i);
+            }
+            return;
+        }
         out.clear();
-        out.extend(self.subflows.iter().enumerate().map(|(index, s)| {
-                let st = s.tcp.cc_state();
-                SubflowInfo {
-                    index,
-                    srtt: s.tcp.srtt(),
-                    rttvar: s.tcp.rttvar(),
-                    cwnd: st.cwnd,
-                    in_flight: s.tcp.in_flight(),
-                    mss: s.tcp.mss(),
-                    backup: s.backup || s.peer_backup,
-                    usable: s.usable(),
-                    has_window: s.tcp.can_send() && s.tcp.unsent() == 0,
-                    unsent: s.tcp.unsent(),
-                }
-        }));
+        out.extend((0..self.subflows.len()).map(|i| self.info_of(i)));
+    }
+
+    fn touch(&mut self, i: usize) {
+        if !self.touched.contains(&i) {
+            self.touched.push(i);
+        }
     }
 
     /// Hands chunks of data (reinjections first) to the subflows the
     /// scheduler picks, while it picks.
-    fn schedule(&mut self, now: Instant) {
+    fn schedule(&mut self, now: Instant, incremental: bool) {
         if self.fallback.is_some() {
             let s = &mut self.subflows[0];
             let want = self.app_end - self.sched_nxt;
@@ -1174,7 +1219,8 @@ impl Connection {
         }
         let mut picks = std::mem::take(&mut self.picks);
         let mut infos = std::mem::take(&mut self.infos);
-        self.infos_into(&mut infos);
+        self.infos_into(&mut infos, incremental);
+        self.touched.clear();
         let mut had_data = false;
         for _ in 0..4096 {
             let (range, reinjected) = match self.reinject.front() {
@@ -1208,6 +1254,7 @@ impl Connection {
                 break;
             }
             for &p in &picks {
+                self.touch(p);
                 let Some(s) = self.subflows.get_mut(p) else { continue };
                 let sub = s.tcp.send_offset();
                 if s.tcp.send_record(len) == len {
@@ -1277,6 +1324,8 @@ impl Connection {
             let s = &mut self.subflows[h];
             let rtt = s.tcp.srtt().unwrap_or(Duration::from_millis(200));
             if s.penalized_at.is_none_or(|t| now.saturating_since(t) >= rtt) {
+                self.touch(h); // its window shrank
+                let s = &mut self.subflows[h];
                 s.penalized_at = Some(now);
                 s.tcp.penalize();
                 self.stats.penalties += 1;
@@ -1286,6 +1335,7 @@ impl Connection {
             // The mapping chunk that starts at (or contains) the head.
             let end = self.subflows[h].tx.iter().find(|m| m.data <= una && una < m.data + m.len).map_or(una + mss, |m| m.data + m.len);
             let len = (end - una).min(mss).min(self.sched_nxt - una);
+            self.touch(c);
             let s = &mut self.subflows[c];
             let sub = s.tcp.send_offset();
             if len > 0 && s.tcp.send_record(len) == len {
@@ -1306,13 +1356,27 @@ impl Connection {
             self.emit_fastclose(now);
             return self.out.pop_front();
         }
-        self.schedule(now);
+        // A pass right after a pass (nothing else happened in between) has
+        // only the subflows the last one touched to look at again.
+        let incremental = self.pass_at == Some(now);
+        self.pass_at = Some(now);
+        self.schedule(now, incremental);
         self.queue_control(now);
-        for i in 0..self.subflows.len() {
+        // Index order, as a full sweep would send them.
+        self.touched.sort_unstable();
+        let n = if incremental { self.touched.len() } else { self.subflows.len() };
+        for k in 0..n {
+            let i = if incremental { self.touched[k] } else { k };
+            let mut sent = false;
             for _ in 0..1024 {
                 let Some(t) = self.subflows[i].tcp.poll_transmit(now) else { break };
                 let t = self.decorate(now, i, t, src);
                 self.out.push_back(t);
+                sent = true;
+            }
+            // What a subflow sent (a retransmission, say) changed its view.
+            if sent && !incremental {
+                self.touch(i);
             }
         }
         self.out.pop_front()
@@ -1326,6 +1390,7 @@ impl Connection {
         let ann_due = self.announces.iter().any(|a| a.next_at <= now);
         if fin_due || ann_due || !self.echoes.is_empty() || !self.remove_pending.is_empty() {
             self.subflows[carrier].tcp.ack_now();
+            self.touch(carrier);
         }
     }
 
