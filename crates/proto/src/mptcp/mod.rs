@@ -233,17 +233,37 @@ pub struct Connection {
     opp_done: Option<u64>,
 
     out: VecDeque<Transmit>,
-    /// The instant of the last transmit pass, if no input, timer or call
-    /// changed the connection since (only that pass's own sending did).
-    /// The next pass at the same instant then need not rebuild every
-    /// subflow's [`SubflowInfo`] nor poll every subflow: only those the
-    /// last pass touched can have changed. The scheduler hands a subflow
-    /// one chunk per pass, so a burst of `k` segments takes `k` passes;
-    /// without this, each of them swept all subflows (most of the cost of
-    /// answering an ACK on an 8-subflow connection).
-    pass_at: Option<Instant>,
-    /// Subflows the last pass gave data or an ACK to send.
+    // ---- what changed since the last transmit pass
+    //
+    // A segment arriving on one subflow changes that subflow only, and a
+    // transmit pass changes the subflows it gave data to. Work per segment
+    // must not grow with the number of subflows: rebuilding every
+    // subflow's scheduler view, polling every subflow and taking the
+    // minimum of every subflow's timers after each ACK was most of the
+    // cost of an 8-subflow connection (each subflow's state is its own
+    // cache lines). So the connection tracks which subflows changed and
+    // sweeps all of them only after rare events (timeouts, path-manager
+    // actions, fallback, API calls that touch subflows).
+    /// Every subflow may have changed: the next pass sweeps them all.
+    dirty_all: bool,
+    /// Subflows an input changed since the last pass.
+    dirty: Vec<usize>,
+    /// Subflows the last pass gave data or an ACK to send, or that sent.
     touched: Vec<usize>,
+    /// Per subflow: `note_cwnd_limited` was applied since the subflow last
+    /// changed (applying it again would change nothing).
+    noted: Vec<bool>,
+    /// Per subflow: its next timer (TCP timers, third-ACK resend), valid
+    /// while `timeouts_valid`.
+    timeouts: Vec<Option<Instant>>,
+    timeouts_valid: bool,
+    /// The receive window cap the subflows advertise (one buffer shared by
+    /// all), handed to a subflow right before it may use it rather than
+    /// written into every subflow after every segment.
+    win_cap: Option<u64>,
+    /// (local, remote) of each subflow, beside `subflows` so that finding
+    /// a segment's subflow reads one small array.
+    addrs: Vec<(SocketAddr, SocketAddr)>,
     /// Reused by the scheduling loop.
     infos: Vec<SubflowInfo>,
     picks: Vec<usize>,
@@ -312,8 +332,14 @@ impl Connection {
             ooo_waits: VecDeque::new(),
             opp_done: None,
             out: VecDeque::new(),
-            pass_at: None,
+            dirty_all: true,
+            dirty: Vec::new(),
             touched: Vec::new(),
+            noted: Vec::new(),
+            timeouts: Vec::new(),
+            timeouts_valid: false,
+            win_cap: None,
+            addrs: Vec::new(),
             infos: Vec::new(),
             picks: Vec::new(),
             events: VecDeque::new(),
@@ -331,7 +357,7 @@ impl Connection {
         let tcp = tcp::Connection::connect(c.cfg.tcp.clone(), local, remote, iss, now);
         let mut sf = Subflow::new(tcp, local, remote, Origin::Initial);
         sf.local_id = c.local_id_of(local.ip());
-        c.subflows.push(sf);
+        c.push_subflow(sf);
         c.remotes.push(RemoteAddr { id: 0, addr: remote });
         c
     }
@@ -348,7 +374,7 @@ impl Connection {
             Some(m) if m.version == 1 => c.checksum |= m.checksum_required(),
             _ => c.fall_back(Fallback::NoMpCapable),
         }
-        c.subflows.push(sf);
+        c.push_subflow(sf);
         c.remotes.push(RemoteAddr { id: 0, addr: remote });
         Some(c)
     }
@@ -439,7 +465,7 @@ impl Connection {
     pub fn send(&mut self, n: u64) -> u64 {
         let n = n.min(self.send_space());
         if n > 0 {
-            self.pass_at = None;
+            self.timeouts_valid = false;
         }
         self.app_end += n;
         n
@@ -452,7 +478,7 @@ impl Connection {
         let r = self.read_off..self.read_off + n;
         self.read_off += n;
         if n > 0 {
-            self.pass_at = None; // the window may open
+            self.timeouts_valid = false;
         }
         r
     }
@@ -462,18 +488,18 @@ impl Connection {
     }
     /// DATA_FIN after the queued data.
     pub fn close(&mut self) {
-        self.pass_at = None;
+        self.changed_all();
         self.fin_queued = true;
     }
     /// MP_FASTCLOSE: abort at once, on every subflow.
     pub fn abort(&mut self) {
-        self.pass_at = None;
+        self.changed_all();
         self.fastclose_pending = true;
     }
     /// Replaces the packet scheduler (a user's own [`Scheduler`]; the
     /// built-in ones are chosen by name in [`MptcpConfig::scheduler`]).
     pub fn set_scheduler(&mut self, s: Box<dyn Scheduler>) {
-        self.pass_at = None;
+        self.changed_all();
         self.scheduler = s;
     }
     /// The packet scheduler's name.
@@ -483,7 +509,7 @@ impl Connection {
 
     /// Asks the peer to use subflow `index` only as a backup (MP_PRIO).
     pub fn set_backup(&mut self, index: usize, backup: bool) {
-        self.pass_at = None;
+        self.changed_all();
         if let Some(s) = self.subflows.get_mut(index) {
             s.backup = backup;
             s.prio_pending = true;
@@ -492,7 +518,7 @@ impl Connection {
     }
     /// Withdraws one of our addresses: REMOVE_ADDR, and its subflows end.
     pub fn remove_local(&mut self, id: u8) {
-        self.pass_at = None;
+        self.changed_all();
         self.remove_pending.push(id);
         for s in self.subflows.iter_mut().filter(|s| s.local_id == id) {
             s.tcp.abort();
@@ -503,7 +529,7 @@ impl Connection {
 
     /// A SYN carrying MP_JOIN, addressed to a token this connection owns.
     pub fn accept_join(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader) -> Result<usize, JoinRefused> {
-        self.pass_at = None;
+        self.changed_all();
         let Some(MpJoin::Syn { backup, addr_id, token, nonce }) = syn.options.mptcp().find_map(|o| if let MptcpOption::MpJoin(j) = o { Some(*j) } else { None }) else {
             return Err(JoinRefused::NotASyn);
         };
@@ -529,7 +555,7 @@ impl Connection {
         sf.local_id = self.local_id_of(local.ip());
         sf.remote_id = addr_id;
         sf.peer_backup = backup;
-        self.subflows.push(sf);
+        self.push_subflow(sf);
         Ok(self.subflows.len() - 1)
     }
 
@@ -537,11 +563,11 @@ impl Connection {
     /// `payload` is needed only when [`needs_payload`](Self::needs_payload).
     /// Returns the data-level offsets the payload was placed at, if any.
     pub fn handle_segment(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, h: &TcpHeader, payload_len: u32, payload: Option<&[u8]>) -> Option<Range<u64>> {
-        let i = self.subflows.iter().position(|s| s.local == local && s.remote == remote)?;
-        self.pass_at = None;
+        let i = self.addrs.iter().position(|&(l, r)| l == local && r == remote)?;
+        self.changed(i);
         let mut placed = None;
         if self.fallback.is_some() {
-            let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
+            let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
             self.after_fallback_input(i, sub_range.clone());
             placed = sub_range.map(|r| r.start..r.end);
             self.after_input(now);
@@ -563,7 +589,7 @@ impl Connection {
             self.fall_back(Fallback::NoMapping);
         }
         if self.fallback.is_some() {
-            let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
+            let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
             self.after_fallback_input(i, sub_range.clone());
             self.after_input(now);
             return sub_range;
@@ -571,13 +597,13 @@ impl Connection {
         let was_synced = self.subflows[i].tcp.is_established();
         self.handshake_input(now, i, h);
         if self.fallback.is_some() {
-            let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
+            let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
             self.after_fallback_input(i, sub_range.clone());
             self.after_input(now);
             return sub_range;
         }
         self.refresh_coupling(i);
-        let sub_range = self.subflows[i].tcp.handle_segment(now, h, payload_len);
+        let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
         if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
             self.subflow_synced(now, i);
         }
@@ -666,6 +692,13 @@ impl Connection {
         self.drain_subflow(now, i);
         self.after_input(now);
         placed
+    }
+
+    /// Subflow `i`'s TCP, told the current receive window cap first.
+    fn sub_tcp(&mut self, i: usize) -> &mut tcp::Connection {
+        let t = &mut self.subflows[i].tcp;
+        t.set_window_cap(self.win_cap);
+        t
     }
 
     /// Gives subflow `i`'s congestion control the state of its siblings,
@@ -880,6 +913,7 @@ impl Connection {
 
     fn check_data_fin(&mut self) {
         if !self.fin_received && self.rcv_fin == Some(self.rcv.nxt()) {
+        self.changed_all();
             self.fin_received = true;
             // Acknowledge it promptly.
             if let Some(s) = self.subflows.iter_mut().find(|s| s.usable()) {
@@ -893,6 +927,7 @@ impl Connection {
     }
 
     fn on_missing_mapping(&mut self, i: usize) {
+        self.changed_all();
         let alive = self.alive_subflows();
         if alive == 1 && self.subflows[i].origin == Origin::Initial {
             self.fall_back(Fallback::NoMapping);
@@ -904,6 +939,7 @@ impl Connection {
     }
 
     fn on_checksum_failure(&mut self, i: usize, dsn: u64) {
+        self.changed_all();
         let alive = self.subflows.iter().filter(|s| !s.is_closed()).count();
         if alive == 1 {
             // RFC 8684 3.7: tell the sender (MP_FAIL) and go on as TCP.
@@ -918,6 +954,7 @@ impl Connection {
     }
 
     fn on_add_addr(&mut self, a: AddAddr) {
+        self.changed_all();
         if a.echo {
             self.announces.retain(|x| x.id != a.addr_id);
             return;
@@ -949,6 +986,7 @@ impl Connection {
     }
 
     fn on_remove_addr(&mut self, ids: &[u8]) {
+        self.changed_all();
         for s in self.subflows.iter_mut().filter(|s| ids.contains(&s.remote_id) && s.is_join()) {
             s.tcp.abort();
         }
@@ -956,6 +994,7 @@ impl Connection {
     }
 
     fn on_fastclose(&mut self) {
+        self.changed_all();
         self.reset = true;
         for s in &mut self.subflows {
             s.tcp.abort();
@@ -964,6 +1003,7 @@ impl Connection {
     }
 
     fn fall_back(&mut self, why: Fallback) {
+        self.changed_all();
         if self.fallback.is_none() {
             self.fallback = Some(why);
             // From now on the single subflow's stream is the data stream,
@@ -1010,8 +1050,9 @@ impl Connection {
     /// pressure), so after an RTO without progress it is reinjected, like
     /// Linux's MPTCP retransmit timer (RFC 8684 3.3.6).
     fn arm_data_rto(&mut self, now: Instant) {
-        let idle = self.subflows.iter().filter(|s| !s.is_closed()).all(|s| s.tcp.in_flight() == 0 && s.tcp.unsent() == 0);
-        if !(self.established && self.fallback.is_none() && self.data_una < self.sched_nxt && self.reinject.is_empty() && idle) {
+        // The cheap conditions first: the subflow sweep only when needed.
+        let idle = || self.subflows.iter().filter(|s| !s.is_closed()).all(|s| s.tcp.in_flight() == 0 && s.tcp.unsent() == 0);
+        if !(self.established && self.fallback.is_none() && self.data_una < self.sched_nxt && self.reinject.is_empty() && idle()) {
             self.data_rto = None;
         } else if self.data_rto.is_none_or(|(_, una)| una != self.data_una) {
             let rto = self.subflows.iter().filter(|s| s.usable()).map(|s| s.tcp.stats().rto).min().unwrap_or(Duration::from_secs(1));
@@ -1019,9 +1060,20 @@ impl Connection {
         }
     }
 
+    /// The subflows to look at again: all after a rare event, else those
+    /// inputs changed.
+    fn changed_set(&self) -> Vec<usize> {
+        if self.dirty_all {
+            (0..self.subflows.len()).collect()
+        } else {
+            self.dirty.clone()
+        }
+    }
+
     fn update_subflows(&mut self) {
         let mut newly_established = false;
-        for idx in 0..self.subflows.len() {
+        let set = self.changed_set();
+        for &idx in &set {
             let s = &mut self.subflows[idx];
             if !s.announced_up && s.handshake == Handshake::Established && s.tcp.is_established() {
                 s.announced_up = true;
@@ -1073,6 +1125,7 @@ impl Connection {
         if self.all_done() && !self.closing {
             // Both DATA_FINs are acknowledged: the subflows end with FINs.
             self.closing = true;
+            self.changed_all();
             for s in &mut self.subflows {
                 if s.tcp.is_established() {
                     s.tcp.close();
@@ -1081,11 +1134,14 @@ impl Connection {
                 }
             }
         }
-        // One receive buffer for all subflows: each advertises its free space.
+        // One receive buffer for all subflows: each advertises its free
+        // space (given to a subflow when it is next used, see `sub_tcp`).
         let cap = self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off);
-        for s in &mut self.subflows {
-            s.tcp.set_window_cap(Some(cap));
-            s.prune_tx();
+        self.win_cap = Some(cap);
+        // Path-manager actions above may have added subflows.
+        let set = if self.dirty_all { (0..self.subflows.len()).collect() } else { set };
+        for idx in set {
+            self.subflows[idx].prune_tx();
         }
     }
 
@@ -1121,7 +1177,27 @@ impl Connection {
         sf.local_id = self.local_id_of(local_ip);
         sf.remote_id = remote.id;
         sf.backup = backup;
+        self.push_subflow(sf);
+    }
+
+    fn push_subflow(&mut self, sf: Subflow) {
+        self.addrs.push((sf.local, sf.remote));
         self.subflows.push(sf);
+        self.changed_all();
+    }
+
+    /// Any subflow may have changed (rare events): the next pass sweeps all.
+    fn changed_all(&mut self) {
+        self.dirty_all = true;
+        self.timeouts_valid = false;
+    }
+
+    /// Subflow `i` changed (a segment arrived on it).
+    fn changed(&mut self, i: usize) {
+        if !self.dirty.contains(&i) {
+            self.dirty.push(i);
+        }
+        self.timeouts_valid = false;
     }
 
     fn all_done(&self) -> bool {
@@ -1131,18 +1207,32 @@ impl Connection {
     // --------------------------------------------------------------- timers
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let subs = self.subflows.iter().filter_map(|s| s.tcp.poll_timeout());
-        let third = self.subflows.iter().filter(|s| s.handshake == Handshake::ThirdAck && s.is_join()).filter_map(|s| s.third_ack_at.map(|t| t + s.tcp.stats().rto));
         let ann = self.announces.iter().map(|a| a.next_at);
         let fin = self.fin_next_at;
         let data = self.data_rto.map(|(t, _)| t);
-        subs.chain(third).chain(ann).chain(fin).chain(data).min()
+        let own = ann.chain(fin).chain(data).min();
+        let subs = if self.timeouts_valid {
+            self.timeouts.iter().flatten().min().copied()
+        } else {
+            (0..self.subflows.len()).filter_map(|i| self.subflow_timeout(i)).min()
+        };
+        own.into_iter().chain(subs).min()
+    }
+
+    /// Subflow `i`'s next timer: its TCP timers, and the join initiator's
+    /// third-ACK resend.
+    fn subflow_timeout(&self, i: usize) -> Option<Instant> {
+        let s = &self.subflows[i];
+        let third = (s.handshake == Handshake::ThirdAck && s.is_join()).then(|| s.third_ack_at.map(|t| t + s.tcp.stats().rto)).flatten();
+        s.tcp.poll_timeout().into_iter().chain(third).min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.pass_at = None;
+        self.changed_all();
+        let cap = self.win_cap;
         for s in &mut self.subflows {
             if s.tcp.poll_timeout().is_some_and(|t| t <= now) {
+                s.tcp.set_window_cap(cap);
                 s.tcp.handle_timeout(now);
             }
             if s.handshake == Handshake::ThirdAck && s.is_join() && s.third_ack_at.is_some_and(|t| t + s.tcp.stats().rto <= now) {
@@ -1180,18 +1270,29 @@ impl Connection {
         }
     }
 
-    /// The scheduler's view of every subflow: rebuilt whole after input,
-    /// else (a pass following a pass) refreshed for the subflows the last
-    /// pass touched, the only ones that changed.
-    fn infos_into(&self, out: &mut Vec<SubflowInfo>, incremental: bool) {
-        if incremental && out.len() == self.subflows.len() {
-            for &i in &self.touched {
+    /// The scheduler's view of every subflow: rebuilt whole after a rare
+    /// event (`full`), else refreshed for the subflows that changed.
+    fn infos_into(&self, out: &mut Vec<SubflowInfo>, full: bool, changed: &[usize]) {
+        if !full && out.len() == self.subflows.len() {
+            for &i in changed {
                 out[i] = self.info_of(i);
             }
             return;
         }
         out.clear();
         out.extend((0..self.subflows.len()).map(|i| self.info_of(i)));
+    }
+
+    /// Tells the usable subflows whose window is full that data waited
+    /// (see `tcp::Connection::note_cwnd_limited`); a subflow unchanged
+    /// since it was last told needs nothing.
+    fn note_cwnd_limited(&mut self) {
+        for (s, noted) in self.subflows.iter_mut().zip(self.noted.iter_mut()) {
+            if !*noted && s.usable() {
+                s.tcp.note_cwnd_limited();
+                *noted = true;
+            }
+        }
     }
 
     fn touch(&mut self, i: usize) {
@@ -1202,7 +1303,7 @@ impl Connection {
 
     /// Hands chunks of data (reinjections first) to the subflows the
     /// scheduler picks, while it picks.
-    fn schedule(&mut self, now: Instant, incremental: bool) {
+    fn schedule(&mut self, now: Instant, full: bool, changed: &[usize]) {
         if self.fallback.is_some() {
             let s = &mut self.subflows[0];
             let want = self.app_end - self.sched_nxt;
@@ -1219,8 +1320,7 @@ impl Connection {
         }
         let mut picks = std::mem::take(&mut self.picks);
         let mut infos = std::mem::take(&mut self.infos);
-        self.infos_into(&mut infos, incremental);
-        self.touched.clear();
+        self.infos_into(&mut infos, full, changed);
         let mut had_data = false;
         for _ in 0..4096 {
             let (range, reinjected) = match self.reinject.front() {
@@ -1248,9 +1348,7 @@ impl Connection {
             self.scheduler.schedule(&infos, &cx, &mut picks);
             if picks.is_empty() {
                 // Data waits for windows: the subflows' windows may grow.
-                for s in self.subflows.iter_mut().filter(|s| s.usable()) {
-                    s.tcp.note_cwnd_limited();
-                }
+                self.note_cwnd_limited();
                 break;
             }
             for &p in &picks {
@@ -1280,9 +1378,7 @@ impl Connection {
             // Data was waiting: a subflow whose window is full was limited
             // by it (even if another subflow took the data), so its window
             // may grow (Linux's tcp_is_cwnd_limited on a full window).
-            for s in self.subflows.iter_mut().filter(|s| s.usable()) {
-                s.tcp.note_cwnd_limited();
-            }
+            self.note_cwnd_limited();
         }
         if (self.cfg.opportunistic_retransmit || self.cfg.penalize) && self.reinject.is_empty() {
             self.receive_buffer_optimisations(now, &infos);
@@ -1356,39 +1452,65 @@ impl Connection {
             self.emit_fastclose(now);
             return self.out.pop_front();
         }
-        // A pass right after a pass (nothing else happened in between) has
-        // only the subflows the last one touched to look at again.
-        let incremental = self.pass_at == Some(now);
-        self.pass_at = Some(now);
-        self.schedule(now, incremental);
+        // What changed since the last pass: what inputs changed, and what
+        // the last pass itself gave data to or saw send. After a rare event
+        // (or while fallen back to one TCP stream) everything.
+        let n = self.subflows.len();
+        let full = self.dirty_all || self.fallback.is_some() || self.noted.len() != n;
+        let mut changed = std::mem::take(&mut self.dirty);
+        changed.extend(self.touched.drain(..));
+        changed.sort_unstable();
+        changed.dedup();
+        if full {
+            self.noted.clear();
+            self.noted.resize(n, false);
+            self.timeouts.resize(n, None);
+        } else {
+            for &i in &changed {
+                self.noted[i] = false;
+            }
+        }
+        self.dirty_all = false;
+        self.schedule(now, full, &changed);
         self.queue_control(now);
-        // Index order, as a full sweep would send them.
-        self.touched.sort_unstable();
-        let n = if incremental { self.touched.len() } else { self.subflows.len() };
-        for k in 0..n {
-            let i = if incremental { self.touched[k] } else { k };
+        // Poll what changed or was just given something, in index order
+        // (as a sweep of all would send them); the others have nothing.
+        let mut polled = changed;
+        if full {
+            polled.clear();
+            polled.extend(0..n);
+        } else {
+            polled.extend_from_slice(&self.touched);
+            polled.sort_unstable();
+            polled.dedup();
+        }
+        for &i in &polled {
             let mut sent = false;
             for _ in 0..1024 {
-                let Some(t) = self.subflows[i].tcp.poll_transmit(now) else { break };
+                let Some(t) = self.sub_tcp(i).poll_transmit(now) else { break };
                 let t = self.decorate(now, i, t, src);
                 self.out.push_back(t);
                 sent = true;
             }
             // What a subflow sent (a retransmission, say) changed its view.
-            if sent && !incremental {
+            if sent {
                 self.touch(i);
             }
+            self.timeouts[i] = self.subflow_timeout(i);
         }
+        self.timeouts_valid = true;
+        polled.clear();
+        self.dirty = polled; // keep the allocation
         self.out.pop_front()
     }
 
     /// Pure ACKs that must go out to carry options (DATA_FIN, ADD_ADDR,
     /// echoes, REMOVE_ADDR).
     fn queue_control(&mut self, now: Instant) {
-        let Some(carrier) = self.subflows.iter().position(|s| s.usable()) else { return };
         let fin_due = self.fallback.is_none() && self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.fin_next_at.is_none();
         let ann_due = self.announces.iter().any(|a| a.next_at <= now);
         if fin_due || ann_due || !self.echoes.is_empty() || !self.remove_pending.is_empty() {
+            let Some(carrier) = self.subflows.iter().position(|s| s.usable()) else { return };
             self.subflows[carrier].tcp.ack_now();
             self.touch(carrier);
         }
@@ -1396,11 +1518,14 @@ impl Connection {
 
     fn emit_fastclose(&mut self, now: Instant) {
         let Some(rk) = self.remote else { return };
+        self.changed_all();
+        let cap = self.win_cap;
         for i in 0..self.subflows.len() {
             let s = &mut self.subflows[i];
             if s.is_closed() {
                 continue;
             }
+            s.tcp.set_window_cap(cap);
             s.tcp.abort();
             if let Some(mut t) = s.tcp.poll_transmit(now) {
                 t.header.options = TcpOptions::new();

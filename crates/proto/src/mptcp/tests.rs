@@ -59,8 +59,9 @@ struct Net<'a> {
     received: u64,
     misplaced: u64,
     refused: Vec<JoinRefused>,
-    /// Forget the last transmit pass before every poll: every pass sweeps
-    /// all subflows (the reference the incremental passes must match).
+    /// Forget what changed before every poll: every transmit pass and
+    /// every timer query sweeps all subflows (the reference the change
+    /// tracking must match).
     full_passes: bool,
     /// Extra one-way delay (ns) of the paths to one server address.
     skew: Option<(IpAddr, u64)>,
@@ -109,7 +110,7 @@ impl<'a> Net<'a> {
             let c = if from_client { Some(&mut self.client) } else { self.server.as_mut() };
             let Some(c) = c else { return };
             if self.full_passes {
-                c.pass_at = None;
+                c.changed_all();
             }
             let Some(mut t) = c.poll_transmit(self.now, &Pattern) else { return };
             self.log.push(format!("{:?} {from_client} {:?} {:?}", self.now, t.header, t.data));
@@ -188,6 +189,12 @@ impl<'a> Net<'a> {
             self.emit(true);
             self.emit(false);
             let next_pkt = self.wire.iter().map(|p| p.at).min();
+            if self.full_passes {
+                self.client.timeouts_valid = false;
+                if let Some(s) = self.server.as_mut() {
+                    s.timeouts_valid = false;
+                }
+            }
             let timers = [self.client.poll_timeout(), self.server.as_ref().and_then(|s| s.poll_timeout())];
             let next_timer = timers.iter().flatten().min().copied();
             let Some(next) = [next_pkt, next_timer].into_iter().flatten().min() else { return };
@@ -445,11 +452,12 @@ fn every_named_scheduler_delivers_every_byte() {
     }
 }
 
-/// A pass right after a pass looks only at the subflows the last one
-/// touched; the segments must be exactly those full sweeps give, in the
-/// same order, through losses and retransmissions on four subflows.
+/// After a segment only the subflows that changed are looked at again
+/// (scheduler view, polling, timers, window notes); the segments must be
+/// exactly those full sweeps give, in the same order, through losses and
+/// retransmissions on four subflows.
 #[test]
-fn incremental_transmit_passes_match_full_sweeps() {
+fn change_tracking_matches_full_sweeps() {
     let run = |full: bool| {
         let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(9, 2)], PmKind::FullMesh, 3, 50);
         n.full_passes = full;
