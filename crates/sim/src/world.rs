@@ -175,6 +175,12 @@ pub struct World {
     addr_idx: HashMap<u32, u32>,
     addr_owner: Vec<u32>,
     mbox: crate::middlebox::Middleboxes,
+    /// Some link direction / some node has a middlebox, some node a NAT:
+    /// without them a hop skips those per-place lookups (each a likely
+    /// cache miss on large topologies).
+    boxes_on_links: bool,
+    boxes_on_nodes: bool,
+    any_nat: bool,
     nats: Vec<Option<crate::nat::Nat>>,
     /// Reused buffer for packets a link discarded.
     dropped: Vec<Hop>,
@@ -254,6 +260,10 @@ impl World {
                 last_path_acked: Vec::new(),
             });
         }
+        let mbox = crate::middlebox::Middleboxes::new(&net);
+        let boxes_on_links = mbox.on_link.iter().any(|a| !a.is_empty()) || mbox.coalesce_link.iter().any(Option::is_some);
+        let boxes_on_nodes = mbox.on_node.iter().any(|a| !a.is_empty()) || mbox.coalesce_node.iter().any(Option::is_some);
+        let nats = crate::nat::build(&net);
         let mut pcaps = HashMap::default();
         if let Some(dir) = pcap_dir {
             std::fs::create_dir_all(&dir)?;
@@ -294,8 +304,11 @@ impl World {
             addr_idx,
             addr_owner,
             dropped: Vec::new(),
-            mbox: crate::middlebox::Middleboxes::new(&net),
-            nats: crate::nat::build(&net),
+            mbox,
+            boxes_on_links,
+            boxes_on_nodes,
+            any_nat: nats.iter().any(Option::is_some),
+            nats,
             out_buf: Vec::new(),
             net,
         };
@@ -388,14 +401,14 @@ impl World {
     fn transmit(&mut self, node: usize, iface: usize, mut h: Hop) {
         let (link, dir) = self.nodes[node].egress[iface];
         let dir = dir as usize;
-        if let Some(nat) = self.nats[node].as_mut() {
+        if let Some(nat) = if self.any_nat { self.nats[node].as_mut() } else { None } {
             let p = &mut self.pool.pkts[h.id as usize];
             if iface == nat.outside && !self.net.nodes[node].owns(p.src) {
                 nat.outbound(p);
                 self.refresh_hop(&mut h);
             }
         }
-        if !self.mbox.on_link[2 * link + dir].is_empty() || self.mbox.coalesce_link[2 * link + dir].is_some() {
+        if self.boxes_on_links && (!self.mbox.on_link[2 * link + dir].is_empty() || self.mbox.coalesce_link[2 * link + dir].is_some()) {
             for h in self.through_middleboxes(h, Place::Link(2 * link + dir)) {
                 self.offer(node, iface, link, dir, h);
             }
@@ -495,7 +508,7 @@ impl World {
             return;
         }
         let mut translated = false;
-        if let Some(nat) = self.nats[node].as_ref() {
+        if let Some(nat) = if self.any_nat { self.nats[node].as_ref() } else { None } {
             let p = &mut self.pool.pkts[h.id as usize];
             if iface == nat.outside && p.dst == nat.addr && nat.inbound(p) {
                 translated = true;
@@ -514,7 +527,7 @@ impl World {
         }
         h.ttl -= 1;
         self.stats.packets_forwarded += 1;
-        if !self.mbox.on_node[node].is_empty() || self.mbox.coalesce_node[node].is_some() {
+        if self.boxes_on_nodes && (!self.mbox.on_node[node].is_empty() || self.mbox.coalesce_node[node].is_some()) {
             for h in self.through_middleboxes(h, Place::Node(node)) {
                 self.route_out(node, None, h);
             }

@@ -1060,20 +1060,21 @@ impl Connection {
         }
     }
 
-    /// The subflows to look at again: all after a rare event, else those
-    /// inputs changed.
-    fn changed_set(&self) -> Vec<usize> {
+    /// The `k`-th subflow to look at again (`None` past the last): all
+    /// after a rare event, else those inputs changed.
+    fn changed_at(&self, k: usize) -> Option<usize> {
         if self.dirty_all {
-            (0..self.subflows.len()).collect()
+            (k < self.subflows.len()).then_some(k)
         } else {
-            self.dirty.clone()
+            self.dirty.get(k).copied()
         }
     }
 
     fn update_subflows(&mut self) {
         let mut newly_established = false;
-        let set = self.changed_set();
-        for &idx in &set {
+        let mut k = 0;
+        while let Some(idx) = self.changed_at(k) {
+            k += 1;
             let s = &mut self.subflows[idx];
             if !s.announced_up && s.handshake == Handshake::Established && s.tcp.is_established() {
                 s.announced_up = true;
@@ -1138,9 +1139,10 @@ impl Connection {
         // space (given to a subflow when it is next used, see `sub_tcp`).
         let cap = self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off);
         self.win_cap = Some(cap);
-        // Path-manager actions above may have added subflows.
-        let set = if self.dirty_all { (0..self.subflows.len()).collect() } else { set };
-        for idx in set {
+        // (Path-manager actions above may have added subflows: then all.)
+        let mut k = 0;
+        while let Some(idx) = self.changed_at(k) {
+            k += 1;
             self.subflows[idx].prune_tx();
         }
     }

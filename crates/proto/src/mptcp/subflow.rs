@@ -131,6 +131,10 @@ impl Subflow {
     /// The data-level placement of send-stream offset `sub`, and how many
     /// bytes from there stay in the same mapping.
     pub fn tx_lookup(&self, sub: u64) -> Option<(u64, u64)> {
+        // New data goes out under the newest mapping: check it first.
+        if let Some(m) = self.tx.back().filter(|m| m.sub <= sub && sub < m.sub + m.len) {
+            return Some((m.data + (sub - m.sub), m.sub + m.len - sub));
+        }
         let i = self.tx.partition_point(|m| m.sub + m.len <= sub);
         let m = self.tx.get(i)?;
         (m.sub <= sub).then(|| (m.data + (sub - m.sub), m.sub + m.len - sub))
