@@ -51,7 +51,7 @@ fn info(index: usize, rtt_ms: u64, has_window: bool) -> SubflowInfo {
 
 fn main() {
     let mut s = CheapestFirst { costs: vec![1, 10] };
-    let cx = SchedContext { len: 1400, now: Instant(0), reinjection: false, queued: 1400, outstanding: 0, send_window: 1 << 20 };
+    let cx = SchedContext { len: 1400, now: Instant(0), reinjection: false, queued: 1400, outstanding: 0, send_window: 1 << 20, window_blocked: 0 };
     let mut out = Vec::new();
     // Wi-Fi (subflow 0) is slower but cheap: it wins while it has window.
     s.schedule(&[info(0, 40, true), info(1, 20, true)], &cx, &mut out);

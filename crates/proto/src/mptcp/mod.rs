@@ -164,6 +164,10 @@ pub struct MptcpStats {
     pub opportunistic_bytes: u64,
     /// Times a subflow's window was halved by penalisation.
     pub penalties: u64,
+    /// Transmit passes in which the connection-level window (the peer's
+    /// receive window, or a full send buffer) held data back while a
+    /// subflow had room (see `SchedContext::window_blocked`).
+    pub window_blocked: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -257,6 +261,10 @@ pub struct Connection {
     /// while `timeouts_valid`.
     timeouts: Vec<Option<Instant>>,
     timeouts_valid: bool,
+    /// Per subflow: when last polled, its advertised window was small
+    /// enough that raising the shared cap may make it owe a window update
+    /// (`tcp::Connection::may_owe_window_update`).
+    may_owe_update: Vec<bool>,
     /// The receive window cap the subflows advertise (one buffer shared by
     /// all), handed to a subflow right before it may use it rather than
     /// written into every subflow after every segment.
@@ -338,6 +346,7 @@ impl Connection {
             noted: Vec::new(),
             timeouts: Vec::new(),
             timeouts_valid: false,
+            may_owe_update: Vec::new(),
             win_cap: None,
             addrs: Vec::new(),
             infos: Vec::new(),
@@ -1138,6 +1147,15 @@ impl Connection {
         // One receive buffer for all subflows: each advertises its free
         // space (given to a subflow when it is next used, see `sub_tcp`).
         let cap = self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off);
+        if self.win_cap.is_some_and(|old| cap > old) {
+            // A larger cap opens every subflow's window: those that last
+            // advertised a small one may owe the peer a window update.
+            for j in 0..self.may_owe_update.len() {
+                if self.may_owe_update[j] {
+                    self.changed(j);
+                }
+            }
+        }
         self.win_cap = Some(cap);
         // (Path-manager actions above may have added subflows: then all.)
         let mut k = 0;
@@ -1346,6 +1364,7 @@ impl Connection {
                 queued: self.app_end - self.sched_nxt,
                 outstanding: self.sched_nxt - self.data_una,
                 send_window: self.peer_wnd.min(self.cfg.snd_buf),
+                window_blocked: self.stats.window_blocked,
             };
             self.scheduler.schedule(&infos, &cx, &mut picks);
             if picks.is_empty() {
@@ -1382,6 +1401,12 @@ impl Connection {
             // may grow (Linux's tcp_is_cwnd_limited on a full window).
             self.note_cwnd_limited();
         }
+        if self.sched_nxt > self.data_una && infos.iter().any(|i| i.usable && i.has_window) {
+            let mss = infos.iter().filter(|i| i.usable).map(|i| i.mss).min().unwrap_or(1400);
+            if self.window_limited(mss) {
+                self.stats.window_blocked += 1;
+            }
+        }
         if (self.cfg.opportunistic_retransmit || self.cfg.penalize) && self.reinject.is_empty() {
             self.receive_buffer_optimisations(now, &infos);
         }
@@ -1393,6 +1418,16 @@ impl Connection {
         }
     }
 
+    /// New data is held back by the connection-level window: the peer's
+    /// receive window is full, or everything the application wrote is
+    /// out and the send buffer has no room for another segment.
+    fn window_limited(&self, mss: u64) -> bool {
+        let una = self.data_una;
+        let rwnd_limited = self.app_end > self.sched_nxt && self.sched_nxt + mss > una + self.peer_wnd;
+        let sndbuf_limited = self.sched_nxt == self.app_end && self.cfg.snd_buf.saturating_sub(self.app_end - una) < mss;
+        rwnd_limited || sndbuf_limited
+    }
+
     /// Opportunistic retransmission and penalisation (Raiciu et al., "How
     /// hard can it be?", NSDI 2012, section 4.2), run after scheduling when
     /// no new data could go out because of the window or the send buffer.
@@ -1402,9 +1437,7 @@ impl Connection {
             return;
         }
         let mss = infos.iter().filter(|i| i.usable).map(|i| i.mss).min().unwrap_or(1400);
-        let rwnd_limited = self.app_end > self.sched_nxt && self.sched_nxt + mss > una + self.peer_wnd;
-        let sndbuf_limited = self.sched_nxt == self.app_end && self.cfg.snd_buf.saturating_sub(self.app_end - una) < mss;
-        if !rwnd_limited && !sndbuf_limited {
+        if !self.window_limited(mss) {
             return;
         }
         // The subflow holding the window head (not yet acked at its level).
@@ -1467,6 +1500,7 @@ impl Connection {
             self.noted.clear();
             self.noted.resize(n, false);
             self.timeouts.resize(n, None);
+            self.may_owe_update.resize(n, false);
         } else {
             for &i in &changed {
                 self.noted[i] = false;
@@ -1499,6 +1533,7 @@ impl Connection {
                 self.touch(i);
             }
             self.timeouts[i] = self.subflow_timeout(i);
+            self.may_owe_update[i] = self.subflows[i].tcp.may_owe_window_update();
         }
         self.timeouts_valid = true;
         polled.clear();

@@ -458,6 +458,18 @@ fn every_named_scheduler_delivers_every_byte() {
 /// retransmissions on four subflows.
 #[test]
 fn change_tracking_matches_full_sweeps() {
+    change_tracking_matches_full_sweeps_with(6 << 20);
+}
+
+/// The same with a receive buffer small enough that the shared window
+/// cap binds: reading data opens every subflow's window, and a subflow
+/// nothing happened to may owe a window update.
+#[test]
+fn change_tracking_matches_full_sweeps_with_a_small_receive_buffer() {
+    change_tracking_matches_full_sweeps_with(40_000);
+}
+
+fn change_tracking_matches_full_sweeps_with(rcv_buf: u64) {
     let run = |full: bool| {
         let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(9, 2)], PmKind::FullMesh, 3, 50);
         n.full_passes = full;
@@ -467,6 +479,7 @@ fn change_tracking_matches_full_sweeps() {
         // A small send buffer: data arrives while several subflows have
         // room, so one pass picks several of them.
         n.client.cfg.snd_buf = 150_000;
+        n.server_cfg.rcv_buf = rcv_buf;
         let mut k = 0u32;
         n.drop = Box::new(move |s: &Seen| {
             k += 1;

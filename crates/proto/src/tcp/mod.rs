@@ -473,6 +473,14 @@ impl Connection {
         self.peer_wnd
     }
 
+    /// Whether a larger window cap could make this end send a window
+    /// update (see `window_update_due`): the window it last advertised is
+    /// below half its buffer. A multipath layer raising the shared cap
+    /// polls only these subflows again.
+    pub fn may_owe_window_update(&self) -> bool {
+        self.synced && !self.fin_received && self.adv_right.saturating_sub(self.rcv.nxt()) < self.cfg.rcv_buf / 2
+    }
+
     /// Caps the window this end advertises (MPTCP shares one receive
     /// buffer among subflows); `None` removes the cap.
     pub fn set_window_cap(&mut self, cap: Option<u64>) {

@@ -89,6 +89,12 @@ pub struct SchedContext {
     pub outstanding: u64,
     /// The data-level send window: min(peer's receive window, send buffer).
     pub send_window: u64,
+    /// How many times so far the connection-level window (the peer's
+    /// receive window, or a full send buffer) held data back while a
+    /// subflow had room: head-of-line blocking as the sender sees it. A
+    /// scheduler compares it with the value it last saw (BLEST adapts its
+    /// lambda on it).
+    pub window_blocked: u64,
 }
 
 /// The scheduler's decision for one chunk of data.
@@ -158,7 +164,7 @@ pub(crate) mod testutil {
     }
 
     pub fn cx() -> SchedContext {
-        SchedContext { len: 1400, now: Instant(0), reinjection: false, queued: 1400, outstanding: 0, send_window: 1 << 20 }
+        SchedContext { len: 1400, now: Instant(0), reinjection: false, queued: 1400, outstanding: 0, send_window: 1 << 20, window_blocked: 0 }
     }
 
     pub fn pick(s: &mut dyn Scheduler, sf: &[SubflowInfo]) -> Vec<usize> {
