@@ -38,28 +38,44 @@
 
 use mplab_proto::Instant;
 
+/// The ordering key `time << 64 | seq`, kept as two words: a `u128`
+/// would force 16-byte alignment and make every entry 32 bytes instead of
+/// 24 (entries are copied each time the radix heap re-files them). The
+/// derived order compares `time`, then `seq`: the same as the 128-bit key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    time: u64,
+    seq: u64,
+}
+
 /// One pending event with its ordering key.
 #[derive(Clone, Debug)]
 struct Entry<E> {
-    key: u128,
+    key: Key,
     ev: E,
 }
 
 #[inline(always)]
-fn make_key(time: u64, seq: u64) -> u128 {
-    (u128::from(time) << 64) | u128::from(seq)
+fn make_key(time: u64, seq: u64) -> Key {
+    Key { time, seq }
 }
 
 #[inline(always)]
-fn key_time(key: u128) -> Instant {
-    Instant((key >> 64) as u64)
+fn key_time(key: Key) -> Instant {
+    Instant(key.time)
 }
 
 /// Bucket of `key` relative to the reference `last` (`key >= last`): 0 if
-/// equal, else 1 + the index of the highest differing bit.
+/// equal, else 1 + the index of the highest differing bit of the 128-bit
+/// key.
 #[inline(always)]
-fn bucket_of(key: u128, last: u128) -> usize {
-    128 - (key ^ last).leading_zeros() as usize
+fn bucket_of(key: Key, last: Key) -> usize {
+    let t = key.time ^ last.time;
+    if t != 0 {
+        128 - t.leading_zeros() as usize
+    } else {
+        64 - (key.seq ^ last.seq).leading_zeros() as usize
+    }
 }
 
 const BUCKETS: usize = 129;
@@ -155,7 +171,7 @@ pub struct EventQueue<E> {
     /// Bit `b - 1` set when bucket `b >= 1` is non-empty.
     mask: u128,
     /// The radix heap's reference key.
-    last: u128,
+    last: Key,
     /// Entries in the buckets.
     radix_len: usize,
     early: Heap4<E>,
@@ -173,7 +189,7 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
-        EventQueue { buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), mask: 0, last: 0, radix_len: 0, early: Heap4::new(), next_seq: 0 }
+        EventQueue { buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), mask: 0, last: make_key(0, 0), radix_len: 0, early: Heap4::new(), next_seq: 0 }
     }
 
     /// Number of pending events.
@@ -516,7 +532,7 @@ mod tests {
             if let Ev::Wake { link, .. } = e.ev {
                 checksum = checksum.wrapping_add(u64::from(link));
             }
-            let t = (e.key >> 64) as u64 + deltas[i & 0xffff];
+            let t = e.key.time + deltas[i & 0xffff];
             h4.push(Entry { key: make_key(t, seq), ev: Ev::Timer { flow: i as u32 } });
             seq += 1;
         }
