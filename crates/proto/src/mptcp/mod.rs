@@ -1442,7 +1442,7 @@ impl Connection {
         }
         // The subflow holding the window head (not yet acked at its level).
         let holds = |s: &Subflow| s.tx.iter().any(|m| m.data <= una && una < m.data + m.len && m.sub + (una - m.data) >= s.tcp.snd_una());
-        let Some(h) = self.subflows.iter().position(|s| holds(s)) else { return };
+        let Some(h) = self.subflows.iter().position(&holds) else { return };
         let h_rtt = infos.get(h).map_or(Duration::MAX, |i| i.rtt());
         // A faster subflow with window space that does not hold it yet.
         let cand = infos
@@ -1493,7 +1493,7 @@ impl Connection {
         let n = self.subflows.len();
         let full = self.dirty_all || self.fallback.is_some() || self.noted.len() != n;
         let mut changed = std::mem::take(&mut self.dirty);
-        changed.extend(self.touched.drain(..));
+        changed.append(&mut self.touched);
         changed.sort_unstable();
         changed.dedup();
         if full {

@@ -483,7 +483,7 @@ fn change_tracking_matches_full_sweeps_with(rcv_buf: u64) {
         let mut k = 0u32;
         n.drop = Box::new(move |s: &Seen| {
             k += 1;
-            s.to_server && s.t.data.end > s.t.data.start && k % 211 == 0
+            s.to_server && s.t.data.end > s.t.data.start && k.is_multiple_of(211)
         });
         n.to_send = 3_000_000;
         n.run(20_000);
