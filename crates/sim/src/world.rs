@@ -331,11 +331,7 @@ impl World {
     /// reporting in slices); returns true when the run is complete.
     pub fn run_until(&mut self, until: Instant) -> bool {
         let stop = until.min(self.end);
-        while let Some(t) = self.queue.peek_time() {
-            if t > stop {
-                break;
-            }
-            let Some((t, ev)) = self.queue.pop() else { break };
+        while let Some((t, ev)) = self.queue.pop_until(stop) {
             self.now = t;
             self.stats.events += 1;
             self.dispatch(ev);
