@@ -26,7 +26,7 @@
 //!   link wake-ups one or two microseconds ahead, about a nanosecond apart:
 //!   the radix heap re-files each of them about ten times before it pops
 //!   (a sixth of all instructions of the k=8 fat-tree benchmark). Events
-//!   due within [`WHEEL`] nanoseconds of the last popped one go instead to
+//!   due within `WHEEL` (4096) nanoseconds of the last popped one go instead to
 //!   a timing wheel (one FIFO list per nanosecond, a bitmap of non-empty
 //!   slots): O(1) in and out. The radix heap keeps the rest; a pop takes
 //!   the earlier head (see [`EventQueue`] for why FIFO holds across both).
@@ -316,7 +316,7 @@ struct WNode<E> {
     ev: Option<E>,
 }
 
-/// A timing wheel for the next [`WHEEL`] nanoseconds after the queue's
+/// A timing wheel for the next `WHEEL` (4096) nanoseconds after the queue's
 /// current time: slot `time % WHEEL` holds the events of that nanosecond
 /// in a FIFO list (nodes in one arena, reused through a free list), and a
 /// bitmap of non-empty slots finds the next one. Scheduling and popping are
@@ -425,7 +425,7 @@ impl<E> Wheel<E> {
 
 /// A priority queue of events keyed by time, FIFO among equal times.
 ///
-/// Two parts: a timing wheel for the next [`WHEEL`] nanoseconds after the
+/// Two parts: a timing wheel for the next `WHEEL` (4096) nanoseconds after the
 /// time of the last popped event (`cur`), and the radix heap for everything
 /// else (the farther future, and the past: any time is accepted). An event
 /// goes to the wheel when its time falls in that window, else to the heap;
