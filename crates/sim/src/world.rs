@@ -185,7 +185,7 @@ pub struct World {
     /// Reused buffer for packets a link discarded.
     dropped: Vec<Hop>,
     /// Reused for the segments one endpoint emits in one service call.
-    out_buf: Vec<Packet>,
+    out_buf: Vec<(Hop, Ipv4Addr)>,
 }
 
 const DIR_NAMES: [&str; 2] = ["ab", "ba"];
@@ -717,21 +717,24 @@ impl World {
             if e.connected_at.is_some() {
                 e.app.pump(self.now, ep.as_mut());
             }
-            while let Some(pkt) = ep.poll_transmit(self.now) {
-                out.push(pkt);
+            // Into the pool at once (one copy of each packet fewer); routed
+            // below, once the endpoint is no longer borrowed. Nothing is
+            // delivered while routing, so the order of the two is free.
+            while let Some(mut pkt) = ep.poll_transmit(self.now) {
+                if pkt.tcp.syn() && !pkt.tcp.ack_flag() {
+                    // A new subflow's first segment: its replies come back here.
+                    let key = (node as u32, u32::from(pkt.src), pkt.tcp.src_port, u32::from(pkt.dst), pkt.tcp.dst_port);
+                    self.demux.entry(key).or_insert((flow as u32, end as u8));
+                }
+                pkt.dst_idx = self.addr_idx.get(&u32::from(pkt.dst)).copied().unwrap_or(NO_ADDR);
+                let src = pkt.src;
+                out.push((self.pool.put(pkt), src));
             }
         }
-        for mut pkt in out.drain(..) {
-            let src = pkt.src;
-            if pkt.tcp.syn() && !pkt.tcp.ack_flag() {
-                // A new subflow's first segment: its replies come back here.
-                let key = (node as u32, u32::from(pkt.src), pkt.tcp.src_port, u32::from(pkt.dst), pkt.tcp.dst_port);
-                self.demux.entry(key).or_insert((flow as u32, end as u8));
-            }
-            pkt.dst_idx = self.addr_idx.get(&u32::from(pkt.dst)).copied().unwrap_or(NO_ADDR);
-            let h = self.pool.put(pkt);
+        for &(h, src) in &out {
             self.route_out(node, Some(src), h);
         }
+        out.clear();
         self.out_buf = out;
         let e = &mut self.flows[flow].ends[end];
         // The application acts only once connected (`pump` above): a stop

@@ -1520,12 +1520,19 @@ impl Connection {
             polled.sort_unstable();
             polled.dedup();
         }
+        // The first segment goes straight back to the caller (most passes
+        // make one), the others wait in `out`.
+        let mut first = None;
         for &i in &polled {
             let mut sent = false;
             for _ in 0..1024 {
                 let Some(t) = self.sub_tcp(i).poll_transmit(now) else { break };
                 let t = self.decorate(now, i, t, src);
-                self.out.push_back(t);
+                if first.is_none() {
+                    first = Some(t);
+                } else {
+                    self.out.push_back(t);
+                }
                 sent = true;
             }
             // What a subflow sent (a retransmission, say) changed its view.
@@ -1538,7 +1545,7 @@ impl Connection {
         self.timeouts_valid = true;
         polled.clear();
         self.dirty = polled; // keep the allocation
-        self.out.pop_front()
+        first
     }
 
     /// Pure ACKs that must go out to carry options (DATA_FIN, ADD_ADDR,
