@@ -39,9 +39,11 @@
 //!
 //! Measured on the 2-core development machine (release build, 8-byte
 //! events, 50 000 pending, "hold" model: pop one, schedule one a random
-//! delta later, 10 M times): this queue ~50 ns per pop+schedule (~20 M/s),
-//! the 4-ary heap alone ~100-117 ns, `std::collections::BinaryHeap` ~143
-//! ns. Re-measure with the ignored `hold_speed` test:
+//! delta later, 10 M times): this queue ~46 ns per pop+schedule (~22 M/s;
+//! the radix heap alone was ~50-60 ns), the 4-ary heap alone ~130 ns,
+//! `std::collections::BinaryHeap` ~175 ns (23 Nov 2026). The wheel's gain
+//! shows on dense runs rather than here: 16 % fewer instructions on the
+//! k=8 fat-tree benchmark. Re-measure with the ignored `hold_speed` test:
 //! `cargo test -p mplab-sim --lib --release -- --ignored --nocapture hold_speed`.
 
 use mplab_proto::Instant;
