@@ -306,22 +306,10 @@ impl Scoreboard {
             if s.start >= self.highest_sack {
                 break;
             }
-            if s.has(SACKED | LOST) || s.has(RETRANS) {
+            if s.has(SACKED | LOST) || s.has(RETRANS) || s.sent_at > xmit {
                 continue;
             }
-            // The rest were sent once, in sequence order, so their send
-            // times only grow: past the last delivered one, or past one not
-            // yet due, none further on is due either (and the first not due
-            // has the earliest deadline). Stop there rather than walk the
-            // whole window on every ACK.
-            if s.sent_at > xmit {
-                break;
-            }
             let deadline = s.sent_at + rtt + reo_wnd;
-            if deadline > now {
-                timer = Some(timer.map_or(deadline, |t: Instant| t.min(deadline)));
-                break;
-            }
             if deadline <= now {
                 self.segs[i].flags |= LOST;
                 self.lost += s.len();
