@@ -14,12 +14,15 @@ use crate::rng::SimRng;
 /// IPv4 header without options.
 pub const IPV4_HEADER: u32 = 20;
 
+/// In declaration order (`repr(C)`): the scalars first, then the TCP header
+/// with its options last, so a receiver's reads of an ordinary segment
+/// fall in the packet's first three cache lines.
+#[repr(C)]
 #[derive(Debug, Clone)]
 pub struct Packet {
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
     pub ttl: u8,
-    pub tcp: TcpHeader,
     pub payload_len: u32,
     /// Stream offset of the first payload byte at the sender (data-level
     /// offset for MPTCP), from which the payload pattern derives.
@@ -39,6 +42,7 @@ pub struct Packet {
     /// sequence ranges): the payload from byte `.0` on is the pattern at
     /// stream offset `.1`.
     pub tail: Option<(u32, u64)>,
+    pub tcp: TcpHeader,
 }
 
 /// `dst_idx` of an address that belongs to no interface.
@@ -109,23 +113,24 @@ impl Ecmp {
         Ecmp::Random { rng: Box::new(rng), flows: FxHashMap::default() }
     }
 
-    /// The egress interface among `hops` (at least one) for the flow with
-    /// hash `flow_hash`. Allocates only when a random-mode node meets a new
-    /// flow (the table grows), never per packet.
+    /// The next hop among `hops` (at least one) for the flow with hash
+    /// `flow_hash`; `iface` names a member's egress interface (what a
+    /// random-mode node remembers). Allocates only when a random-mode node
+    /// meets a new flow (the table grows), never per packet.
     #[inline]
-    pub fn pick(&mut self, flow_hash: u64, hops: &[u16]) -> u16 {
+    pub fn pick<T: Copy>(&mut self, flow_hash: u64, hops: &[T], iface: impl Fn(&T) -> u16) -> T {
         match self {
             Ecmp::Hash { salt } => hops[ecmp_pick(flow_hash, *salt, hops.len())],
-            Ecmp::Random { rng, flows } => match flows.get(&flow_hash) {
+            Ecmp::Random { rng, flows } => {
                 // The remembered choice, unless it is no member here (a
                 // 64-bit hash collision with a flow going elsewhere).
-                Some(&i) if hops.contains(&i) => i,
-                _ => {
-                    let i = hops[rng.below(hops.len() as u64) as usize];
-                    flows.insert(flow_hash, i);
-                    i
+                if let Some(h) = flows.get(&flow_hash).and_then(|&i| hops.iter().find(|h| iface(h) == i)) {
+                    return *h;
                 }
-            },
+                let h = hops[rng.below(hops.len() as u64) as usize];
+                flows.insert(flow_hash, iface(&h));
+                h
+            }
         }
     }
 }
@@ -150,7 +155,7 @@ mod tests {
         let hops = [3u16, 5, 9];
         let mut e = Ecmp::Hash { salt: 77 };
         for h in hashes(100) {
-            assert_eq!(e.pick(h, &hops), hops[ecmp_pick(h, 77, 3)]);
+            assert_eq!(e.pick(h, &hops, |&x| x), hops[ecmp_pick(h, 77, 3)]);
         }
     }
 
@@ -158,9 +163,9 @@ mod tests {
     fn random_mode_sticks_per_flow_spreads_uniformly_and_repeats() {
         let hops = [0u16, 1, 2, 3];
         let mut e = Ecmp::random(SimRng::new(1, ECMP_STREAM_BASE));
-        let first: Vec<u16> = hashes(40_000).map(|h| e.pick(h, &hops)).collect();
+        let first: Vec<u16> = hashes(40_000).map(|h| e.pick(h, &hops, |&x| x)).collect();
         // A flow keeps its next hop ...
-        let again: Vec<u16> = hashes(40_000).map(|h| e.pick(h, &hops)).collect();
+        let again: Vec<u16> = hashes(40_000).map(|h| e.pick(h, &hops, |&x| x)).collect();
         assert_eq!(first, again);
         // ... and new flows spread evenly (expected 10000 each, sd 87).
         for k in hops {
@@ -169,11 +174,11 @@ mod tests {
         }
         // Same stream, same choices; another stream, others.
         let mut f = Ecmp::random(SimRng::new(1, ECMP_STREAM_BASE));
-        assert_eq!(first, hashes(40_000).map(|h| f.pick(h, &hops)).collect::<Vec<_>>());
+        assert_eq!(first, hashes(40_000).map(|h| f.pick(h, &hops, |&x| x)).collect::<Vec<_>>());
         let mut g = Ecmp::random(SimRng::new(1, ECMP_STREAM_BASE + 1));
-        assert_ne!(first, hashes(40_000).map(|h| g.pick(h, &hops)).collect::<Vec<_>>());
+        assert_ne!(first, hashes(40_000).map(|h| g.pick(h, &hops, |&x| x)).collect::<Vec<_>>());
         // A remembered hop that is not a member of this route is re-drawn.
         let h = hashes(1).next().unwrap();
-        assert!([7u16, 8].contains(&e.pick(h, &[7, 8])));
+        assert!([7u16, 8].contains(&e.pick(h, &[7u16, 8], |&x| x)));
     }
 }

@@ -90,11 +90,17 @@ impl Pool {
 
 struct LinkRt {
     dirs: [LinkDirection<Hop>; 2],
-    /// Pending wake-up per direction: at most one event in the queue each.
-    wake_at: [Option<Instant>; 2],
     rng: [SimRng; 2],
-    /// (node, iface) at each end; direction 0 goes a -> b.
-    ends: [(usize, usize); 2],
+}
+
+/// What a wake-up of link direction `2 * link + dir` needs besides the
+/// link itself, kept in small dense arrays (a few kilobytes even for a
+/// data centre) that stay in cache, rather than beside the link's queues.
+struct WakeRt {
+    /// The pending wake-up: at most one event in the queue per direction.
+    at: Option<Instant>,
+    /// (node, iface) receiving what this direction delivers.
+    to: (u32, u32),
 }
 
 #[derive(Default, Clone, Copy)]
@@ -105,6 +111,14 @@ struct IfCounters {
     last_rx: u64,
 }
 
+/// One way out of a node: the interface and the link direction behind it.
+#[derive(Clone, Copy, Debug)]
+struct Egress {
+    link: u32,
+    iface: u16,
+    dir: u8,
+}
+
 struct NodeRt {
     router: bool,
     /// Chooses among equal-cost next hops (`Network.ecmp`).
@@ -112,10 +126,11 @@ struct NodeRt {
     /// Forwarding cache by destination index (routers, and hosts without
     /// policy rules), filled on first use: see [`FIB_UNKNOWN`].
     fib: Vec<u32>,
-    /// ECMP next-hop lists the fib points into.
-    hops: Vec<u16>,
+    /// ECMP next-hop lists the fib points into. Each member carries its
+    /// link direction, so a hop does not look the interface up again.
+    hops: Vec<Egress>,
     /// Policy-routed lookups of hosts: (source, destination index) -> egress.
-    policy_fib: HashMap<(u32, u32), Box<[u16]>>,
+    policy_fib: HashMap<(u32, u32), Box<[Egress]>>,
     counters: Vec<IfCounters>,
     /// (link, direction) leaving through each interface.
     egress: Vec<(usize, u8)>,
@@ -156,6 +171,8 @@ pub struct World {
     queue: EventQueue<Ev>,
     net: Network,
     links: Vec<LinkRt>,
+    /// Per link direction, `2 * link + dir`.
+    wakes: Vec<WakeRt>,
     nodes: Vec<NodeRt>,
     flows: Vec<FlowRt>,
     /// (node, local ip, local port, remote ip, remote port) -> (flow, end).
@@ -225,6 +242,7 @@ impl World {
             })
             .collect();
         let mut links = Vec::with_capacity(net.links.len());
+        let mut wakes = Vec::with_capacity(2 * net.links.len());
         for l in &net.links {
             let ends = [(l.a.node, l.a.iface), (l.b.node, l.b.iface)];
             nodes[l.a.node].egress[l.a.iface] = (l.id, 0);
@@ -235,12 +253,9 @@ impl World {
                     d.set_up(Instant::ZERO, false);
                 }
             }
-            links.push(LinkRt {
-                dirs,
-                wake_at: [None; 2],
-                rng: [rng.stream(0x11_0000 + 2 * l.id as u64), rng.stream(0x11_0001 + 2 * l.id as u64)],
-                ends,
-            });
+            links.push(LinkRt { dirs, rng: [rng.stream(0x11_0000 + 2 * l.id as u64), rng.stream(0x11_0001 + 2 * l.id as u64)] });
+            wakes.push(WakeRt { at: None, to: (ends[1].0 as u32, ends[1].1 as u32) });
+            wakes.push(WakeRt { at: None, to: (ends[0].0 as u32, ends[0].1 as u32) });
         }
         let mut listeners = HashMap::default();
         let mut flows = Vec::with_capacity(net.flows.len());
@@ -289,6 +304,7 @@ impl World {
             end: Instant(net.duration_ns),
             queue: EventQueue::new(),
             links,
+            wakes,
             nodes,
             flows,
             demux: HashMap::default(),
@@ -360,25 +376,26 @@ impl World {
     // ---- links -----------------------------------------------------------
 
     fn schedule_link(&mut self, link: usize, dir: usize) {
-        let l = &mut self.links[link];
-        if let Some(t) = l.dirs[dir].next_wakeup() {
-            if l.wake_at[dir].is_none_or(|w| t < w) {
-                l.wake_at[dir] = Some(t);
+        if let Some(t) = self.links[link].dirs[dir].next_wakeup() {
+            let w = &mut self.wakes[2 * link + dir].at;
+            if w.is_none_or(|w| t < w) {
+                *w = Some(t);
                 self.queue.schedule(t.max(self.now), Ev::LinkWake { link: link as u32, dir: dir as u8 });
             }
         }
     }
 
     fn link_wake(&mut self, link: usize, dir: usize) {
-        if self.links[link].wake_at[dir] != Some(self.now) {
+        let w = &mut self.wakes[2 * link + dir];
+        if w.at != Some(self.now) {
             // A stale wake-up (an earlier one was scheduled after it).
-            if self.links[link].wake_at[dir].is_some_and(|w| w > self.now) {
+            if w.at.is_some_and(|w| w > self.now) {
                 return;
             }
         }
-        self.links[link].wake_at[dir] = None;
-        let (node, iface) = self.links[link].ends[1 - dir];
-        while let Some(d) = self.links[link].dirs[dir].poll(self.now) {
+        w.at = None;
+        let (node, iface) = (w.to.0 as usize, w.to.1 as usize);
+        while let Some(d) = self.links[link].dirs[dir].deliver(self.now) {
             self.receive(node, iface, d.packet);
         }
         self.schedule_link(link, dir);
@@ -394,9 +411,8 @@ impl World {
 
     /// Puts a packet on the link behind `iface` of `node`. Like a Linux
     /// interface counter (and tcpdump), only what the queue accepted counts.
-    fn transmit(&mut self, node: usize, iface: usize, mut h: Hop) {
-        let (link, dir) = self.nodes[node].egress[iface];
-        let dir = dir as usize;
+    fn transmit(&mut self, node: usize, out: Egress, mut h: Hop) {
+        let (link, dir, iface) = (out.link as usize, out.dir as usize, out.iface as usize);
         if let Some(nat) = if self.any_nat { self.nats[node].as_mut() } else { None } {
             let p = &mut self.pool.pkts[h.id as usize];
             if iface == nat.outside && !self.net.nodes[node].owns(p.src) {
@@ -483,13 +499,21 @@ impl World {
         }
     }
 
-    /// Interface transmit counters are the link's: bytes serialised by now.
-    fn sync_tx_counters(&mut self) {
+    /// Interface counters are the links': transmitted bytes are those the
+    /// outgoing direction serialised by now, received bytes those the
+    /// incoming direction delivered (every delivery goes to `receive`).
+    /// Reading them here, not counting per packet, spares each hop a write
+    /// to the node's counter array (a cache miss on large topologies).
+    fn sync_if_counters(&mut self) {
         for n in self.nodes.iter_mut() {
             for (c, &(link, dir)) in n.counters.iter_mut().zip(&n.egress) {
-                let d = &mut self.links[link].dirs[dir as usize];
-                d.advance(self.now);
-                c.tx_bytes = d.stats().tx_bytes;
+                if link == usize::MAX {
+                    continue; // an interface without a link
+                }
+                let out = &mut self.links[link].dirs[dir as usize];
+                out.advance(self.now);
+                c.tx_bytes = out.stats().tx_bytes;
+                c.rx_bytes = self.links[link].dirs[1 - dir as usize].stats().delivered_bytes;
             }
         }
     }
@@ -497,7 +521,6 @@ impl World {
     // ---- nodes -----------------------------------------------------------
 
     fn receive(&mut self, node: usize, iface: usize, mut h: Hop) {
-        self.nodes[node].counters[iface].rx_bytes += h.size as u64;
         self.capture(node, iface, h.id, self.now);
         if h.dst_idx == NO_ADDR {
             self.pool.release(h); // nobody has that address
@@ -540,9 +563,17 @@ impl World {
         let spec = &self.net.nodes[node];
         let n = &mut self.nodes[node];
         let dst = || self.pool.pkts[id as usize].dst;
-        let lookup = |src: Option<Ipv4Addr>| -> Box<[u16]> {
+        let egress = &n.egress;
+        let lookup = |src: Option<Ipv4Addr>| -> Box<[Egress]> {
             match spec.lookup(src, dst()) {
-                Some(r) => r.nexthops.iter().map(|h| h.iface as u16).collect(),
+                Some(r) => r
+                    .nexthops
+                    .iter()
+                    .map(|h| {
+                        let (link, dir) = egress[h.iface];
+                        Egress { link: link as u32, iface: h.iface as u16, dir }
+                    })
+                    .collect(),
                 None => Box::new([]),
             }
         };
@@ -552,8 +583,8 @@ impl World {
                 let hops = n.policy_fib.entry((u32::from(src), dst_idx)).or_insert_with(|| lookup(Some(src)));
                 match hops.len() {
                     0 => None,
-                    1 => Some(hops[0] as usize),
-                    _ => Some(n.ecmp.pick(flow_hash, hops) as usize),
+                    1 => Some(hops[0]),
+                    _ => Some(n.ecmp.pick(flow_hash, hops, |e| e.iface)),
                 }
             }
             _ => {
@@ -570,13 +601,13 @@ impl World {
                 let (start, k) = ((e >> 8) as usize, (e & 0xff) as usize);
                 match k {
                     0 => None,
-                    1 => Some(n.hops[start] as usize),
-                    k => Some(n.ecmp.pick(flow_hash, &n.hops[start..start + k]) as usize),
+                    1 => Some(n.hops[start]),
+                    k => Some(n.ecmp.pick(flow_hash, &n.hops[start..start + k], |e| e.iface)),
                 }
             }
         };
         match iface {
-            Some(iface) => self.transmit(node, iface, h),
+            Some(out) => self.transmit(node, out, h),
             None => self.pool.release(h), // no route: dropped like an ICMP unreachable would say
         }
     }
@@ -792,7 +823,7 @@ impl World {
     // ---- probes ----------------------------------------------------------
 
     fn sample(&mut self) {
-        self.sync_tx_counters();
+        self.sync_if_counters();
         let t = self.now.as_secs_f64();
         let secs = self.interval.as_secs_f64();
         for (ni, n) in self.nodes.iter_mut().enumerate() {
@@ -878,7 +909,7 @@ impl World {
 
     /// Final results: summary over the whole run plus the sampled series.
     pub fn finish(mut self, backend: &str) -> RunResults {
-        self.sync_tx_counters();
+        self.sync_if_counters();
         let mut pcaps: Vec<_> = self.pcaps.drain().collect();
         pcaps.sort_by_key(|(k, _)| *k);
         for ((node, iface), c) in pcaps {

@@ -12,6 +12,7 @@ use crate::tcp::{flags, TcpOptions};
 
 /// A TCP header, typed; the payload travels separately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(C)] // the fixed header before the options: see `TcpOptions`
 pub struct TcpHeader {
     pub src_port: u16,
     pub dst_port: u16,

@@ -50,15 +50,23 @@ pub const MAX_SACK_BLOCKS: usize = 4;
 pub const MAX_MPTCP_OPTIONS: usize = 4;
 
 /// Options of one TCP segment, typed.
+///
+/// Laid out in declaration order (`repr(C)`), what every segment's reader
+/// looks at first: the small fields, the SACK blocks, then the MPTCP
+/// options, whose first slot holds the DSS of a data segment. A simulated
+/// packet is read from a cold cache line by its receiver; with this order
+/// an ordinary segment's fields share the first few lines instead of being
+/// spread over all of them.
+#[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct TcpOptions {
-    pub mss: Option<u16>,
-    pub wscale: Option<u8>,
-    pub sack_permitted: bool,
-    pub timestamps: Option<Timestamps>,
     sack_len: u8,
-    sack: [SackBlock; MAX_SACK_BLOCKS],
     mptcp_len: u8,
+    pub sack_permitted: bool,
+    pub wscale: Option<u8>,
+    pub mss: Option<u16>,
+    pub timestamps: Option<Timestamps>,
+    sack: [SackBlock; MAX_SACK_BLOCKS],
     mptcp: [Option<MptcpOption>; MAX_MPTCP_OPTIONS],
     /// Unknown options, concatenated kind/length/data as they arrived.
     unknown: Option<RawBytes>,
