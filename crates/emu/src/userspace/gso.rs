@@ -18,14 +18,16 @@
 //!
 //! Retransmissions: Linux's receiver keeps a subflow's current mapping
 //! until all its bytes arrived, and refuses (MAPPING_INVALID: the subflow
-//! is reset) a segment that lies inside the current mapping but carries a
-//! different one — which a retransmission of one piece would, with the
-//! per-segment mapping proto gives it. So the writer remembers the merged
-//! mappings it sent per subflow and gives any later segment inside one of
-//! them that same mapping (an identical mapping is always accepted), as
-//! Linux's own retransmissions of a TSO skb do. Only full-sized segments
-//! are merged, so a retransmission (proto resends whole original segments)
-//! never straddles two merged mappings.
+//! is reset with MP_TCPRST "MPTCP-specific error") a segment that lies
+//! inside the current mapping but carries a different one. So a byte keeps
+//! the mapping it first went out with: the writer remembers per subflow
+//! the merged mappings it sent and the highest subflow sequence number it
+//! mapped. A segment below that is a retransmission: it is never merged
+//! (merging resent pieces would map them anew), and if it lies inside a
+//! merged mapping it carries that mapping (an identical mapping is always
+//! accepted), as Linux's own retransmissions of a TSO skb do. Only
+//! full-sized segments are merged, so a retransmission (proto resends
+//! whole original segments) never straddles two merged mappings.
 
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
@@ -45,9 +47,8 @@ const MAX_BYTES: u64 = 65_535 - 120;
 
 /// Scratch buffers and the IP id counter of a host's writer.
 pub struct Writer {
-    /// Merged mappings sent, per subflow: (first SSN, length, mapping),
-    /// oldest first, and the SSN past the newest.
-    sent: std::collections::HashMap<(SocketAddr, SocketAddr), (std::collections::VecDeque<(u32, u32, DssMapping)>, u32)>,
+    /// What went out on each subflow (see [`Sent`]).
+    sent: std::collections::HashMap<(SocketAddr, SocketAddr), Sent>,
     obuf: Vec<u8>,
     pay: Vec<u8>,
     ip_id: u16,
@@ -60,6 +61,37 @@ impl Default for Writer {
     fn default() -> Self {
         Writer { sent: Default::default(), obuf: Vec::with_capacity(65_600), pay: vec![0; 65_536], ip_id: 1, gso_writes: 0, gso_segments: 0 }
     }
+}
+
+/// What a writer sent on one subflow: the merged mappings (first SSN,
+/// length, mapping), oldest first, and the SSN past the highest byte it
+/// sent under any mapping, merged or not. Bytes below `high` went out
+/// before: their mapping is fixed.
+#[derive(Default)]
+struct Sent {
+    merged: std::collections::VecDeque<(u32, u32, DssMapping)>,
+    high: Option<u32>,
+}
+
+impl Sent {
+    /// `ssn` was sent before (wrapping comparison).
+    fn before_high(&self, ssn: u32) -> bool {
+        self.high.is_some_and(|h| (ssn.wrapping_sub(h) as i32) < 0)
+    }
+
+    /// Notes `len` bytes sent at `ssn`; `high` never goes back (a
+    /// retransmission leaves it where it is).
+    fn note(&mut self, ssn: u32, len: u32) {
+        let end = ssn.wrapping_add(len);
+        if !self.before_high(end) {
+            self.high = Some(end);
+        }
+    }
+}
+
+/// The DSS mapping of `h`, if it has one.
+fn dss_mapping(h: &TcpHeader) -> Option<DssMapping> {
+    h.options.mptcp().find_map(|o| if let MptcpOption::Dss(d) = o { d.mapping } else { None })
 }
 
 /// Segments being merged.
@@ -192,20 +224,43 @@ pub fn autosize(cwnd: u64, srtt: Option<std::time::Duration>) -> u64 {
 const SENT_KEEP: usize = 512;
 
 impl Writer {
-    /// `t` unless it lies inside a merged mapping sent before on its
-    /// subflow (a retransmission): then `t` with that mapping, to be sent
-    /// alone (Err).
+    /// `t` as it is when it carries new data (it may be merged); `Err`
+    /// when it is a retransmission, to be sent alone — with the merged
+    /// mapping it first went out under, if it lies inside one.
     pub fn remap(&self, mut t: Out) -> Result<Out, Out> {
-        let Some((maps, end)) = self.sent.get(&(t.local, t.remote)) else { return Ok(t) };
-        let Some(m) = t.header.options.mptcp().find_map(|o| if let MptcpOption::Dss(d) = o { d.mapping } else { None }) else { return Ok(t) };
-        // New data (at or past the newest merged mapping): as it is.
-        if (m.ssn.wrapping_sub(*end) as i32) >= 0 {
+        if t.data.is_empty() {
+            return Ok(t);
+        }
+        let Some(m) = dss_mapping(&t.header) else { return Ok(t) };
+        let Some(sent) = self.sent.get(&(t.local, t.remote)) else { return Ok(t) };
+        if !sent.before_high(m.ssn) {
             return Ok(t);
         }
         let len = m.data_len as u32;
-        let Some(&(_, _, big)) = maps.iter().rev().find(|(s, l, _)| m.ssn.wrapping_sub(*s) < *l && m.ssn.wrapping_sub(*s) + len <= *l) else { return Ok(t) };
-        set_mapping(&mut t.header, big);
+        if let Some(&(_, _, big)) = sent.merged.iter().rev().find(|(s, l, _)| m.ssn.wrapping_sub(*s) < *l && m.ssn.wrapping_sub(*s) + len <= *l) {
+            set_mapping(&mut t.header, big);
+        }
         Err(t)
+    }
+
+    /// Records what `h` (with `len` payload bytes) put on its subflow.
+    fn note_sent(&mut self, key: (SocketAddr, SocketAddr), h: &TcpHeader, len: u64) {
+        if len == 0 {
+            return;
+        }
+        if let Some(m) = dss_mapping(h).filter(|m| !m.is_infinite()) {
+            self.sent.entry(key).or_default().note(m.ssn, len as u32);
+        }
+    }
+
+    /// Records a merged mapping sent on `key`.
+    fn note_merged(&mut self, key: (SocketAddr, SocketAddr), big: DssMapping) {
+        let sent = self.sent.entry(key).or_default();
+        if sent.merged.len() >= SENT_KEEP {
+            sent.merged.pop_front();
+        }
+        sent.merged.push_back((big.ssn, big.data_len as u32, big));
+        sent.note(big.ssn, big.data_len as u32);
     }
 
     /// Builds `h` with the pattern bytes `data` as payload into `obuf`,
@@ -240,6 +295,7 @@ impl Writer {
 
     /// Writes one segment as it is.
     pub fn single(&mut self, tun: &Tun, t: &Out, c: &mut HostCounters) {
+        self.note_sent((t.local, t.remote), &t.header, t.data.end - t.data.start);
         if tun.gso() && matches!((t.local.ip(), t.remote.ip()), (IpAddr::V4(_), IpAddr::V4(_))) {
             let Some(hdr) = self.build_partial(t.local.ip(), t.remote.ip(), &t.header, t.data.clone()) else { return };
             match tun.send_partial(&self.obuf, hdr, None) {
@@ -274,12 +330,7 @@ impl Writer {
             // One mapping over the whole super-segment, in every piece.
             let big = DssMapping { data_len: b.total as u16, ..m };
             set_mapping(&mut h, big);
-            let (maps, end) = self.sent.entry(b.key()).or_default();
-            if maps.len() >= SENT_KEEP {
-                maps.pop_front();
-            }
-            maps.push_back((m.ssn, b.total as u32, big));
-            *end = m.ssn.wrapping_add(b.total as u32);
+            self.note_merged(b.key(), big);
         }
         let Some(hdr) = self.build_partial(b.first.local.ip(), b.first.remote.ip(), &h, b.data.clone()) else { return };
         // The kernel numbers the pieces' IP ids from the first one on.
@@ -378,13 +429,42 @@ mod tests {
         }
         // Recorded as a flush would (no TUN here).
         let m = DssMapping { dsn: 0, dsn_wide: true, ssn: 1000, data_len: 5600, checksum: None };
-        w.sent.entry(b.key()).or_default().0.push_back((1000, 5600, m));
-        w.sent.get_mut(&b.key()).unwrap().1 = 6600;
+        w.note_merged(b.key(), m);
         // The third piece again: the merged mapping.
         let r = w.remap(seg(4800, 2800, 1400, false)).err().expect("remapped");
-        let got = r.header.options.mptcp().find_map(|o| if let MptcpOption::Dss(d) = o { d.mapping } else { None }).unwrap();
-        assert_eq!(got, m);
+        assert_eq!(dss_mapping(&r.header).unwrap(), m);
         // New data past it: untouched.
+        assert!(w.remap(seg(7600, 5600, 1400, false)).is_ok());
+    }
+
+    /// The failure seen against Linux 6.18 (its subflow reset with
+    /// MP_TCPRST "MPTCP-specific error"): two segments sent alone, then
+    /// both resent and merged into one new mapping, moved the writer's
+    /// notion of "sent" back, so a later retransmission inside an older
+    /// merged mapping went out with a mapping of its own.
+    #[test]
+    fn resent_segments_are_neither_merged_nor_remapped_anew() {
+        let mut w = Writer::default();
+        let key = (seg(0, 0, 1, false).local, seg(0, 0, 1, false).remote);
+        // SSN 1000.. and 2400.. sent alone (their own mappings), then
+        // 3800.. and 5200.. merged into (SSN 3800, 2800 bytes).
+        for (sq, d) in [(2000u32, 0u64), (3400, 1400)] {
+            let t = seg(sq, d, 1400, false);
+            w.note_sent(key, &t.header, 1400);
+        }
+        let big = DssMapping { dsn: 2800, dsn_wide: true, ssn: 3800, data_len: 2800, checksum: None };
+        w.note_merged(key, big);
+        // Both early segments are resent: each goes alone with its own
+        // (original) mapping, never merged.
+        let r0 = w.remap(seg(2000, 0, 1400, false)).err().expect("a retransmission goes alone");
+        assert_eq!(dss_mapping(&r0.header).unwrap().data_len, 1400);
+        w.note_sent(key, &r0.header, 1400);
+        assert!(w.remap(seg(3400, 1400, 1400, false)).is_err());
+        // Sending them again did not move "sent" back: the second half of
+        // the merged mapping, resent, still carries the merged mapping.
+        let r = w.remap(seg(6200, 4200, 1400, false)).err().expect("remapped");
+        assert_eq!(dss_mapping(&r.header).unwrap(), big);
+        // New data is new.
         assert!(w.remap(seg(7600, 5600, 1400, false)).is_ok());
     }
 

@@ -264,8 +264,8 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                     continue;
                 }
                 let key = (t.local, t.remote);
-                // A retransmission inside a merged mapping goes alone, with
-                // that mapping, after the subflow's pending batch.
+                // A retransmission goes alone, under the mapping its bytes
+                // first went out with, after the subflow's pending batch.
                 let t = match wr.remap(t) {
                     Ok(t) => t,
                     Err(t) => {
