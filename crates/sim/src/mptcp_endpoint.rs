@@ -172,6 +172,13 @@ impl Endpoint for MptcpEndpoint {
         Some(Packet::new(v4(t.local), v4(t.remote), t.header, len, t.data.start))
     }
 
+    fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
+        let Some(t) = self.conn.poll_transmit(now, &Pattern) else { return false };
+        let len = (t.data.end - t.data.start) as u32;
+        out.set(v4(t.local), v4(t.remote), &t.header, len, t.data.start);
+        true
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         self.conn.poll_timeout()
     }

@@ -56,6 +56,22 @@ impl Packet {
         Packet { src, dst, ttl: 64, tcp, payload_len, tag, size: IPV4_HEADER + thl + payload_len, dst_idx: NO_ADDR, corrupted: false, tail: None }
     }
 
+    /// Makes `self` what [`Packet::new`] would return, in place (a reused
+    /// pool slot): the header is copied once, straight into the slot.
+    pub fn set(&mut self, src: Ipv4Addr, dst: Ipv4Addr, tcp: &TcpHeader, payload_len: u32, tag: u64) {
+        let thl = tcp.wire_len().unwrap_or(60) as u32;
+        self.src = src;
+        self.dst = dst;
+        self.ttl = 64;
+        self.tcp = *tcp;
+        self.payload_len = payload_len;
+        self.tag = tag;
+        self.size = IPV4_HEADER + thl + payload_len;
+        self.dst_idx = NO_ADDR;
+        self.corrupted = false;
+        self.tail = None;
+    }
+
     /// Writes the payload bytes into `buf` (`payload_len` long): the
     /// stream pattern from `tag`, and from `tail` for a coalesced packet.
     pub fn fill_payload(&self, buf: &mut [u8]) {
@@ -145,6 +161,24 @@ fn mix(mut x: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reused pool slot set in place equals a fresh packet, whatever the
+    /// slot held (a coalesced, corrupted, routed packet).
+    #[test]
+    fn set_in_place_equals_new() {
+        let mut h = TcpHeader { src_port: 1, dst_port: 2, seq: 3, ack: 4, flags: 0x10, window: 5, urgent: 0, options: Default::default() };
+        h.options.timestamps = Some(mplab_wire::tcp::Timestamps { tsval: 9, tsecr: 8 });
+        let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let mut slot = Packet::new(b, a, TcpHeader::default(), 7, 99);
+        slot.ttl = 3;
+        slot.dst_idx = 5;
+        slot.corrupted = true;
+        slot.tail = Some((1, 2));
+        slot.set(a, b, &h, 1400, 12345);
+        let fresh = Packet::new(a, b, h, 1400, 12345);
+        assert_eq!(format!("{slot:?}"), format!("{fresh:?}"));
+        assert!(slot.tcp == fresh.tcp && slot.size == fresh.size && slot.tail.is_none() && !slot.corrupted);
+    }
 
     fn hashes(n: u32) -> impl Iterator<Item = u64> {
         (0..n).map(|i| flow_hash((0x0a00_0001 + i, 0x0a00_0402, 49152 + (i % 7) as u16, 5001)))

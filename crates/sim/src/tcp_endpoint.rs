@@ -96,6 +96,13 @@ impl Endpoint for TcpEndpoint {
         Some(Packet::new(v4(self.local), v4(self.remote), t.header, len, t.payload.start))
     }
 
+    fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
+        let Some(t) = self.conn.poll_transmit(now) else { return false };
+        let len = (t.payload.end - t.payload.start) as u32;
+        out.set(v4(self.local), v4(self.remote), &t.header, len, t.payload.start);
+        true
+    }
+
     fn poll_timeout(&self) -> Option<Instant> {
         self.conn.poll_timeout()
     }

@@ -83,6 +83,21 @@ impl Pool {
             }
         }
     }
+    /// A slot to build a packet in (see `Endpoint::poll_transmit_into`);
+    /// handed back with `unalloc` if nothing was built. The free list ends
+    /// as `put` would leave it, so slot numbers do not change.
+    fn alloc(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.pkts.push(Packet::new(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, mplab_wire::TcpHeader::default(), 0, 0));
+                (self.pkts.len() - 1) as u32
+            }
+        }
+    }
+    fn unalloc(&mut self, id: u32) {
+        self.free.push(id);
+    }
     fn release(&mut self, h: Hop) {
         self.free.push(h.id);
     }
@@ -751,15 +766,20 @@ impl World {
             // Into the pool at once (one copy of each packet fewer); routed
             // below, once the endpoint is no longer borrowed. Nothing is
             // delivered while routing, so the order of the two is free.
-            while let Some(mut pkt) = ep.poll_transmit(self.now) {
+            loop {
+                let id = self.pool.alloc();
+                let pkt = &mut self.pool.pkts[id as usize];
+                if !ep.poll_transmit_into(self.now, pkt) {
+                    self.pool.unalloc(id);
+                    break;
+                }
                 if pkt.tcp.syn() && !pkt.tcp.ack_flag() {
                     // A new subflow's first segment: its replies come back here.
                     let key = (node as u32, u32::from(pkt.src), pkt.tcp.src_port, u32::from(pkt.dst), pkt.tcp.dst_port);
                     self.demux.entry(key).or_insert((flow as u32, end as u8));
                 }
                 pkt.dst_idx = self.addr_idx.get(&u32::from(pkt.dst)).copied().unwrap_or(NO_ADDR);
-                let src = pkt.src;
-                out.push((self.pool.put(pkt), src));
+                out.push((Hop::of(id, pkt), pkt.src));
             }
         }
         for &(h, src) in &out {

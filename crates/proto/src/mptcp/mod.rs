@@ -1582,28 +1582,30 @@ impl Connection {
 
     /// Adds the MPTCP options a subflow segment carries, within 40 bytes.
     fn decorate(&mut self, now: Instant, i: usize, t: tcp::Transmit, src: &dyn PayloadSource) -> Transmit {
-        let mut t = self.decorate_inner(now, i, t, src);
-        fit_options(&mut t.header);
-        t
+        // One copy of the ~350-byte header, then everything in place.
+        let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
+        let mut out = Transmit { local, remote, header: t.header, data: 0..0 };
+        out.data = self.decorate_inner(now, i, &mut out.header, t.payload, src);
+        fit_options(&mut out.header);
+        out
     }
 
-    fn decorate_inner(&mut self, now: Instant, i: usize, t: tcp::Transmit, src: &dyn PayloadSource) -> Transmit {
-        let mut h = t.header;
-        let sub = t.payload.clone();
-        let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
+    /// Adds the MPTCP options to subflow `i`'s segment `h` carrying
+    /// subflow-stream bytes `sub`; returns their data-level offsets.
+    fn decorate_inner(&mut self, now: Instant, i: usize, h: &mut TcpHeader, sub: Range<u64>, src: &dyn PayloadSource) -> Range<u64> {
         let mut data = 0..0;
         if self.fallback.is_some() {
             data = sub.start.wrapping_add(self.fb_delta)..sub.end.wrapping_add(self.fb_delta);
             if let Some(dsn) = self.mp_fail_pending.take() {
                 let _ = h.options.push_mptcp(MptcpOption::MpFail { dsn });
             }
-            return Transmit { local, remote, header: h, data };
+            return data;
         }
         if h.rst() {
             if let Some(reason) = self.subflows[i].reset_reason {
                 let _ = h.options.push_mptcp(MptcpOption::MpTcpRst { flags: 0, reason });
             }
-            return Transmit { local, remote, header: h, data };
+            return data;
         }
         let cap_flags = capable_flags::H | if self.cfg.checksum || self.checksum { capable_flags::A } else { 0 };
         let s = &self.subflows[i];
@@ -1622,10 +1624,10 @@ impl Connection {
                 }
             };
             let _ = h.options.push_mptcp(o);
-            return Transmit { local, remote, header: h, data };
+            return data;
         }
         let Some(rk) = self.remote else {
-            return Transmit { local, remote, header: h, data };
+            return data;
         };
         let payload_len = sub.end - sub.start;
         let fin_due = self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.fin_next_at.is_none_or(|t| t <= now);
@@ -1646,14 +1648,14 @@ impl Connection {
                         let o = MpCapable { version: 1, flags: cap_flags, sender_key: Some(self.local.key), receiver_key: Some(rk.key), data_len, checksum };
                         self.subflows[i].keys_sent = true;
                         let _ = h.options.push_mptcp(MptcpOption::MpCapable(o));
-                        return Transmit { local, remote, header: h, data };
+                        return data;
                     }
                 }
                 Origin::Join { local_nonce, remote_nonce } => {
                     if payload_len == 0 {
                         let hmac = crypto::join_ack_hmac(self.local.key, rk.key, local_nonce, remote_nonce);
                         let _ = h.options.push_mptcp(MptcpOption::MpJoin(MpJoin::Ack { hmac }));
-                        return Transmit { local, remote, header: h, data };
+                        return data;
                     }
                 }
             }
@@ -1682,9 +1684,9 @@ impl Connection {
         }
         let _ = h.options.push_mptcp(MptcpOption::Dss(dss));
         if payload_len == 0 {
-            self.add_signalling(now, i, &mut h, rk);
+            self.add_signalling(now, i, h, rk);
         }
-        Transmit { local, remote, header: h, data }
+        data
     }
 
     /// ADD_ADDR, echoes, MP_PRIO and REMOVE_ADDR ride on pure ACKs, each

@@ -1162,7 +1162,28 @@ impl Connection {
     /// Builds a segment starting at data offset `start` with `len` payload
     /// bytes; every segment carries the current ACK and window.
     fn segment(&mut self, now: Instant, start: u64, len: u64, fl: u8, retransmission: bool) -> Transmit {
-        let mut o = TcpOptions::new();
+        let wnd = self.rcv_window();
+        let right = (self.rcv.nxt() + wnd).max(self.adv_right);
+        self.adv_right = right;
+        let field = ((right - self.rcv.nxt()) >> self.rcv_wscale).min(65535) as u16;
+        let rcv_seq = self.rcv.nxt() + u64::from(self.fin_received);
+        // Built where it is returned, options filled in place: the header
+        // is ~350 bytes and every segment of a simulation is made here.
+        let mut t = Transmit {
+            header: TcpHeader {
+                src_port: self.local_port,
+                dst_port: self.remote_port,
+                seq: seq::wrap(start, self.iss.wrapping_add(1)),
+                ack: seq::wrap(rcv_seq, self.irs.wrapping_add(1)),
+                flags: fl,
+                window: field,
+                urgent: 0,
+                options: TcpOptions::new(),
+            },
+            payload: start..start + len,
+            retransmission,
+        };
+        let o = &mut t.header.options;
         if self.ts_ok {
             o.timestamps = Some(Timestamps { tsval: now_ms(now), tsecr: self.ts_recent });
         }
@@ -1177,26 +1198,11 @@ impl Connection {
             }
             o.set_sack(&blocks[..n]);
         }
-        let wnd = self.rcv_window();
-        let right = (self.rcv.nxt() + wnd).max(self.adv_right);
-        self.adv_right = right;
-        let field = ((right - self.rcv.nxt()) >> self.rcv_wscale).min(65535) as u16;
-        let rcv_seq = self.rcv.nxt() + u64::from(self.fin_received);
-        let header = TcpHeader {
-            src_port: self.local_port,
-            dst_port: self.remote_port,
-            seq: seq::wrap(start, self.iss.wrapping_add(1)),
-            ack: seq::wrap(rcv_seq, self.irs.wrapping_add(1)),
-            flags: fl,
-            window: field,
-            urgent: 0,
-            options: o,
-        };
         self.ack_due = AckDue::None;
         self.unacked_segments = 0;
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len;
-        Transmit { header, payload: start..start + len, retransmission }
+        t
     }
 }
 
