@@ -144,6 +144,12 @@ pub fn client_socket(ns: &str, f: &Flow) -> std::io::Result<OwnedFd> {
     })
 }
 
+/// A subflow of an end on mplab's stack, as the prober reads it: local and
+/// remote address, TCP_INFO-like counters, and the Linux TCP state number
+/// (1 established, 7 closed: a subflow reset by the peer stays listed
+/// with its last counters).
+pub type StackSubflow = (String, String, crate::probes::TcpInfo, u8);
+
 /// What both ends of a flow share with the prober and the run.
 #[derive(Default)]
 pub struct FlowState {
@@ -163,7 +169,7 @@ pub struct FlowState {
     /// Ends on mplab's stack (userspace backend): the sender's subflows as
     /// the prober would read them from TCP_INFO, and the local addresses of
     /// backup subflows.
-    pub stack_subflows: Mutex<Option<(Vec<(String, String, crate::probes::TcpInfo)>, Vec<String>)>>,
+    pub stack_subflows: Mutex<Option<(Vec<StackSubflow>, Vec<String>)>>,
 }
 
 impl FlowState {

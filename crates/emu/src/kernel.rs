@@ -157,11 +157,11 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
         return None;
     }
     let stack = st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.0.clone()));
-    // mplab's stack lists the subflows that are up; the kernel's TCP_INFO
-    // carries the state.
+    // mplab's stack lists its subflows with their state, as the kernel's
+    // TCP_INFO carries it.
     let plain = |l: String, r: String, info: TcpInfo, st: Option<u8>| probes::SubflowInfo { local: l, remote: r, info, id: None, flags: None, tcp_state: st.or(Some(1)) };
     let subs: Vec<probes::SubflowInfo> = if let (None, Some(v)) = (sender_fd(f, st), stack) {
-        v.into_iter().map(|(l, r, i)| plain(l, r, i, None)).collect()
+        v.into_iter().map(|(l, r, i, state)| plain(l, r, i, Some(state))).collect()
     } else {
         let fd = sender_fd(f, st)?;
         apps::check_fallback(f, st);

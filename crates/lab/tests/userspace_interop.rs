@@ -401,6 +401,10 @@ fn userspace_remove_addr_and_trace() {
         eprintln!("remove_addr, {c} -> {s}: after {after:.2} Mbit/s; {f:?}");
         assert!(f.verified && !f.fallback, "{f:?}");
         assert!(after >= 7.0, "{c}->{s}: {after:.2} Mbit/s after REMOVE_ADDR");
+        // The subflows of the withdrawn address end closed in the results
+        // (whichever end sends: mplab's stack or the kernel).
+        let gone: Vec<_> = f.subflows.iter().filter(|x| x.local.starts_with(&format!("{addr}:")) || x.remote.starts_with(&format!("{addr}:"))).collect();
+        assert!(!gone.is_empty() && gone.iter().all(|x| x.state == Some(mplab_sim::results::SubflowState::Closed)), "{c}->{s}: {gone:?}");
         let pcaps = merged_pcap(&dir);
         let mut removes = 0;
         for p in &pcaps {

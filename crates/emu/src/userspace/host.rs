@@ -647,7 +647,7 @@ fn publish(end: &End) {
         return;
     }
     let Some(conn) = end.conn.as_ref() else { return };
-    let v: Vec<(String, String, TcpInfo)> = conn
+    let v: Vec<crate::apps::StackSubflow> = conn
         .subflow_stats()
         .into_iter()
         .filter(|s| s.established || s.tcp.bytes_sent > 0)
@@ -662,7 +662,8 @@ fn publish(end: &End) {
                 bytes_sent: s.tcp.bytes_sent,
                 total_rto: Some(s.tcp.rto_count.min(u16::MAX as u64) as u16),
             };
-            (s.local.to_string(), s.remote.to_string(), info)
+            // Linux's TCP_ESTABLISHED / TCP_CLOSE.
+            (s.local.to_string(), s.remote.to_string(), info, if s.closed { 7 } else { 1 })
         })
         .collect();
     if let Ok(mut g) = end.st.stack_subflows.lock() {

@@ -372,6 +372,37 @@ fn a_dead_path_is_left_and_its_data_reinjected() {
     assert!(n.client.stats().reinjected_bytes > 0);
 }
 
+/// The receiver resets a joined subflow mid-transfer (RST with MP_TCPRST,
+/// as Linux does on a mapping it refuses): the sender closes that subflow,
+/// reports it closed, and the data goes on over the other one.
+#[test]
+fn a_subflow_reset_by_the_peer_is_closed_and_its_data_reinjected() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 10, 10);
+    n.to_send = 3_000_000;
+    n.run(500);
+    let s = n.server.as_mut().expect("server");
+    let j = s.subflows.iter().position(|x| x.is_join() && x.remote.ip() == ip(2, 1)).expect("a joined subflow");
+    assert!(s.subflows[j].tcp.is_established());
+    s.subflows[j].reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
+    s.subflows[j].tcp.abort();
+    s.changed(j);
+    let rsts = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let r2 = rsts.clone();
+    n.drop = Box::new(move |x| {
+        if !x.to_server && x.t.header.rst() && x.t.header.options.mptcp().any(|o| matches!(o, MptcpOption::MpTcpRst { .. })) {
+            r2.set(r2.get() + 1);
+        }
+        false
+    });
+    n.run(60_000);
+    assert_eq!(rsts.get(), 1, "one RST with MP_TCPRST");
+    assert_eq!(n.received, 3_000_000);
+    assert_eq!(n.misplaced, 0);
+    let st = n.client.subflow_stats();
+    let dead = st.iter().find(|x| x.local.ip() == ip(2, 1)).expect("the reset subflow is still listed");
+    assert!(dead.closed, "{st:?}");
+}
+
 #[test]
 fn dss_checksums_verify_and_catch_a_modified_payload() {
     let mut locals = cfg(&[ip(1, 1)], PmKind::Default);
