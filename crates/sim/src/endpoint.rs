@@ -59,21 +59,12 @@ pub struct Progress {
 pub trait Endpoint: StreamSocket {
     /// A segment addressed to this endpoint arrived.
     fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress;
-    /// Next segment to send, if any.
-    fn poll_transmit(&mut self, now: Instant) -> Option<Packet>;
-    /// [`poll_transmit`](Self::poll_transmit) into `out` (the simulator's
-    /// packet-pool slot): false when there is nothing to send. The
-    /// simulator sends this way; writing the ~400-byte packet where it
-    /// stays saves moving it twice per segment.
-    fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
-        match self.poll_transmit(now) {
-            Some(p) => {
-                *out = p;
-                true
-            }
-            None => false,
-        }
-    }
+    /// Writes the next segment to send, if any, into `out` (a slot of the
+    /// simulator's packet pool, holding an earlier packet: overwrite all of
+    /// it, e.g. with [`Packet::set`]); false when there is nothing to send.
+    /// Building the ~400-byte packet where it stays saves moving it twice
+    /// per segment.
+    fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool;
     /// Earliest time `on_timeout` must run.
     fn poll_timeout(&self) -> Option<Instant>;
     fn on_timeout(&mut self, now: Instant) -> Progress;

@@ -166,12 +166,6 @@ impl Endpoint for MptcpEndpoint {
         Progress { misplaced, corrupted, ..Default::default() }
     }
 
-    fn poll_transmit(&mut self, now: Instant) -> Option<Packet> {
-        let t = self.conn.poll_transmit(now, &Pattern)?;
-        let len = (t.data.end - t.data.start) as u32;
-        Some(Packet::new(v4(t.local), v4(t.remote), t.header, len, t.data.start))
-    }
-
     fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
         let Some(t) = self.conn.poll_transmit(now, &Pattern) else { return false };
         let len = (t.data.end - t.data.start) as u32;

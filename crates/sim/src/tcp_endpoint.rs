@@ -90,12 +90,6 @@ impl Endpoint for TcpEndpoint {
         Progress { misplaced, corrupted, ..Default::default() }
     }
 
-    fn poll_transmit(&mut self, now: Instant) -> Option<Packet> {
-        let t = self.conn.poll_transmit(now)?;
-        let len = (t.payload.end - t.payload.start) as u32;
-        Some(Packet::new(v4(self.local), v4(self.remote), t.header, len, t.payload.start))
-    }
-
     fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
         let Some(t) = self.conn.poll_transmit(now) else { return false };
         let len = (t.payload.end - t.payload.start) as u32;

@@ -117,9 +117,10 @@ impl Endpoint for Attacker {
         }
         Progress::default()
     }
-    fn poll_transmit(&mut self, _now: Instant) -> Option<Packet> {
-        let h = self.queue.pop()?;
-        Some(Packet::new(self.src, self.dst, h, 0, 0))
+    fn poll_transmit_into(&mut self, _now: Instant, out: &mut Packet) -> bool {
+        let Some(h) = self.queue.pop() else { return false };
+        out.set(self.src, self.dst, &h, 0, 0);
+        true
     }
     fn poll_timeout(&self) -> Option<Instant> {
         None
