@@ -45,28 +45,31 @@ pub struct Packet {
     pub tcp: TcpHeader,
 }
 
+/// Bytes on the wire of a segment: IP header, TCP header with options,
+/// payload. Options that do not encode (more than 40 bytes) would be a
+/// stack bug; they count at the maximum header size rather than panic.
+fn wire_size(tcp: &TcpHeader, payload_len: u32) -> u32 {
+    IPV4_HEADER + tcp.wire_len().unwrap_or(60) as u32 + payload_len
+}
+
 /// `dst_idx` of an address that belongs to no interface.
 pub const NO_ADDR: u32 = u32::MAX;
 
 impl Packet {
     pub fn new(src: Ipv4Addr, dst: Ipv4Addr, tcp: TcpHeader, payload_len: u32, tag: u64) -> Packet {
-        // Options that do not encode (more than 40 bytes) would be a stack
-        // bug; count them at the maximum header size rather than panic.
-        let thl = tcp.wire_len().unwrap_or(60) as u32;
-        Packet { src, dst, ttl: 64, tcp, payload_len, tag, size: IPV4_HEADER + thl + payload_len, dst_idx: NO_ADDR, corrupted: false, tail: None }
+        Packet { src, dst, ttl: 64, size: wire_size(&tcp, payload_len), tcp, payload_len, tag, dst_idx: NO_ADDR, corrupted: false, tail: None }
     }
 
     /// Makes `self` what [`Packet::new`] would return, in place (a reused
     /// pool slot): the header is copied once, straight into the slot.
     pub fn set(&mut self, src: Ipv4Addr, dst: Ipv4Addr, tcp: &TcpHeader, payload_len: u32, tag: u64) {
-        let thl = tcp.wire_len().unwrap_or(60) as u32;
+        self.size = wire_size(tcp, payload_len);
         self.src = src;
         self.dst = dst;
         self.ttl = 64;
         self.tcp = *tcp;
         self.payload_len = payload_len;
         self.tag = tag;
-        self.size = IPV4_HEADER + thl + payload_len;
         self.dst_idx = NO_ADDR;
         self.corrupted = false;
         self.tail = None;
