@@ -72,6 +72,10 @@ pub struct Scoreboard {
     /// Latest send time of any segment the peer has received (RACK's
     /// "most recently delivered" transmission).
     delivered_sent_at: Option<Instant>,
+    /// Every segment below this offset is SACKed or marked lost, for good
+    /// (neither mark is ever taken back): RACK starts looking here instead
+    /// of rescanning the whole recovery window on every ACK.
+    rack_scan: u64,
 }
 
 impl Scoreboard {
@@ -301,7 +305,13 @@ impl Scoreboard {
         let Some(xmit) = self.delivered_sent_at else { return (0, None) };
         let mut newly = 0;
         let mut timer = None;
-        for i in 0..self.segs.len().min(budget) {
+        let end = self.segs.len().min(budget);
+        let mut from = self.index_of(self.rack_scan);
+        while from < end && self.segs[from].has(SACKED | LOST) {
+            self.rack_scan = self.segs[from].end;
+            from += 1;
+        }
+        for i in from..end {
             let s = self.segs[i];
             if s.start >= self.highest_sack {
                 break;
@@ -471,6 +481,81 @@ mod tests {
         b.assert_consistent();
         assert_eq!(b.lost(), 100);
         assert_eq!(b.next_resend().unwrap().range, 0..100);
+    }
+
+    /// RACK as it was before `rack_scan`: every segment from the front.
+    fn rack_from_the_front(b: &mut Scoreboard, now: Instant, rtt: core::time::Duration, reo: core::time::Duration, budget: usize) -> (u64, Option<Instant>) {
+        let Some(xmit) = b.delivered_sent_at else { return (0, None) };
+        let (mut newly, mut timer) = (0, None);
+        for i in 0..b.segs.len().min(budget) {
+            let s = b.segs[i];
+            if s.start >= b.highest_sack {
+                break;
+            }
+            if s.has(SACKED | LOST) || s.has(RETRANS) || s.sent_at > xmit {
+                continue;
+            }
+            let deadline = s.sent_at + rtt + reo;
+            if deadline <= now {
+                b.segs[i].flags |= LOST;
+                b.lost += s.len();
+                newly += s.len();
+                b.rexmit_scan = b.rexmit_scan.min(s.start);
+                b.resend_high = b.resend_high.max(s.end);
+            } else {
+                timer = Some(timer.map_or(deadline, |t: Instant| t.min(deadline)));
+            }
+        }
+        (newly, timer)
+    }
+
+    proptest::proptest! {
+        /// Starting RACK's scan past the segments already SACKed or lost
+        /// changes nothing: same verdicts, same timer, same marks, whatever
+        /// mix of SACKs, ACKs, losses, retransmissions and timeouts came
+        /// before.
+        #[test]
+        fn rack_scan_skips_only_settled_segments(ops in proptest::collection::vec((0u8..8, 0u64..40, 0u64..40), 1..120)) {
+            let mut b = Scoreboard::default();
+            let (mut next, mut t) = (0u64, 0u64);
+            for (op, x, y) in ops {
+                t += 1;
+                match op {
+                    0 | 1 => {
+                        for _ in 0..=x % 4 {
+                            b.push(next..next + 100, false, Instant(t));
+                            next += 100;
+                        }
+                    }
+                    2 => {
+                        let (lo, hi) = ((x.min(y)) * 100, (x.max(y) + 1) * 100);
+                        b.sack(&[lo.min(next)..hi.min(next)]);
+                    }
+                    3 => { b.ack((x * 100).min(next)); }
+                    4 => { b.mark_lost_by_sack(300); }
+                    5 => {
+                        if let Some(r) = b.next_resend() {
+                            b.resent(r.range.start, Instant(t));
+                        }
+                        if y % 3 == 0 { b.mark_head_lost(); }
+                        if y % 7 == 0 { b.detect_lost_retransmits(core::time::Duration::ZERO); }
+                    }
+                    6 if y % 5 == 0 => b.mark_all_lost(),
+                    _ => {
+                        let (now, rtt) = (Instant(t + x), core::time::Duration::from_nanos(y));
+                        let budget = if x % 2 == 0 { 256 } else { 1 + y as usize % 6 };
+                        let mut want = b.clone();
+                        let expected = rack_from_the_front(&mut want, now, rtt, core::time::Duration::from_nanos(2), budget);
+                        let got = b.rack_detect(now, rtt, core::time::Duration::from_nanos(2), budget);
+                        proptest::prop_assert_eq!(got, expected);
+                        let flags = |b: &Scoreboard| b.segs.iter().map(|s| (s.start, s.flags)).collect::<Vec<_>>();
+                        proptest::prop_assert_eq!(flags(&b), flags(&want));
+                        proptest::prop_assert_eq!((b.lost, b.rexmit_scan, b.resend_high), (want.lost, want.rexmit_scan, want.resend_high));
+                    }
+                }
+                b.assert_consistent();
+            }
+        }
     }
 
     #[test]
