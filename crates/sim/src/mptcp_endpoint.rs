@@ -167,10 +167,14 @@ impl Endpoint for MptcpEndpoint {
     }
 
     fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
-        let Some(t) = self.conn.poll_transmit(now, &Pattern) else { return false };
-        let len = (t.data.end - t.data.start) as u32;
-        out.set(v4(t.local), v4(t.remote), &t.header, len, t.data.start);
-        true
+        // The segment goes from where the connection built it straight
+        // into the pool slot: one copy of the header.
+        self.conn
+            .poll_transmit_with(now, &Pattern, |t| {
+                let len = (t.data.end - t.data.start) as u32;
+                out.set(v4(t.local), v4(t.remote), t.header, len, t.data.start);
+            })
+            .is_some()
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -131,6 +131,22 @@ pub struct Transmit {
     pub data: Range<u64>,
 }
 
+impl Transmit {
+    fn as_segment(&self) -> Segment<'_> {
+        Segment { local: self.local, remote: self.remote, header: &self.header, data: self.data.clone() }
+    }
+}
+
+/// A segment to send, lent where it was built (see
+/// [`Connection::poll_transmit_with`]); the fields are [`Transmit`]'s.
+#[derive(Debug, Clone)]
+pub struct Segment<'a> {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub header: &'a TcpHeader,
+    pub data: Range<u64>,
+}
+
 /// Where a driver finds the bytes of the data stream (for DSS checksums).
 pub trait PayloadSource {
     /// Fills `buf` with the stream bytes starting at data offset `off`.
@@ -1479,13 +1495,21 @@ impl Connection {
 
     /// The next segment to send, on whichever subflow.
     pub fn poll_transmit(&mut self, now: Instant, src: &dyn PayloadSource) -> Option<Transmit> {
+        self.poll_transmit_with(now, src, |s| Transmit { local: s.local, remote: s.remote, header: *s.header, data: s.data })
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) for a caller that copies the
+    /// segment somewhere of its own (a simulator's packet slot): `emit`
+    /// sees it where it was built, so the ~350-byte header is copied once,
+    /// by the caller, instead of on every return on the way up.
+    pub fn poll_transmit_with<R>(&mut self, now: Instant, src: &dyn PayloadSource, emit: impl FnOnce(Segment<'_>) -> R) -> Option<R> {
         if let Some(t) = self.out.pop_front() {
-            return Some(t);
+            return Some(emit(t.as_segment()));
         }
         if self.fastclose_pending {
             self.fastclose_pending = false;
             self.emit_fastclose(now);
-            return self.out.pop_front();
+            return self.out.pop_front().map(|t| emit(t.as_segment()));
         }
         // What changed since the last pass: what inputs changed, and what
         // the last pass itself gave data to or saw send. After a rare event
@@ -1520,18 +1544,19 @@ impl Connection {
             polled.sort_unstable();
             polled.dedup();
         }
-        // The first segment goes straight back to the caller (most passes
-        // make one), the others wait in `out`.
+        // The first segment goes straight to `emit` (most passes make one),
+        // the others wait in `out`.
+        let mut emit = Some(emit);
         let mut first = None;
         for &i in &polled {
             let mut sent = false;
             for _ in 0..1024 {
-                let Some(t) = self.sub_tcp(i).poll_transmit(now) else { break };
-                let t = self.decorate(now, i, t, src);
-                if first.is_none() {
-                    first = Some(t);
-                } else {
-                    self.out.push_back(t);
+                let Some(mut t) = self.sub_tcp(i).poll_transmit(now) else { break };
+                let data = self.decorate(now, i, &mut t, src);
+                let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
+                match emit.take() {
+                    Some(f) => first = Some(f(Segment { local, remote, header: &t.header, data })),
+                    None => self.out.push_back(Transmit { local, remote, header: t.header, data }),
                 }
                 sent = true;
             }
@@ -1580,14 +1605,12 @@ impl Connection {
         self.reset = true;
     }
 
-    /// Adds the MPTCP options a subflow segment carries, within 40 bytes.
-    fn decorate(&mut self, now: Instant, i: usize, t: tcp::Transmit, src: &dyn PayloadSource) -> Transmit {
-        // One copy of the ~350-byte header, then everything in place.
-        let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
-        let mut out = Transmit { local, remote, header: t.header, data: 0..0 };
-        out.data = self.decorate_inner(now, i, &mut out.header, t.payload, src);
-        fit_options(&mut out.header);
-        out
+    /// Adds the MPTCP options subflow `i`'s segment carries, within 40
+    /// bytes, in place; returns the data-level offsets of its payload.
+    fn decorate(&mut self, now: Instant, i: usize, t: &mut tcp::Transmit, src: &dyn PayloadSource) -> Range<u64> {
+        let data = self.decorate_inner(now, i, &mut t.header, t.payload.clone(), src);
+        fit_options(&mut t.header);
+        data
     }
 
     /// Adds the MPTCP options to subflow `i`'s segment `h` carrying
