@@ -4,7 +4,7 @@ use core::ops::Range;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use mplab_proto::cc::CcAlgorithm;
-use mplab_proto::tcp::{Connection, TcpConfig};
+use mplab_proto::tcp::{Connection, TcpConfig, Transmit};
 use mplab_proto::Instant;
 use mplab_scenario::network;
 
@@ -16,6 +16,9 @@ pub struct TcpEndpoint {
     conn: Connection,
     local: SocketAddr,
     remote: SocketAddr,
+    /// Where the connection builds each segment before it is copied into
+    /// the packet pool (one copy of the header, no moves on the way).
+    slot: Box<Transmit>,
 }
 
 fn v4(a: SocketAddr) -> Ipv4Addr {
@@ -51,12 +54,12 @@ pub fn tcp_config(t: &network::TcpConfig) -> TcpConfig {
 
 impl TcpEndpoint {
     pub fn connect(t: &network::TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Instant) -> TcpEndpoint {
-        TcpEndpoint { conn: Connection::connect(tcp_config(t), local, remote, iss, now), local, remote }
+        TcpEndpoint { conn: Connection::connect(tcp_config(t), local, remote, iss, now), local, remote, slot: Box::default() }
     }
 
     pub fn accept(t: &network::TcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, iss: u32, now: Instant) -> Option<TcpEndpoint> {
         let conn = Connection::accept(tcp_config(t), local, remote, &syn.tcp, iss, now).ok()?;
-        Some(TcpEndpoint { conn, local, remote })
+        Some(TcpEndpoint { conn, local, remote, slot: Box::default() })
     }
 }
 
@@ -91,7 +94,10 @@ impl Endpoint for TcpEndpoint {
     }
 
     fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
-        let Some(t) = self.conn.poll_transmit(now) else { return false };
+        let t = &mut *self.slot;
+        if !self.conn.poll_transmit_into(now, t) {
+            return false;
+        }
         let len = (t.payload.end - t.payload.start) as u32;
         out.set(v4(self.local), v4(self.remote), &t.header, len, t.payload.start);
         true

@@ -253,6 +253,9 @@ pub struct Connection {
     opp_done: Option<u64>,
 
     out: VecDeque<Transmit>,
+    /// Where the subflows build their segments (kept between passes: a
+    /// ~350-byte header is written once, in place, not moved around).
+    tx_slot: Option<Box<tcp::Transmit>>,
     // ---- what changed since the last transmit pass
     //
     // A segment arriving on one subflow changes that subflow only, and a
@@ -356,6 +359,7 @@ impl Connection {
             ooo_waits: VecDeque::new(),
             opp_done: None,
             out: VecDeque::new(),
+            tx_slot: None,
             dirty_all: true,
             dirty: Vec::new(),
             touched: Vec::new(),
@@ -1548,15 +1552,18 @@ impl Connection {
         // the others wait in `out`.
         let mut emit = Some(emit);
         let mut first = None;
+        let mut t = self.tx_slot.take().unwrap_or_default();
         for &i in &polled {
             let mut sent = false;
             for _ in 0..1024 {
-                let Some(mut t) = self.sub_tcp(i).poll_transmit(now) else { break };
+                if !self.sub_tcp(i).poll_transmit_into(now, &mut t) {
+                    break;
+                }
                 let data = self.decorate(now, i, &mut t, src);
                 let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
                 match emit.take() {
                     Some(f) => first = Some(f(Segment { local, remote, header: &t.header, data })),
-                    None => self.out.push_back(Transmit { local, remote, header: t.header, data }),
+                    None => self.out.push_back(Transmit { local, remote, header: t.header.clone(), data }),
                 }
                 sent = true;
             }
@@ -1567,6 +1574,7 @@ impl Connection {
             self.timeouts[i] = self.subflow_timeout(i);
             self.may_owe_update[i] = self.subflows[i].tcp.may_owe_window_update();
         }
+        self.tx_slot = Some(t);
         self.timeouts_valid = true;
         polled.clear();
         self.dirty = polled; // keep the allocation

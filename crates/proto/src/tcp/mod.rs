@@ -67,7 +67,7 @@ pub enum AcceptError {
 }
 
 /// A segment to send: the header, and the stream bytes it carries.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Transmit {
     pub header: TcpHeader,
     /// Stream offsets of the payload (empty for control segments).
@@ -977,34 +977,44 @@ impl Connection {
 
     /// The next segment to send, if any. Call until it returns `None`.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let mut t = Transmit::default();
+        self.poll_transmit_into(now, &mut t).then_some(t)
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) into the caller's `t`: the
+    /// segment is built where the caller keeps it (a multipath layer adds
+    /// its options there), not returned up through every layer. Returns
+    /// false (and leaves `t` unspecified) when there is nothing to send.
+    pub fn poll_transmit_into(&mut self, now: Instant, t: &mut Transmit) -> bool {
         match self.state {
             State::Closed if self.rst_due => {
                 self.rst_due = false;
-                let mut t = self.segment(now, self.snd_nxt, 0, flags::RST | flags::ACK, false);
+                self.segment(now, self.snd_nxt, 0, flags::RST | flags::ACK, false, t);
                 t.header.options = TcpOptions::new();
-                return Some(t);
+                return true;
             }
-            State::Closed => return None,
+            State::Closed => return false,
             State::SynSent | State::SynReceived if !self.synced => {
                 if !self.syn_due {
-                    return None;
+                    return false;
                 }
-                return Some(self.syn_segment(now));
+                self.syn_segment(now, t);
+                return true;
             }
             _ => {}
         }
-        if let Some(t) = self.retransmit(now) {
-            return Some(t);
+        if self.retransmit(now, t) {
+            return true;
         }
         if self.tlp_due {
             // The probe: new data if there is some (the window is ignored
             // once), else the last segment again.
             self.tlp_due = false;
             self.probe_new_data = true;
-            let t = self.new_data(now);
+            let sent = self.new_data(now, t);
             self.probe_new_data = false;
-            if t.is_some() {
-                return t;
+            if sent {
+                return true;
             }
             if let Some(r) = self.board.probe_tail() {
                 let len = r.range.end - r.range.start;
@@ -1012,23 +1022,26 @@ impl Connection {
                 self.stats.segments_retransmitted += 1;
                 self.stats.bytes_retransmitted += payload;
                 let fl = flags::ACK | if r.fin { flags::FIN } else { 0 };
-                return Some(self.segment(now, r.range.start, payload, fl, true));
+                self.segment(now, r.range.start, payload, fl, true, t);
+                return true;
             }
         }
-        if let Some(t) = self.new_data(now) {
-            return Some(t);
+        if self.new_data(now, t) {
+            return true;
         }
         if self.probe_due {
             self.probe_due = false;
-            return Some(self.zero_window_probe(now));
+            self.zero_window_probe(now, t);
+            return true;
         }
         if self.ack_due == AckDue::Now || self.window_update_due() {
-            return Some(self.segment(now, self.snd_nxt, 0, flags::ACK, false));
+            self.segment(now, self.snd_nxt, 0, flags::ACK, false, t);
+            return true;
         }
-        None
+        false
     }
 
-    fn syn_segment(&mut self, now: Instant) -> Transmit {
+    fn syn_segment(&mut self, now: Instant, t: &mut Transmit) {
         self.syn_due = false;
         if self.syn_sent_at.is_none() {
             self.syn_sent_at = Some(now);
@@ -1063,15 +1076,15 @@ impl Connection {
         self.adv_right = self.cfg.rcv_buf.min(65535);
         self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
         self.stats.segments_sent += 1;
-        Transmit { header, payload: 0..0, retransmission: self.syn_tries > 0 }
+        *t = Transmit { header, payload: 0..0, retransmission: self.syn_tries > 0 };
     }
 
-    fn retransmit(&mut self, now: Instant) -> Option<Transmit> {
-        let r = self.board.next_resend()?;
+    fn retransmit(&mut self, now: Instant, t: &mut Transmit) -> bool {
+        let Some(r) = self.board.next_resend() else { return false };
         let len = r.range.end - r.range.start;
         if self.in_flight() + len > self.cc_state.cwnd && !self.rexmit_allowance {
             self.cwnd_limited = true;
-            return None;
+            return false;
         }
         self.rexmit_allowance = false;
         self.board.resent(r.range.start, now);
@@ -1083,16 +1096,15 @@ impl Connection {
             self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
         }
         let fl = flags::ACK | if r.fin { flags::FIN } else { 0 };
-        let mut t = self.segment(now, r.range.start, payload, fl, true);
-        t.retransmission = true;
-        Some(t)
+        self.segment(now, r.range.start, payload, fl, true, t);
+        true
     }
 
-    fn new_data(&mut self, now: Instant) -> Option<Transmit> {
+    fn new_data(&mut self, now: Instant, t: &mut Transmit) -> bool {
         let avail = self.app_end.saturating_sub(self.snd_nxt);
         let fin_now = self.fin_queued && !self.fin_sent;
         if avail == 0 && !(fin_now && self.snd_nxt == self.app_end) {
-            return None;
+            return false;
         }
         let mut len = avail.min(self.mss);
         while self.record_ends.front().is_some_and(|&e| e <= self.snd_nxt) {
@@ -1109,13 +1121,13 @@ impl Connection {
                 if self.board.is_empty() && self.persist_at.is_none() {
                     self.persist_at = Some(now + self.rtt.backed_off(self.backoff));
                 }
-                return None;
+                return false;
             }
             len = wnd_end - self.snd_nxt;
         }
         if len > 0 && self.in_flight() + len > self.cc_state.cwnd && !self.probe_new_data {
             self.cwnd_limited = true;
-            return None;
+            return false;
         }
         let fin = fin_now && self.snd_nxt + len == self.app_end;
         let start = self.snd_nxt;
@@ -1131,12 +1143,13 @@ impl Connection {
         }
         self.arm_tlp(now);
         let fl = flags::ACK | if fin { flags::FIN } else { 0 } | if len > 0 && self.snd_nxt >= self.app_end { flags::PSH } else { 0 };
-        Some(self.segment(now, start, len, fl, false))
+        self.segment(now, start, len, fl, false, t);
+        true
     }
 
     /// One byte beyond a zero window (RFC 9293 3.8.6.1); it is sent as new
     /// data and retransmitted like any other when the window reopens.
-    fn zero_window_probe(&mut self, now: Instant) -> Transmit {
+    fn zero_window_probe(&mut self, now: Instant, t: &mut Transmit) {
         self.persist_at = Some(now + self.rtt.backed_off(self.backoff + 1));
         self.backoff = (self.backoff + 1).min(15);
         if self.snd_nxt < self.app_end && self.board.is_empty() {
@@ -1144,9 +1157,9 @@ impl Connection {
             self.board.push(start..start + 1, false, now);
             self.snd_nxt += 1;
             self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
-            return self.segment(now, start, 1, flags::ACK, false);
+            return self.segment(now, start, 1, flags::ACK, false, t);
         }
-        self.segment(now, self.snd_nxt, 0, flags::ACK, false)
+        self.segment(now, self.snd_nxt, 0, flags::ACK, false, t);
     }
 
     /// After the application read a lot, tell a sender that may be stalled.
@@ -1161,15 +1174,15 @@ impl Connection {
 
     /// Builds a segment starting at data offset `start` with `len` payload
     /// bytes; every segment carries the current ACK and window.
-    fn segment(&mut self, now: Instant, start: u64, len: u64, fl: u8, retransmission: bool) -> Transmit {
+    fn segment(&mut self, now: Instant, start: u64, len: u64, fl: u8, retransmission: bool, t: &mut Transmit) {
         let wnd = self.rcv_window();
         let right = (self.rcv.nxt() + wnd).max(self.adv_right);
         self.adv_right = right;
         let field = ((right - self.rcv.nxt()) >> self.rcv_wscale).min(65535) as u16;
         let rcv_seq = self.rcv.nxt() + u64::from(self.fin_received);
-        // Built where it is returned, options filled in place: the header
+        // Built in the caller's slot, options filled in place: the header
         // is ~350 bytes and every segment of a simulation is made here.
-        let mut t = Transmit {
+        *t = Transmit {
             header: TcpHeader {
                 src_port: self.local_port,
                 dst_port: self.remote_port,
@@ -1202,7 +1215,6 @@ impl Connection {
         self.unacked_segments = 0;
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len;
-        t
     }
 }
 
