@@ -288,9 +288,12 @@ pub struct Connection {
     /// all), handed to a subflow right before it may use it rather than
     /// written into every subflow after every segment.
     win_cap: Option<u64>,
-    /// (local, remote) of each subflow, beside `subflows` so that finding
-    /// a segment's subflow reads one small array.
+    /// (local, remote) of each subflow, beside `subflows`.
     addrs: Vec<(SocketAddr, SocketAddr)>,
+    /// The ports of `addrs` (local << 16 | remote), what finding a
+    /// segment's subflow scans: a few bytes per subflow where a pair of
+    /// socket addresses takes a cache line each.
+    ports: Vec<u32>,
     /// Reused by the scheduling loop.
     infos: Vec<SubflowInfo>,
     picks: Vec<usize>,
@@ -369,6 +372,7 @@ impl Connection {
             may_owe_update: Vec::new(),
             win_cap: None,
             addrs: Vec::new(),
+            ports: Vec::new(),
             infos: Vec::new(),
             picks: Vec::new(),
             events: VecDeque::new(),
@@ -592,7 +596,7 @@ impl Connection {
     /// `payload` is needed only when [`needs_payload`](Self::needs_payload).
     /// Returns the data-level offsets the payload was placed at, if any.
     pub fn handle_segment(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, h: &TcpHeader, payload_len: u32, payload: Option<&[u8]>) -> Option<Range<u64>> {
-        let i = self.addrs.iter().position(|&(l, r)| l == local && r == remote)?;
+        let i = self.subflow_of(local, remote)?;
         self.changed(i);
         let mut placed = None;
         if self.fallback.is_some() {
@@ -724,6 +728,12 @@ impl Connection {
     }
 
     /// Subflow `i`'s TCP, told the current receive window cap first.
+    /// The subflow with this 4-tuple.
+    fn subflow_of(&self, local: SocketAddr, remote: SocketAddr) -> Option<usize> {
+        let key = port_key(local, remote);
+        self.ports.iter().enumerate().filter(|&(_, &k)| k == key).map(|(i, _)| i).find(|&i| self.addrs[i] == (local, remote))
+    }
+
     fn sub_tcp(&mut self, i: usize) -> &mut tcp::Connection {
         let t = &mut self.subflows[i].tcp;
         t.set_window_cap(self.win_cap);
@@ -1222,6 +1232,7 @@ impl Connection {
 
     fn push_subflow(&mut self, sf: Subflow) {
         self.addrs.push((sf.local, sf.remote));
+        self.ports.push(port_key(sf.local, sf.remote));
         self.subflows.push(sf);
         self.changed_all();
     }
@@ -1758,6 +1769,10 @@ impl Connection {
 
 /// Adds `o` if the options still fit in 40 bytes, dropping SACK blocks
 /// to make room if needed.
+fn port_key(local: SocketAddr, remote: SocketAddr) -> u32 {
+    u32::from(local.port()) << 16 | u32::from(remote.port())
+}
+
 fn try_push(h: &mut TcpHeader, o: MptcpOption) -> bool {
     let mut trial = h.options;
     if trial.push_mptcp(o).is_err() {
