@@ -456,29 +456,43 @@ fn unit(x: f64) -> f64 {
 /// One direction of a link. See the module documentation for the model.
 ///
 /// Fields in declaration order (`repr(C)`), hottest first: a simulated hop
-/// reads this struct from a cold cache line, and everything `offer` and
-/// `deliver` touch for a drop-tail link without loss fits in the first
-/// four lines (sizes in the comments; the parameters those calls need are
-/// copied there from `p`), instead of being spread over all seven.
+/// reads this struct from a cold cache line. For a drop-tail link without
+/// loss, `deliver` touches line 0 only and `offer` lines 0 to 2 (sizes in
+/// the comments; the parameters those calls need are copied there from
+/// `p`). Counters that follow from others are not kept but derived in
+/// [`LinkDirection::stats`]: every per-packet write would be another line.
 #[repr(C)]
 pub struct LinkDirection<P> {
-    // Line 0.
+    // Line 0: what delivering touches (and offering too).
     flight: Flight<P>, // 32
+    delivered_packets: u64,
+    delivered_bytes: u64,
     /// Exact time the serialiser finishes everything accepted so far.
     free_ns: u64,
     free_rem: u64,
+    // Line 1.
+    queue: VecDeque<Ser>, // 32
     /// `p.rate_bps`.
     rate_bps: u64,
     /// When the last accepted packet's last bit leaves.
     last_end_ns: u64,
-    // Line 1.
-    queue: VecDeque<Ser>, // 32
+    /// Packets accepted so far (the next one's sequence number).
     next_seq: u64,
     /// `p.delay` in ns.
     delay_ns: u64,
+    // Line 2.
     /// Records in `queue` that are not lost (they have a `flight` entry,
     /// the last `queued_live` ones of a FIFO flight).
     queued_live: usize,
+    /// Bytes of the records in `queue`.
+    queue_bytes: u64,
+    max_queue_bytes: u64,
+    /// Bytes of every packet accepted so far.
+    accepted_bytes: u64,
+    /// The jitter scale in ns.
+    jitter_scale_ns: u64,
+    /// When the queue last became empty (RED idle correction).
+    idle_since: u64,
     /// The packet limit of a `DropTailPackets` queue, `u32::MAX` for the
     /// other disciplines (which read `p.queue`).
     packet_limit: u32,
@@ -488,13 +502,18 @@ pub struct LinkDirection<P> {
     /// `p.allow_reorder`.
     reorder: bool,
     ge_bad: bool,
-    // Lines 2 and 3.
-    stats: LinkStats, // 104
-    /// The jitter scale in ns.
-    jitter_scale_ns: u64,
-    /// When the queue last became empty (RED idle correction).
-    idle_since: u64,
+    /// `discarded` is not empty (read on every offer, unlike the vector).
+    has_discarded: bool,
     // Cold.
+    /// Offered but refused (queue full, RED, link down).
+    refused_packets: u64,
+    refused_bytes: u64,
+    /// Accepted, then dropped from the queue by a link-down.
+    aborted_packets: u64,
+    aborted_bytes: u64,
+    queue_drops: u64,
+    loss_drops: u64,
+    down_drops: u64,
     p: LinkParams,
     red: RedState,
     /// Packets that will never be delivered (refused, lost on the wire,
@@ -510,7 +529,7 @@ impl<P> std::fmt::Debug for LinkDirection<P> {
             .field("up", &self.up)
             .field("queued", &self.queue.len())
             .field("flight", &self.flight.len())
-            .field("stats", &self.stats)
+            .field("stats", &self.stats())
             .finish()
     }
 }
@@ -543,7 +562,19 @@ impl<P> LinkDirection<P> {
             ge_bad: false,
             red: RedState { avg: 0.0, count: -1 },
             idle_since: 0,
-            stats: LinkStats::default(),
+            delivered_packets: 0,
+            delivered_bytes: 0,
+            queue_bytes: 0,
+            max_queue_bytes: 0,
+            accepted_bytes: 0,
+            has_discarded: false,
+            refused_packets: 0,
+            refused_bytes: 0,
+            aborted_packets: 0,
+            aborted_bytes: 0,
+            queue_drops: 0,
+            loss_drops: 0,
+            down_drops: 0,
             discarded: Vec::new(),
             last_end_ns: 0,
             p,
@@ -561,6 +592,10 @@ impl<P> LinkDirection<P> {
     /// They pile up until taken: a long-running caller takes them after
     /// every `offer` and `set_up` (the simulator returns their pool slots).
     pub fn take_discarded(&mut self, out: &mut Vec<P>) {
+        if !self.has_discarded {
+            return;
+        }
+        self.has_discarded = false;
         out.append(&mut self.discarded);
     }
 
@@ -575,17 +610,15 @@ impl<P> LinkDirection<P> {
     /// when the caller polls.
     pub fn offer(&mut self, now: Instant, pkt: P, size: u32, rng: &mut SimRng) -> Offer {
         let now = now.0;
-        self.stats.offered_packets += 1;
-        self.stats.offered_bytes += u64::from(size);
         if !self.up {
-            self.stats.down_drops += 1;
-            self.discarded.push(pkt);
+            self.down_drops += 1;
+            self.refuse(pkt, size);
             return Offer::DroppedDown;
         }
         self.advance_ns(now);
         if !self.admit(now, size, rng) {
-            self.stats.queue_drops += 1;
-            self.discarded.push(pkt);
+            self.queue_drops += 1;
+            self.refuse(pkt, size);
             return Offer::DroppedQueue;
         }
         let lost = self.draw_loss(rng);
@@ -604,10 +637,10 @@ impl<P> LinkDirection<P> {
         let end = rec.end();
         self.last_end_ns = end;
         self.queue.push_back(rec);
-        self.stats.queue_bytes += u64::from(size);
-        self.stats.queue_packets += 1;
+        self.queue_bytes += u64::from(size);
+        self.accepted_bytes += u64::from(size);
         if lost {
-            self.discarded.push(pkt);
+            self.discard(pkt);
         } else {
             let at = self.arrival(end, jitter, self.flight.last_at());
             self.flight.push(Fly { at, seq, size, pkt });
@@ -617,8 +650,19 @@ impl<P> LinkDirection<P> {
             // Unlimited rate (or an empty packet): already on the wire.
             self.advance_ns(now);
         }
-        self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.stats.queue_bytes);
+        self.max_queue_bytes = self.max_queue_bytes.max(self.queue_bytes);
         Offer::Queued
+    }
+
+    fn refuse(&mut self, pkt: P, size: u32) {
+        self.refused_packets += 1;
+        self.refused_bytes += u64::from(size);
+        self.discard(pkt);
+    }
+
+    fn discard(&mut self, pkt: P) {
+        self.discarded.push(pkt);
+        self.has_discarded = true;
     }
 
     /// Earliest time a packet arrives at the far end; None when nothing is
@@ -634,8 +678,8 @@ impl<P> LinkDirection<P> {
     pub fn poll(&mut self, now: Instant) -> Option<Delivered<P>> {
         self.advance_ns(now.0);
         let f = self.flight.pop_due(now.0)?;
-        self.stats.delivered_packets += 1;
-        self.stats.delivered_bytes += u64::from(f.size);
+        self.delivered_packets += 1;
+        self.delivered_bytes += u64::from(f.size);
         Some(Delivered { packet: f.pkt, at: Instant(f.at) })
     }
 
@@ -649,8 +693,8 @@ impl<P> LinkDirection<P> {
     #[inline]
     pub fn deliver(&mut self, now: Instant) -> Option<Delivered<P>> {
         let f = self.flight.pop_due(now.0)?;
-        self.stats.delivered_packets += 1;
-        self.stats.delivered_bytes += u64::from(f.size);
+        self.delivered_packets += 1;
+        self.delivered_bytes += u64::from(f.size);
         Some(Delivered { packet: f.pkt, at: Instant(f.at) })
     }
 
@@ -670,13 +714,15 @@ impl<P> LinkDirection<P> {
             self.advance_ns(now);
             let queued = self.queue.len();
             let removed = self.flight.drop_after(now, &mut self.discarded);
+            self.has_discarded = !self.discarded.is_empty();
             // `removed` includes the live queued packets' flight entries.
             let propagating = removed.saturating_sub(self.queued_live);
-            self.stats.down_drops += (queued + propagating) as u64;
+            self.down_drops += (queued + propagating) as u64;
+            self.aborted_packets += queued as u64;
+            self.aborted_bytes += self.queue_bytes;
             self.queue.clear();
             self.queued_live = 0;
-            self.stats.queue_bytes = 0;
-            self.stats.queue_packets = 0;
+            self.queue_bytes = 0;
             // The frame on the serialiser is aborted: idle from now.
             self.free_ns = now;
             self.free_rem = 0;
@@ -737,9 +783,22 @@ impl<P> LinkDirection<P> {
 
     /// Counters, with the queue as of the latest call (see [`advance`](Self::advance)).
     pub fn stats(&self) -> LinkStats {
-        let mut s = self.stats;
-        s.in_flight_packets = self.flight.len().saturating_sub(self.queued_live) as u64;
-        s
+        let queued = self.queue.len() as u64;
+        LinkStats {
+            offered_packets: self.next_seq + self.refused_packets,
+            offered_bytes: self.accepted_bytes + self.refused_bytes,
+            tx_packets: self.next_seq - queued - self.aborted_packets,
+            tx_bytes: self.accepted_bytes - self.queue_bytes - self.aborted_bytes,
+            delivered_packets: self.delivered_packets,
+            delivered_bytes: self.delivered_bytes,
+            queue_bytes: self.queue_bytes,
+            queue_packets: queued,
+            max_queue_bytes: self.max_queue_bytes,
+            in_flight_packets: self.flight.len().saturating_sub(self.queued_live) as u64,
+            queue_drops: self.queue_drops,
+            loss_drops: self.loss_drops,
+            down_drops: self.down_drops,
+        }
     }
 
     // ---- internals ----------------------------------------------------
@@ -754,12 +813,9 @@ impl<P> LinkDirection<P> {
             }
             let (size, lost) = (front.size, front.lost);
             self.queue.pop_front();
-            self.stats.tx_packets += 1;
-            self.stats.tx_bytes += u64::from(size);
-            self.stats.queue_bytes -= u64::from(size);
-            self.stats.queue_packets -= 1;
+            self.queue_bytes -= u64::from(size);
             if lost {
-                self.stats.loss_drops += 1;
+                self.loss_drops += 1;
             } else {
                 self.queued_live -= 1;
             }
@@ -787,7 +843,7 @@ impl<P> LinkDirection<P> {
         if self.packet_limit != u32::MAX {
             return self.queue.len() < self.packet_limit as usize;
         }
-        let q = self.stats.queue_bytes;
+        let q = self.queue_bytes;
         match self.p.queue {
             QueueConfig::DropTailPackets(n) => self.queue.len() < n,
             QueueConfig::DropTailBytes(b) => q.saturating_add(u64::from(size)) <= b,
@@ -818,7 +874,7 @@ impl<P> LinkDirection<P> {
             };
             self.red.avg *= (1.0 - w).powf(m);
         }
-        let q = self.stats.queue_bytes as f64;
+        let q = self.queue_bytes as f64;
         self.red.avg = (1.0 - w) * self.red.avg + w * q;
         let avg = self.red.avg;
         let (min, max) = (min_th as f64, max_th as f64);
@@ -978,17 +1034,19 @@ mod tests {
         out
     }
 
-    /// The per-packet fields stay in the first four cache lines (see the
-    /// struct's comment); a field added in front would silently push them
-    /// out.
+    /// What `deliver` touches stays in line 0 and what `offer` touches in
+    /// lines 0 to 2 (see the struct's comment); a field added in front
+    /// would silently push them out.
     #[test]
-    fn hot_fields_fill_the_first_four_lines() {
+    fn hot_fields_fill_the_first_three_lines() {
         use std::mem::offset_of;
         type L = LinkDirection<u64>;
+        assert!(offset_of!(L, free_rem) + 8 <= 64);
+        assert!(offset_of!(L, delivered_bytes) + 8 <= 64);
         assert_eq!(offset_of!(L, queue), 64);
-        assert!(offset_of!(L, ge_bad) < 128);
-        assert_eq!(offset_of!(L, stats), 128);
-        assert!(offset_of!(L, idle_since) + 8 <= 256);
+        assert!(offset_of!(L, delay_ns) + 8 <= 128);
+        assert_eq!(offset_of!(L, queued_live), 128);
+        assert!(offset_of!(L, has_discarded) < 192);
     }
 
     /// `deliver` hands out exactly what `poll` does, and once advanced the
