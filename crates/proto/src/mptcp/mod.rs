@@ -600,11 +600,7 @@ impl Connection {
         self.changed(i);
         let mut placed = None;
         if self.fallback.is_some() {
-            let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
-            self.after_fallback_input(i, sub_range.clone());
-            placed = sub_range.map(|r| r.start..r.end);
-            self.after_input(now);
-            return placed;
+            return self.input_as_plain_tcp(now, i, h, payload_len);
         }
         if h.rst() {
             if let Some(k) = h.options.mptcp().find_map(|o| if let MptcpOption::MpFastclose { receiver_key } = o { Some(*receiver_key) } else { None }) {
@@ -622,18 +618,14 @@ impl Connection {
             self.fall_back(Fallback::NoMapping);
         }
         if self.fallback.is_some() {
-            let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
-            self.after_fallback_input(i, sub_range.clone());
-            self.after_input(now);
-            return sub_range;
+            return self.input_as_plain_tcp(now, i, h, payload_len);
         }
         let was_synced = self.subflows[i].tcp.is_established();
-        self.handshake_input(now, i, h);
+        if self.handshake_may_apply(i, h) {
+            self.handshake_input(now, i, h);
+        }
         if self.fallback.is_some() {
-            let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
-            self.after_fallback_input(i, sub_range.clone());
-            self.after_input(now);
-            return sub_range;
+            return self.input_as_plain_tcp(now, i, h, payload_len);
         }
         self.refresh_coupling(i);
         let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
@@ -783,6 +775,29 @@ impl Connection {
     }
 
     /// MP_CAPABLE / MP_JOIN processing before the TCP engine sees the segment.
+    /// A segment of a fallen-back connection: subflow `i` is a plain TCP
+    /// connection now (kept out of line: the multipath path is the hot one).
+    #[cold]
+    #[inline(never)]
+    fn input_as_plain_tcp(&mut self, now: Instant, i: usize, h: &TcpHeader, payload_len: u32) -> Option<Range<u64>> {
+        let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
+        self.after_fallback_input(i, sub_range.clone());
+        self.after_input(now);
+        sub_range
+    }
+
+    /// Whether `h` may still take part in subflow `i`'s MPTCP handshake.
+    /// Only a repeated MP_JOIN third ACK concerns an established subflow
+    /// of a connection whose keys are known (see `handshake_input`); every
+    /// other data segment skips the handshake checks.
+    fn handshake_may_apply(&self, i: usize, h: &TcpHeader) -> bool {
+        let s = &self.subflows[i];
+        s.handshake != Handshake::Established
+            || self.remote.is_none()
+            || h.syn()
+            || (!self.client && s.is_join() && h.options.mptcp().any(|o| matches!(o, MptcpOption::MpJoin(_))))
+    }
+
     fn handshake_input(&mut self, now: Instant, i: usize, h: &TcpHeader) {
         let cap = h.options.mptcp().find_map(|o| if let MptcpOption::MpCapable(m) = o { Some(*m) } else { None });
         let join = h.options.mptcp().find_map(|o| if let MptcpOption::MpJoin(j) = o { Some(*j) } else { None });
