@@ -16,9 +16,6 @@ pub struct TcpEndpoint {
     conn: Connection,
     local: SocketAddr,
     remote: SocketAddr,
-    /// Where the connection builds each segment before it is copied into
-    /// the packet pool (one copy of the header, no moves on the way).
-    slot: Box<Transmit>,
 }
 
 fn v4(a: SocketAddr) -> Ipv4Addr {
@@ -54,12 +51,12 @@ pub fn tcp_config(t: &network::TcpConfig) -> TcpConfig {
 
 impl TcpEndpoint {
     pub fn connect(t: &network::TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Instant) -> TcpEndpoint {
-        TcpEndpoint { conn: Connection::connect(tcp_config(t), local, remote, iss, now), local, remote, slot: Box::default() }
+        TcpEndpoint { conn: Connection::connect(tcp_config(t), local, remote, iss, now), local, remote }
     }
 
     pub fn accept(t: &network::TcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, iss: u32, now: Instant) -> Option<TcpEndpoint> {
         let conn = Connection::accept(tcp_config(t), local, remote, &syn.tcp, iss, now).ok()?;
-        Some(TcpEndpoint { conn, local, remote, slot: Box::default() })
+        Some(TcpEndpoint { conn, local, remote })
     }
 }
 
@@ -94,7 +91,8 @@ impl Endpoint for TcpEndpoint {
     }
 
     fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
-        let t = &mut *self.slot;
+        // Built on the stack (in cache), copied once into the pool slot.
+        let t = &mut Transmit::default();
         if !self.conn.poll_transmit_into(now, t) {
             return false;
         }

@@ -253,9 +253,6 @@ pub struct Connection {
     opp_done: Option<u64>,
 
     out: VecDeque<Transmit>,
-    /// Where the subflows build their segments (kept between passes: a
-    /// ~350-byte header is written once, in place, not moved around).
-    tx_slot: Option<Box<tcp::Transmit>>,
     // ---- what changed since the last transmit pass
     //
     // A segment arriving on one subflow changes that subflow only, and a
@@ -362,7 +359,6 @@ impl Connection {
             ooo_waits: VecDeque::new(),
             opp_done: None,
             out: VecDeque::new(),
-            tx_slot: None,
             dirty_all: true,
             dirty: Vec::new(),
             touched: Vec::new(),
@@ -1578,7 +1574,10 @@ impl Connection {
         // the others wait in `out`.
         let mut emit = Some(emit);
         let mut first = None;
-        let mut t = self.tx_slot.take().unwrap_or_default();
+        // The subflows build their segments here, on the stack (in cache,
+        // where a slot of each connection's own would be cold): the
+        // ~350-byte header is written once, in place, not moved around.
+        let mut t = tcp::Transmit::default();
         for &i in &polled {
             let mut sent = false;
             for _ in 0..1024 {
@@ -1600,7 +1599,6 @@ impl Connection {
             self.timeouts[i] = self.subflow_timeout(i);
             self.may_owe_update[i] = self.subflows[i].tcp.may_owe_window_update();
         }
-        self.tx_slot = Some(t);
         self.timeouts_valid = true;
         polled.clear();
         self.dirty = polled; // keep the allocation
