@@ -127,7 +127,7 @@ struct IfCounters {
 }
 
 /// One way out of a node: the interface and the link direction behind it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Egress {
     link: u32,
     iface: u16,
@@ -609,8 +609,18 @@ impl World {
                 }
                 if n.fib[di] == FIB_UNKNOWN {
                     let hops = lookup(None);
-                    n.fib[di] = (n.hops.len() as u32) << 8 | hops.len().min(255) as u32;
-                    n.hops.extend_from_slice(&hops);
+                    let hops = &hops[..hops.len().min(255)];
+                    // Destinations reached the same way (every address up
+                    // an edge or aggregation switch) share one copy of
+                    // their next hops, so the table stays a few lines.
+                    let start = match n.hops.windows(hops.len().max(1)).position(|w| w == hops) {
+                        Some(at) if !hops.is_empty() => at,
+                        _ => {
+                            n.hops.extend_from_slice(hops);
+                            n.hops.len() - hops.len()
+                        }
+                    };
+                    n.fib[di] = (start as u32) << 8 | hops.len() as u32;
                 }
                 let e = n.fib[di];
                 let (start, k) = ((e >> 8) as usize, (e & 0xff) as usize);
