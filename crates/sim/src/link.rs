@@ -489,10 +489,13 @@ pub struct LinkDirection<P> {
     max_queue_bytes: u64,
     /// Bytes of every packet accepted so far.
     accepted_bytes: u64,
-    /// The jitter scale in ns.
-    jitter_scale_ns: u64,
     /// When the queue last became empty (RED idle correction).
     idle_since: u64,
+    /// Arrival time of the packet last put in `flight` (a FIFO flight's
+    /// back, kept here so that offering does not read the flight's
+    /// buffer). Once that packet has arrived the value is at most `now`,
+    /// below any new arrival, so it need not be cleared.
+    flight_last_at: u64,
     /// The packet limit of a `DropTailPackets` queue, `u32::MAX` for the
     /// other disciplines (which read `p.queue`).
     packet_limit: u32,
@@ -504,7 +507,11 @@ pub struct LinkDirection<P> {
     ge_bad: bool,
     /// `discarded` is not empty (read on every offer, unlike the vector).
     has_discarded: bool,
+    /// `jitter_scale_ns` is not zero.
+    jittery: bool,
     // Cold.
+    /// The jitter scale in ns.
+    jitter_scale_ns: u64,
     /// Offered but refused (queue full, RED, link down).
     refused_packets: u64,
     refused_bytes: u64,
@@ -552,6 +559,8 @@ impl<P> LinkDirection<P> {
             reorder: p.allow_reorder,
             delay_ns: duration_ns(p.delay),
             jitter_scale_ns: p.jitter.scale_ns(),
+            jittery: p.jitter.scale_ns() != 0,
+            flight_last_at: 0,
             up: true,
             queue: VecDeque::new(),
             queued_live: 0,
@@ -622,7 +631,7 @@ impl<P> LinkDirection<P> {
             return Offer::DroppedQueue;
         }
         let lost = self.draw_loss(rng);
-        let jitter = if lost || self.jitter_scale_ns == 0 { 0 } else { self.p.jitter.sample(self.jitter_scale_ns, rng) };
+        let jitter = if lost || !self.jittery { 0 } else { self.p.jitter.sample(self.jitter_scale_ns, rng) };
 
         // Serialisation starts when both the packet and the serialiser are
         // ready. Comparing (now, 0) with the exact free time keeps the
@@ -642,7 +651,8 @@ impl<P> LinkDirection<P> {
         if lost {
             self.discard(pkt);
         } else {
-            let at = self.arrival(end, jitter, self.flight.last_at());
+            let at = self.arrival(end, jitter, self.flight_last_at);
+            self.flight_last_at = at;
             self.flight.push(Fly { at, seq, size, pkt });
             self.queued_live += 1;
         }
@@ -714,6 +724,7 @@ impl<P> LinkDirection<P> {
             self.advance_ns(now);
             let queued = self.queue.len();
             let removed = self.flight.drop_after(now, &mut self.discarded);
+            self.flight_last_at = self.flight.last_at();
             self.has_discarded = !self.discarded.is_empty();
             // `removed` includes the live queued packets' flight entries.
             let propagating = removed.saturating_sub(self.queued_live);
@@ -766,6 +777,7 @@ impl<P> LinkDirection<P> {
     pub fn set_jitter(&mut self, j: Jitter) {
         self.p.jitter = j;
         self.jitter_scale_ns = j.scale_ns();
+        self.jittery = self.jitter_scale_ns != 0;
     }
 
     /// Changes the loss model for packets offered from now on. Switching
@@ -995,6 +1007,7 @@ impl<P> LinkDirection<P> {
                 *h = BinaryHeap::from(v);
             }
         }
+        self.flight_last_at = self.flight.last_at();
     }
 }
 
@@ -1047,6 +1060,8 @@ mod tests {
         assert!(offset_of!(L, delay_ns) + 8 <= 128);
         assert_eq!(offset_of!(L, queued_live), 128);
         assert!(offset_of!(L, has_discarded) < 192);
+        assert!(offset_of!(L, jittery) < 192);
+        assert!(offset_of!(L, flight_last_at) + 8 <= 192);
     }
 
     /// `deliver` hands out exactly what `poll` does, and once advanced the
