@@ -715,13 +715,13 @@ impl Connection {
         placed
     }
 
-    /// Subflow `i`'s TCP, told the current receive window cap first.
     /// The subflow with this 4-tuple.
     fn subflow_of(&self, local: SocketAddr, remote: SocketAddr) -> Option<usize> {
         let key = port_key(local, remote);
         self.ports.iter().enumerate().filter(|&(_, &k)| k == key).map(|(i, _)| i).find(|&i| self.addrs[i] == (local, remote))
     }
 
+    /// Subflow `i`'s TCP, told the current receive window cap first.
     fn sub_tcp(&mut self, i: usize) -> &mut tcp::Connection {
         let t = &mut self.subflows[i].tcp;
         t.set_window_cap(self.win_cap);
@@ -770,7 +770,6 @@ impl Connection {
         crypto::expand_seq32(self.local.idsn.wrapping_add(1).wrapping_add(self.data_una), v as u32)
     }
 
-    /// MP_CAPABLE / MP_JOIN processing before the TCP engine sees the segment.
     /// A segment of a fallen-back connection: subflow `i` is a plain TCP
     /// connection now (kept out of line: the multipath path is the hot one).
     #[cold]
@@ -794,6 +793,7 @@ impl Connection {
             || (!self.client && s.is_join() && h.options.mptcp().any(|o| matches!(o, MptcpOption::MpJoin(_))))
     }
 
+    /// MP_CAPABLE / MP_JOIN processing before the TCP engine sees the segment.
     fn handshake_input(&mut self, now: Instant, i: usize, h: &TcpHeader) {
         let cap = h.options.mptcp().find_map(|o| if let MptcpOption::MpCapable(m) = o { Some(*m) } else { None });
         let join = h.options.mptcp().find_map(|o| if let MptcpOption::MpJoin(j) = o { Some(*j) } else { None });
@@ -1588,7 +1588,7 @@ impl Connection {
                 let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
                 match emit.take() {
                     Some(f) => first = Some(f(Segment { local, remote, header: &t.header, data })),
-                    None => self.out.push_back(Transmit { local, remote, header: t.header.clone(), data }),
+                    None => self.out.push_back(Transmit { local, remote, header: t.header, data }),
                 }
                 sent = true;
             }
@@ -1780,12 +1780,13 @@ impl Connection {
     }
 }
 
-/// Adds `o` if the options still fit in 40 bytes, dropping SACK blocks
-/// to make room if needed.
+/// A subflow's two ports in one word (see `Connection::ports`).
 fn port_key(local: SocketAddr, remote: SocketAddr) -> u32 {
     u32::from(local.port()) << 16 | u32::from(remote.port())
 }
 
+/// Adds `o` if the options still fit in 40 bytes, dropping SACK blocks
+/// to make room if needed.
 fn try_push(h: &mut TcpHeader, o: MptcpOption) -> bool {
     let mut trial = h.options;
     if trial.push_mptcp(o).is_err() {

@@ -529,7 +529,7 @@ mod tests {
                     }
                     2 => {
                         let (lo, hi) = ((x.min(y)) * 100, (x.max(y) + 1) * 100);
-                        b.sack(&[lo.min(next)..hi.min(next)]);
+                        b.sack(std::slice::from_ref(&(lo.min(next)..hi.min(next))));
                     }
                     3 => { b.ack((x * 100).min(next)); }
                     4 => { b.mark_lost_by_sack(300); }
