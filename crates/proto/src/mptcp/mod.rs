@@ -492,10 +492,9 @@ impl Connection {
         self.cfg.snd_buf.saturating_sub(self.app_end - self.data_una)
     }
     pub fn send(&mut self, n: u64) -> u64 {
+        // The subflows' cached timeouts stay valid: writing (or reading)
+        // at the data level changes no subflow until the next pass.
         let n = n.min(self.send_space());
-        if n > 0 {
-            self.timeouts_valid = false;
-        }
         self.app_end += n;
         n
     }
@@ -506,9 +505,6 @@ impl Connection {
         let n = max.min(self.readable());
         let r = self.read_off..self.read_off + n;
         self.read_off += n;
-        if n > 0 {
-            self.timeouts_valid = false;
-        }
         r
     }
     /// The peer sent DATA_FIN and everything before it was read.
