@@ -268,14 +268,20 @@ impl LinkStats {
 }
 
 /// Per-packet record of a packet that has not finished serialisation.
+///
+/// 32 bytes, aligned to 32: two records per cache line and none across
+/// two lines (each `offer` reads the front record; one straddling a line
+/// boundary cost a second cache miss). The record's sequence number is not
+/// stored: records are retired from the front in order, so the front's is
+/// `next_seq - queue.len()`.
 #[derive(Clone, Copy, Debug)]
+#[repr(align(32))]
 struct Ser {
     /// Exact end of serialisation: `end_ns + end_rem / rate`.
     end_ns: u64,
     end_rem: u64,
     /// Pre-drawn jitter, kept to recompute the arrival on set_rate/set_delay.
     jitter_ns: u64,
-    seq: u64,
     size: u32,
     /// Pre-drawn loss decision (the packet itself is not kept).
     lost: bool,
@@ -318,20 +324,29 @@ fn div_128(ns: u64, num: u128, rate: u64) -> (u64, u64) {
 /// A packet on its way to the far end. Packets still waiting for (or in)
 /// serialisation are here too, since their arrival is already known; the
 /// matching `Ser` record says they still occupy the queue.
+///
+/// Aligned to 32 bytes: with the simulator's 20-byte packet handle an entry
+/// is exactly 32 bytes and never straddles two cache lines (delivering
+/// reads the front entry, usually a cache miss already).
 #[derive(Debug)]
+#[repr(align(32))]
 struct Fly<P> {
     at: u64,
-    seq: u64,
     size: u32,
     pkt: P,
 }
 
-/// Heap wrapper: the smallest (arrival, seq) is the greatest.
-struct ByArrival<P>(Fly<P>);
+/// Heap wrapper: the smallest (arrival, seq) is the greatest; `seq` is the
+/// packet's sequence number on the link (ties in sending order, and how a
+/// retiming finds the packet's record).
+struct ByArrival<P> {
+    seq: u64,
+    fly: Fly<P>,
+}
 
 impl<P> ByArrival<P> {
     fn key(&self) -> (u64, u64) {
-        (self.0.at, self.0.seq)
+        (self.fly.at, self.seq)
     }
 }
 impl<P> PartialEq for ByArrival<P> {
@@ -376,11 +391,12 @@ impl<P> Flight<P> {
         }
     }
 
+    /// Adds the packet with sequence number `seq` on the link.
     #[inline]
-    fn push(&mut self, f: Fly<P>) {
+    fn push(&mut self, seq: u64, fly: Fly<P>) {
         match self {
-            Flight::Fifo(d) => d.push_back(f),
-            Flight::Heap(h) => h.push(ByArrival(f)),
+            Flight::Fifo(d) => d.push_back(fly),
+            Flight::Heap(h) => h.push(ByArrival { seq, fly }),
         }
     }
 
@@ -388,7 +404,7 @@ impl<P> Flight<P> {
     fn next_at(&self) -> Option<u64> {
         match self {
             Flight::Fifo(d) => d.front().map(|f| f.at),
-            Flight::Heap(h) => h.peek().map(|f| f.0.at),
+            Flight::Heap(h) => h.peek().map(|f| f.fly.at),
         }
     }
 
@@ -403,8 +419,8 @@ impl<P> Flight<P> {
                 }
             }
             Flight::Heap(h) => {
-                if h.peek()?.0.at <= now {
-                    h.pop().map(|b| b.0)
+                if h.peek()?.fly.at <= now {
+                    h.pop().map(|b| b.fly)
                 } else {
                     None
                 }
@@ -422,9 +438,9 @@ impl<P> Flight<P> {
                 out.extend(d.drain(keep..).map(|f| f.pkt));
             }
             Flight::Heap(h) => {
-                let (keep, gone): (Vec<_>, Vec<_>) = std::mem::take(h).into_vec().into_iter().partition(|f| f.0.at <= now);
+                let (keep, gone): (Vec<_>, Vec<_>) = std::mem::take(h).into_vec().into_iter().partition(|f| f.fly.at <= now);
                 *h = keep.into();
-                out.extend(gone.into_iter().map(|f| f.0.pkt));
+                out.extend(gone.into_iter().map(|f| f.fly.pkt));
             }
         }
         before - self.len()
@@ -642,7 +658,7 @@ impl<P> LinkDirection<P> {
         self.free_rem = end_rem;
         let seq = self.next_seq;
         self.next_seq += 1;
-        let rec = Ser { end_ns, end_rem, jitter_ns: jitter, seq, size, lost };
+        let rec = Ser { end_ns, end_rem, jitter_ns: jitter, size, lost };
         let end = rec.end();
         self.last_end_ns = end;
         self.queue.push_back(rec);
@@ -653,7 +669,7 @@ impl<P> LinkDirection<P> {
         } else {
             let at = self.arrival(end, jitter, self.flight_last_at);
             self.flight_last_at = at;
-            self.flight.push(Fly { at, seq, size, pkt });
+            self.flight.push(seq, Fly { at, size, pkt });
             self.queued_live += 1;
         }
         if end <= now {
@@ -989,7 +1005,6 @@ impl<P> LinkDirection<P> {
                 let mut prev = if base > 0 { d.get(base - 1).map_or(0, |f| f.at) } else { 0 };
                 for (j, r) in (base..).zip(self.queue.iter().filter(|r| !r.lost)) {
                     if let Some(f) = d.get_mut(j) {
-                        debug_assert_eq!(f.seq, r.seq);
                         f.at = compute(r, prev);
                         prev = f.at;
                     }
@@ -997,11 +1012,15 @@ impl<P> LinkDirection<P> {
             }
             Flight::Heap(h) => {
                 // Rare path (reordering links only): rebuild the heap.
-                let new: Vec<(u64, u64)> = self.queue.iter().filter(|r| !r.lost).map(|r| (r.seq, compute(r, 0))).collect();
+                // The records are consecutive sequence numbers ending
+                // just before `next_seq`.
+                let first = self.next_seq - self.queue.len() as u64;
+                let new: Vec<(u64, u64)> =
+                    (first..).zip(self.queue.iter()).filter(|(_, r)| !r.lost).map(|(seq, r)| (seq, compute(r, 0))).collect();
                 let mut v = std::mem::take(h).into_vec();
                 for f in &mut v {
-                    if let Ok(i) = new.binary_search_by_key(&f.0.seq, |e| e.0) {
-                        f.0.at = new[i].1;
+                    if let Ok(i) = new.binary_search_by_key(&f.seq, |e| e.0) {
+                        f.fly.at = new[i].1;
                     }
                 }
                 *h = BinaryHeap::from(v);
@@ -1062,6 +1081,25 @@ mod tests {
         assert!(offset_of!(L, has_discarded) < 192);
         assert!(offset_of!(L, jittery) < 192);
         assert!(offset_of!(L, flight_last_at) + 8 <= 192);
+    }
+
+    /// Queue records and flight entries (with a handle of up to 20 bytes,
+    /// the simulator's) are 32 bytes and 32-aligned: two per cache line,
+    /// none across a line boundary.
+    #[test]
+    fn records_never_straddle_a_cache_line() {
+        use std::mem::{align_of, size_of};
+        assert_eq!((size_of::<Ser>(), align_of::<Ser>()), (32, 32));
+        assert_eq!((size_of::<Fly<[u32; 5]>>(), align_of::<Fly<[u32; 5]>>()), (32, 32));
+        let mut l = LinkDirection::<[u32; 5]>::new(params(10_000_000_000, 1_000, unbounded()));
+        let mut rng = SimRng::new(1, 1);
+        for i in 0..50u32 {
+            l.offer(Instant(u64::from(i)), [i; 5], 1500, &mut rng);
+        }
+        let Flight::Fifo(d) = &l.flight else { panic!("a FIFO link") };
+        let (a, b) = d.as_slices();
+        assert!(a.iter().chain(b).all(|f| (f as *const Fly<_> as usize) % 32 == 0));
+        assert!(l.queue.iter().all(|r| (r as *const Ser as usize) % 32 == 0));
     }
 
     /// `deliver` hands out exactly what `poll` does, and once advanced the

@@ -50,22 +50,61 @@ struct Pool {
 /// queues beside the packet's pool slot: a router hop reads the 24 bytes
 /// that arrive with the link's delivery and never touches the packet (a
 /// separate metadata array cost a cache miss per hop on large runs).
+///
+/// 20 bytes with 4-byte alignment (the hash kept as two halves, size and
+/// TTL sharing a word), so that a link's flight entry (arrival, size, hop)
+/// is exactly 32 bytes: two entries per cache line, none across two.
 #[derive(Clone, Copy, Debug)]
 struct Hop {
-    flow_hash: u64,
+    /// [`flow_hash`] of the 5-tuple, low half first.
+    flow_hash: [u32; 2],
     /// Pool slot of the packet.
     id: u32,
-    size: u32,
     dst_idx: u32,
-    /// The IP TTL: routers decrement it here rather than in the packet.
-    ttl: u8,
+    /// Wire size (bytes) `<< 8` | the IP TTL. Routers decrement the TTL
+    /// here rather than in the packet.
+    size_ttl: u32,
 }
+
+/// The largest wire size a [`Hop`] carries (24 bits). Segments are at most
+/// 64 KiB (the MSS is a 16-bit option), coalesced ones twice that.
+const HOP_MAX_SIZE: u32 = (1 << 24) - 1;
 
 impl Hop {
     fn of(id: u32, p: &Packet) -> Hop {
-        Hop { flow_hash: flow_hash(p.flow_key()), id, size: p.size, dst_idx: p.dst_idx, ttl: p.ttl }
+        let mut h = Hop { flow_hash: split_hash(flow_hash(p.flow_key())), id, dst_idx: p.dst_idx, size_ttl: 0 };
+        h.set_size_ttl(p.size, p.ttl);
+        h
+    }
+
+    #[inline]
+    fn flow_hash(&self) -> u64 {
+        u64::from(self.flow_hash[1]) << 32 | u64::from(self.flow_hash[0])
+    }
+
+    #[inline]
+    fn size(&self) -> u32 {
+        self.size_ttl >> 8
+    }
+
+    #[inline]
+    fn ttl(&self) -> u8 {
+        self.size_ttl as u8
+    }
+
+    #[inline]
+    fn set_size_ttl(&mut self, size: u32, ttl: u8) {
+        debug_assert!(size <= HOP_MAX_SIZE, "packet of {size} bytes");
+        self.size_ttl = size.min(HOP_MAX_SIZE) << 8 | u32::from(ttl);
     }
 }
+
+#[inline]
+fn split_hash(h: u64) -> [u32; 2] {
+    [h as u32, (h >> 32) as u32]
+}
+
+const _: () = assert!(std::mem::size_of::<Hop>() == 20);
 
 impl Pool {
     fn put(&mut self, p: Packet) -> Hop {
@@ -448,9 +487,9 @@ impl World {
     /// ports a middlebox rewrote.
     fn refresh_hop(&mut self, h: &mut Hop) {
         let p = &self.pool.pkts[h.id as usize];
-        h.flow_hash = flow_hash(p.flow_key());
+        h.flow_hash = split_hash(flow_hash(p.flow_key()));
         h.dst_idx = self.addr_idx.get(&u32::from(p.dst)).copied().unwrap_or(NO_ADDR);
-        h.size = p.size;
+        h.set_size_ttl(p.size, h.ttl());
     }
 
     /// Runs a packet through the middleboxes at `at`; returns the packets
@@ -463,7 +502,7 @@ impl World {
         };
         let mut extra = Vec::new();
         let mut p = self.pool.pkts[h.id as usize].clone();
-        p.ttl = h.ttl;
+        p.ttl = h.ttl();
         crate::middlebox::apply(actions, &mut p, &mut extra);
         self.pool.release(h);
         let mut pkts = vec![p];
@@ -500,7 +539,7 @@ impl World {
 
     fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
         let l = &mut self.links[link];
-        if let Offer::Queued = l.dirs[dir].offer(self.now, h, h.size, &mut l.rng[dir]) {
+        if let Offer::Queued = l.dirs[dir].offer(self.now, h, h.size(), &mut l.rng[dir]) {
             let at = l.dirs[dir].last_end();
             self.capture(node, iface, h.id, at);
         }
@@ -554,12 +593,12 @@ impl World {
             self.pool.release(h);
             return;
         }
-        if !self.nodes[node].router || h.ttl <= 1 {
+        if !self.nodes[node].router || h.ttl() <= 1 {
             // Hosts do not forward; an expired TTL is dropped (no ICMP here).
             self.pool.release(h);
             return;
         }
-        h.ttl -= 1;
+        h.set_size_ttl(h.size(), h.ttl() - 1);
         self.stats.packets_forwarded += 1;
         if self.boxes_on_nodes && (!self.mbox.on_node[node].is_empty() || self.mbox.coalesce_node[node].is_some()) {
             for h in self.through_middleboxes(h, Place::Node(node)) {
@@ -574,7 +613,7 @@ impl World {
     /// ECMP per flow on routers, by salted hash or remembered random
     /// choice) and transmits.
     fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, h: Hop) {
-        let Hop { flow_hash, dst_idx, id, .. } = h;
+        let (flow_hash, dst_idx, id) = (h.flow_hash(), h.dst_idx, h.id);
         let spec = &self.net.nodes[node];
         let n = &mut self.nodes[node];
         let dst = || self.pool.pkts[id as usize].dst;
