@@ -477,7 +477,8 @@ fn unit(x: f64) -> f64 {
 /// the comments; the parameters those calls need are copied there from
 /// `p`). Counters that follow from others are not kept but derived in
 /// [`LinkDirection::stats`]: every per-packet write would be another line.
-#[repr(C)]
+/// Aligned to a cache line so that these lines are the hardware's lines.
+#[repr(C, align(64))]
 pub struct LinkDirection<P> {
     // Line 0: what delivering touches (and offering too).
     flight: Flight<P>, // 32
