@@ -30,8 +30,9 @@
 //!
 //! Internally there are two FIFOs: `queue` holds one small record per packet
 //! that has not finished serialisation (this *is* the queue occupancy), and
-//! `flight` holds the packets themselves, ordered by arrival (a `VecDeque`,
-//! or a binary heap when reordering is allowed). A packet that will be lost
+//! `flight` holds the packets themselves, ordered by arrival (a `VecDeque`
+//! behind an inline oldest entry, or a binary heap when reordering is
+//! allowed). A packet that will be lost
 //! never enters `flight`, so it never causes a wake-up. Records leave
 //! `queue` lazily, whenever the link is called with a `now` past their end;
 //! that is all the bookkeeping there is, O(1) amortised per packet, with no
@@ -328,7 +329,7 @@ fn div_128(ns: u64, num: u128, rate: u64) -> (u64, u64) {
 /// Aligned to 32 bytes: with the simulator's 20-byte packet handle an entry
 /// is exactly 32 bytes and never straddles two cache lines (delivering
 /// reads the front entry, usually a cache miss already).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 #[repr(align(32))]
 struct Fly<P> {
     at: u64,
@@ -370,11 +371,106 @@ impl<P> Ord for ByArrival<P> {
 /// in sending order and a deque suffices (O(1)); with reordering a heap
 /// keyed by (arrival, seq) keeps ties in sending order.
 enum Flight<P> {
-    Fifo(VecDeque<Fly<P>>),
-    Heap(BinaryHeap<ByArrival<P>>),
+    Fifo(Fifo<P>),
+    Heap(Box<BinaryHeap<ByArrival<P>>>),
 }
 
-impl<P> Flight<P> {
+/// A FIFO flight whose oldest packet sits inline (in the link direction's
+/// first cache line) and the others in a ring buffer. Delivering takes the
+/// packet from the line the wake-up reads anyway; the ring's entry that
+/// replaces it is loaded off the critical path (reading the ring's front
+/// first was a cache miss before every hop could go on).
+struct Fifo<P> {
+    /// The oldest packet, unless its `at` is [`NO_ARRIVAL`] (empty).
+    head: Fly<P>,
+    /// The others, oldest first; empty when `head` is.
+    rest: VecDeque<Fly<P>>,
+}
+
+/// The arrival time that marks an empty [`Fifo`] head. No packet arrives
+/// then: arrival times saturate one below it (584 years).
+const NO_ARRIVAL: u64 = u64::MAX;
+
+impl<P: Copy + Default> Default for Fifo<P> {
+    fn default() -> Self {
+        Fifo { head: Fly { at: NO_ARRIVAL, size: 0, pkt: P::default() }, rest: VecDeque::new() }
+    }
+}
+
+impl<P: Copy> Fifo<P> {
+    #[inline]
+    fn full(&self) -> bool {
+        self.head.at != NO_ARRIVAL
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        usize::from(self.full()) + self.rest.len()
+    }
+
+    #[inline]
+    fn front(&self) -> Option<&Fly<P>> {
+        self.full().then_some(&self.head)
+    }
+
+    #[inline]
+    fn back(&self) -> Option<&Fly<P>> {
+        self.rest.back().or(self.front())
+    }
+
+    #[inline]
+    fn push_back(&mut self, f: Fly<P>) {
+        debug_assert!(f.at != NO_ARRIVAL);
+        if self.full() {
+            self.rest.push_back(f);
+        } else {
+            self.head = f;
+        }
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<Fly<P>> {
+        if !self.full() {
+            return None;
+        }
+        let f = self.head;
+        match self.rest.pop_front() {
+            Some(next) => self.head = next,
+            None => self.head.at = NO_ARRIVAL,
+        }
+        Some(f)
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut Fly<P>> {
+        match i {
+            0 if self.full() => Some(&mut self.head),
+            _ if self.full() => self.rest.get_mut(i - 1),
+            _ => None,
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Fly<P>> {
+        self.front().into_iter().chain(self.rest.iter())
+    }
+
+    /// Removes the packets arriving after `now` (a suffix: arrivals are in
+    /// order) into `out`.
+    fn drain_after(&mut self, now: u64, out: &mut Vec<P>) {
+        if !self.full() {
+            return;
+        }
+        if self.head.at > now {
+            out.push(self.head.pkt);
+            out.extend(self.rest.drain(..).map(|f| f.pkt));
+            self.head.at = NO_ARRIVAL;
+        } else {
+            let keep = self.rest.partition_point(|f| f.at <= now);
+            out.extend(self.rest.drain(keep..).map(|f| f.pkt));
+        }
+    }
+}
+
+impl<P: Copy> Flight<P> {
     #[inline]
     fn len(&self) -> usize {
         match self {
@@ -433,13 +529,10 @@ impl<P> Flight<P> {
     fn drop_after(&mut self, now: u64, out: &mut Vec<P>) -> usize {
         let before = self.len();
         match self {
-            Flight::Fifo(d) => {
-                let keep = d.partition_point(|f| f.at <= now);
-                out.extend(d.drain(keep..).map(|f| f.pkt));
-            }
+            Flight::Fifo(d) => d.drain_after(now, out),
             Flight::Heap(h) => {
-                let (keep, gone): (Vec<_>, Vec<_>) = std::mem::take(h).into_vec().into_iter().partition(|f| f.fly.at <= now);
-                *h = keep.into();
+                let (keep, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut **h).into_vec().into_iter().partition(|f| f.fly.at <= now);
+                **h = keep.into();
                 out.extend(gone.into_iter().map(|f| f.fly.pkt));
             }
         }
@@ -473,22 +566,23 @@ fn unit(x: f64) -> f64 {
 ///
 /// Fields in declaration order (`repr(C)`), hottest first: a simulated hop
 /// reads this struct from a cold cache line. For a drop-tail link without
-/// loss, `deliver` touches line 0 only and `offer` lines 0 to 2 (sizes in
-/// the comments; the parameters those calls need are copied there from
-/// `p`). Counters that follow from others are not kept but derived in
+/// loss, `deliver` touches lines 0 and 1 and `offer` lines 0 to 3 (sizes
+/// in the comments; the parameters those calls need are copied there from
+/// `p`), neighbours the hardware tends to fetch in pairs. Counters that follow from others are not kept but derived in
 /// [`LinkDirection::stats`]: every per-packet write would be another line.
 /// Aligned to a cache line so that these lines are the hardware's lines.
 #[repr(C, align(64))]
 pub struct LinkDirection<P> {
-    // Line 0: what delivering touches (and offering too).
-    flight: Flight<P>, // 32
+    // Line 0: the packets on their way, the oldest inline.
+    flight: Flight<P>, // 64
+    // Line 1: the rest of what delivering touches, and offering.
     delivered_packets: u64,
     delivered_bytes: u64,
     /// Exact time the serialiser finishes everything accepted so far.
     free_ns: u64,
     free_rem: u64,
-    // Line 1.
     queue: VecDeque<Ser>, // 32
+    // Line 2.
     /// `p.rate_bps`.
     rate_bps: u64,
     /// When the last accepted packet's last bit leaves.
@@ -497,7 +591,6 @@ pub struct LinkDirection<P> {
     next_seq: u64,
     /// `p.delay` in ns.
     delay_ns: u64,
-    // Line 2.
     /// Records in `queue` that are not lost (they have a `flight` entry,
     /// the last `queued_live` ones of a FIFO flight).
     queued_live: usize,
@@ -506,6 +599,7 @@ pub struct LinkDirection<P> {
     max_queue_bytes: u64,
     /// Bytes of every packet accepted so far.
     accepted_bytes: u64,
+    // Line 3.
     /// When the queue last became empty (RED idle correction).
     idle_since: u64,
     /// Arrival time of the packet last put in `flight` (a FIFO flight's
@@ -546,7 +640,7 @@ pub struct LinkDirection<P> {
     discarded: Vec<P>,
 }
 
-impl<P> std::fmt::Debug for LinkDirection<P> {
+impl<P: Copy + Default> std::fmt::Debug for LinkDirection<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LinkDirection")
             .field("params", &self.p)
@@ -562,7 +656,7 @@ fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-impl<P> LinkDirection<P> {
+impl<P: Copy + Default> LinkDirection<P> {
     /// An idle, up link direction.
     pub fn new(p: LinkParams) -> Self {
         LinkDirection {
@@ -581,7 +675,7 @@ impl<P> LinkDirection<P> {
             up: true,
             queue: VecDeque::new(),
             queued_live: 0,
-            flight: if p.allow_reorder { Flight::Heap(BinaryHeap::new()) } else { Flight::Fifo(VecDeque::new()) },
+            flight: if p.allow_reorder { Flight::Heap(Box::default()) } else { Flight::Fifo(Fifo::default()) },
             free_ns: 0,
             free_rem: 0,
             next_seq: 0,
@@ -858,7 +952,7 @@ impl<P> LinkDirection<P> {
     /// before `prev` unless reordering is allowed.
     #[inline]
     fn arrival(&self, end: u64, jitter: u64, prev: u64) -> u64 {
-        let at = end.saturating_add(self.delay_ns).saturating_add(jitter);
+        let at = end.saturating_add(self.delay_ns).saturating_add(jitter).min(NO_ARRIVAL - 1);
         if self.reorder {
             at
         } else {
@@ -991,7 +1085,7 @@ impl<P> LinkDirection<P> {
         let delay = self.delay_ns;
         let reorder = self.p.allow_reorder;
         let compute = |r: &Ser, prev: u64| {
-            let at = r.end().saturating_add(delay).saturating_add(r.jitter_ns);
+            let at = r.end().saturating_add(delay).saturating_add(r.jitter_ns).min(NO_ARRIVAL - 1);
             if reorder {
                 at
             } else {
@@ -1003,7 +1097,7 @@ impl<P> LinkDirection<P> {
                 // The live queued packets are the last `queued_live`
                 // entries, in the same order as their records.
                 let base = d.len().saturating_sub(self.queued_live);
-                let mut prev = if base > 0 { d.get(base - 1).map_or(0, |f| f.at) } else { 0 };
+                let mut prev = if base > 0 { d.iter().nth(base - 1).map_or(0, |f| f.at) } else { 0 };
                 for (j, r) in (base..).zip(self.queue.iter().filter(|r| !r.lost)) {
                     if let Some(f) = d.get_mut(j) {
                         f.at = compute(r, prev);
@@ -1018,13 +1112,13 @@ impl<P> LinkDirection<P> {
                 let first = self.next_seq - self.queue.len() as u64;
                 let new: Vec<(u64, u64)> =
                     (first..).zip(self.queue.iter()).filter(|(_, r)| !r.lost).map(|(seq, r)| (seq, compute(r, 0))).collect();
-                let mut v = std::mem::take(h).into_vec();
+                let mut v = std::mem::take(&mut **h).into_vec();
                 for f in &mut v {
                     if let Ok(i) = new.binary_search_by_key(&f.seq, |e| e.0) {
                         f.fly.at = new[i].1;
                     }
                 }
-                *h = BinaryHeap::from(v);
+                **h = BinaryHeap::from(v);
             }
         }
         self.flight_last_at = self.flight.last_at();
@@ -1054,7 +1148,7 @@ mod tests {
     }
 
     /// Polls at every wake-up until the link is empty; returns (id, at).
-    fn drain<P>(l: &mut LinkDirection<P>) -> Vec<(P, u64)> {
+    fn drain<P: Copy + Default>(l: &mut LinkDirection<P>) -> Vec<(P, u64)> {
         let mut out = Vec::new();
         while let Some(t) = l.next_wakeup() {
             let mut got = false;
@@ -1067,21 +1161,58 @@ mod tests {
         out
     }
 
-    /// What `deliver` touches stays in line 0 and what `offer` touches in
-    /// lines 0 to 2 (see the struct's comment); a field added in front
-    /// would silently push them out.
+    /// What `deliver` touches stays in lines 0 and 1, and what `offer`
+    /// touches in lines 0 to 3 (see the struct's comment); a field added in
+    /// front would silently push them out.
     #[test]
-    fn hot_fields_fill_the_first_three_lines() {
-        use std::mem::offset_of;
+    fn hot_fields_fill_the_first_four_lines() {
+        use std::mem::{offset_of, size_of};
         type L = LinkDirection<u64>;
-        assert!(offset_of!(L, free_rem) + 8 <= 64);
-        assert!(offset_of!(L, delivered_bytes) + 8 <= 64);
-        assert_eq!(offset_of!(L, queue), 64);
-        assert!(offset_of!(L, delay_ns) + 8 <= 128);
-        assert_eq!(offset_of!(L, queued_live), 128);
-        assert!(offset_of!(L, has_discarded) < 192);
-        assert!(offset_of!(L, jittery) < 192);
-        assert!(offset_of!(L, flight_last_at) + 8 <= 192);
+        assert_eq!(size_of::<Flight<[u32; 5]>>(), 64);
+        assert_eq!(offset_of!(L, delivered_packets), 64);
+        assert!(offset_of!(L, delivered_bytes) + 8 <= 128);
+        assert!(offset_of!(L, free_rem) + 8 <= 128);
+        assert_eq!(offset_of!(L, queue) + 32, 128);
+        assert_eq!(offset_of!(L, rate_bps), 128);
+        assert!(offset_of!(L, accepted_bytes) + 8 <= 192);
+        assert_eq!(offset_of!(L, idle_since), 192);
+        assert!(offset_of!(L, has_discarded) < 256);
+        assert!(offset_of!(L, jittery) < 256);
+        assert!(offset_of!(L, flight_last_at) + 8 <= 256);
+    }
+
+    proptest! {
+        /// The FIFO flight with its inline head behaves as a plain deque:
+        /// same order, length, front and back under any pushes, pops and
+        /// cuts.
+        #[test]
+        fn fifo_with_inline_head_is_a_deque(ops in proptest::collection::vec((0u8..4, 1u64..50), 0..200)) {
+            let mut f = Fifo::<u32>::default();
+            let mut model: VecDeque<(u64, u32)> = VecDeque::new();
+            let mut at = 0u64;
+            for (i, (op, x)) in ops.into_iter().enumerate() {
+                match op {
+                    0 | 1 => {
+                        at += x;
+                        f.push_back(Fly { at, size: 1, pkt: i as u32 });
+                        model.push_back((at, i as u32));
+                    }
+                    2 => prop_assert_eq!(f.pop_front().map(|f| (f.at, f.pkt)), model.pop_front()),
+                    _ => {
+                        let cut = at.saturating_sub(x);
+                        let mut out = Vec::new();
+                        f.drain_after(cut, &mut out);
+                        let keep = model.partition_point(|e| e.0 <= cut);
+                        let gone: Vec<u32> = model.drain(keep..).map(|e| e.1).collect();
+                        prop_assert_eq!(out, gone);
+                    }
+                }
+                prop_assert_eq!(f.len(), model.len());
+                prop_assert_eq!(f.front().map(|f| f.pkt), model.front().map(|e| e.1));
+                prop_assert_eq!(f.back().map(|f| f.pkt), model.back().map(|e| e.1));
+                prop_assert_eq!(f.iter().map(|f| f.pkt).collect::<Vec<_>>(), model.iter().map(|e| e.1).collect::<Vec<_>>());
+            }
+        }
     }
 
     /// Queue records and flight entries (with a handle of up to 20 bytes,
@@ -1098,8 +1229,8 @@ mod tests {
             l.offer(Instant(u64::from(i)), [i; 5], 1500, &mut rng);
         }
         let Flight::Fifo(d) = &l.flight else { panic!("a FIFO link") };
-        let (a, b) = d.as_slices();
-        assert!(a.iter().chain(b).all(|f| (f as *const Fly<_> as usize) % 32 == 0));
+        let (a, b) = d.rest.as_slices();
+        assert!(a.iter().chain(b).chain(d.front()).all(|f| (f as *const Fly<_> as usize) % 32 == 0));
         assert!(l.queue.iter().all(|r| (r as *const Ser as usize) % 32 == 0));
     }
 

@@ -54,7 +54,7 @@ struct Pool {
 /// 20 bytes with 4-byte alignment (the hash kept as two halves, size and
 /// TTL sharing a word), so that a link's flight entry (arrival, size, hop)
 /// is exactly 32 bytes: two entries per cache line, none across two.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Hop {
     /// [`flow_hash`] of the 5-tuple, low half first.
     flow_hash: [u32; 2],
