@@ -207,6 +207,11 @@ fn fail(cmd: &str, e: run::RunError) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Simulations (the default backend) run faster on huge pages; this
+    // restarts the process once with them, before any thread exists.
+    if matches!(&cli.command, Command::Run { backend, .. } if backend == "sim") || matches!(cli.command, Command::Sweep { .. }) {
+        mplab_sim::hugepages::reexec_with_huge_pages();
+    }
     let (quiet, verbose) = (cli.quiet, cli.verbose);
     match cli.command {
         Command::Run { scenario, backend, seed, sets, out, json, plots } => {

@@ -71,6 +71,8 @@ fn run(toml: &str) -> Outcome {
 }
 
 fn main() {
+    // As `mplab run` does: the simulator's heap on transparent huge pages.
+    mplab_sim::hugepages::reexec_with_huge_pages();
     let quick = std::env::args().any(|a| a == "--quick");
     let duration = if quick { "0.02s" } else { "0.2s" };
     let hosts = 128;

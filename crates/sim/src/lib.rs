@@ -21,6 +21,7 @@ pub mod apps;
 pub mod capture;
 pub mod endpoint;
 pub mod event;
+pub mod hugepages;
 pub mod link;
 pub mod middlebox;
 pub mod mptcp_endpoint;
