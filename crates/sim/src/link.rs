@@ -32,8 +32,8 @@
 //! that has not finished serialisation (this *is* the queue occupancy), and
 //! `flight` holds the packets themselves, ordered by arrival (a `VecDeque`
 //! behind an inline oldest entry, or a binary heap when reordering is
-//! allowed). A packet that will be lost
-//! never enters `flight`, so it never causes a wake-up. Records leave
+//! allowed). A packet that will be lost never enters `flight`, so it never
+//! causes a wake-up. Records leave
 //! `queue` lazily, whenever the link is called with a `now` past their end;
 //! that is all the bookkeeping there is, O(1) amortised per packet, with no
 //! allocation once the two deques have grown.
@@ -370,6 +370,9 @@ impl<P> Ord for ByArrival<P> {
 /// Packets by arrival time. Without reordering, arrivals are non-decreasing
 /// in sending order and a deque suffices (O(1)); with reordering a heap
 /// keyed by (arrival, seq) keeps ties in sending order.
+///
+/// 64 bytes, one cache line: the heap is boxed so that the enum's tag can
+/// live in the FIFO ring's never-null pointer.
 enum Flight<P> {
     Fifo(Fifo<P>),
     Heap(Box<BinaryHeap<ByArrival<P>>>),
@@ -377,9 +380,9 @@ enum Flight<P> {
 
 /// A FIFO flight whose oldest packet sits inline (in the link direction's
 /// first cache line) and the others in a ring buffer. Delivering takes the
-/// packet from the line the wake-up reads anyway; the ring's entry that
-/// replaces it is loaded off the critical path (reading the ring's front
-/// first was a cache miss before every hop could go on).
+/// packet from the line the wake-up reads anyway, and routing it overlaps
+/// with loading the ring's entry that replaces it; reading the ring's front
+/// first was a cache miss before every hop could go on.
 struct Fifo<P> {
     /// The oldest packet, unless its `at` is [`NO_ARRIVAL`] (empty).
     head: Fly<P>,
@@ -568,8 +571,9 @@ fn unit(x: f64) -> f64 {
 /// reads this struct from a cold cache line. For a drop-tail link without
 /// loss, `deliver` touches lines 0 and 1 and `offer` lines 0 to 3 (sizes
 /// in the comments; the parameters those calls need are copied there from
-/// `p`), neighbours the hardware tends to fetch in pairs. Counters that follow from others are not kept but derived in
-/// [`LinkDirection::stats`]: every per-packet write would be another line.
+/// `p`), neighbours the hardware tends to fetch in pairs. Counters that
+/// follow from others are not kept but derived in [`LinkDirection::stats`]:
+/// every per-packet write would be another line.
 /// Aligned to a cache line so that these lines are the hardware's lines.
 #[repr(C, align(64))]
 pub struct LinkDirection<P> {

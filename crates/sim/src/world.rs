@@ -47,7 +47,7 @@ struct Pool {
 }
 
 /// What forwarding needs of a packet, carried by value through the links'
-/// queues beside the packet's pool slot: a router hop reads the 24 bytes
+/// queues beside the packet's pool slot: a router hop reads the 20 bytes
 /// that arrive with the link's delivery and never touches the packet (a
 /// separate metadata array cost a cache miss per hop on large runs).
 ///
