@@ -48,7 +48,7 @@ fn main() {
         links: vec![EmuLink {
             name: l.name.clone(),
             ends: [topo::wire_end(0, 0), topo::wire_end(0, 1)],
-            params: [mplab_sim::transport::link_params(&l.ab), mplab_sim::transport::link_params(&l.ba)],
+            params: [mplab_backend::config::link_params(&l.ab), mplab_backend::config::link_params(&l.ba)],
             up: true,
             strip: [None, None],
             mtu: 1500,

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant as Wall};
 
 use mplab_scenario::network::{App, Flow, TransportKind};
-use mplab_sim::apps::pattern_byte;
+use mplab_backend::apps::pattern_byte;
 
 use crate::sys;
 
@@ -70,10 +70,11 @@ pub fn local_peer(fd: RawFd) -> (String, String) {
 /// Socket options of a flow end: buffers (like iperf -w), congestion
 /// control, MSS, timeouts.
 fn configure(fd: RawFd, f: &Flow) -> std::io::Result<()> {
-    let cc = f.mptcp.as_ref().map(|m| m.cc.clone()).unwrap_or_else(|| f.tcp.cc.clone());
+    let name = f.mptcp.as_ref().map(|m| m.cc.clone()).unwrap_or_else(|| f.tcp.cc.clone());
     // A CC this kernel lacks can only reach here for a kernel end that
     // merely acknowledges an mplab sender's data (kconf::unsupported_on
     // refuses it on kernel senders): that end keeps the default.
+    let cc = crate::kconf::kernel_name(mplab_proto::cc::REGISTRY, &name).unwrap_or_default();
     if crate::kconf::available_cc().contains(&cc) {
         sys::setsockopt_bytes(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_bytes(), &format!("TCP_CONGESTION {cc}"))?;
     }

@@ -1,7 +1,7 @@
 //! The userspace link emulator (mplab's netem): every scenario link A–B is
 //! two veth pairs whose far ends live in the run's "wire" namespace; one
 //! thread bridges frames between those far ends at layer 2 through the
-//! simulator's own link model, `mplab_sim::link::LinkDirection`, one per
+//! simulator's own link model, `mplab_backend::link::LinkDirection`, one per
 //! direction, driven by CLOCK_MONOTONIC.
 //!
 //! Per frame: read from the ingress end's TPACKET_V2 receive ring (an
@@ -23,9 +23,9 @@ use std::time::{Duration, Instant as Wall};
 
 use mplab_proto::Instant;
 use mplab_scenario::network::{self, LinkAction, StripOn};
-use mplab_sim::link::{Jitter, LinkDirection, LinkParams, LinkStats, Offer};
-use mplab_sim::results::QueueSample;
-use mplab_sim::rng::SimRng;
+use mplab_backend::link::{Jitter, LinkDirection, LinkParams, LinkStats, Offer};
+use mplab_backend::results::QueueSample;
+use mplab_backend::rng::SimRng;
 
 use crate::strip::strip_mptcp;
 use crate::sys;
@@ -682,7 +682,7 @@ impl Engine {
                             l.set_jitter(if j == 0 { Jitter::None } else { cur.with_scale(Duration::from_nanos(j)) });
                         }
                         if let Some(p) = loss {
-                            l.set_loss(mplab_sim::transport::loss_model(p, None));
+                            l.set_loss(mplab_backend::config::loss_model(p, None));
                         }
                     }
                 }

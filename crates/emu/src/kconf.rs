@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use mplab_scenario::network::{App, EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, PathManager, Placement, TransportKind};
 use mplab_scenario::Scenario;
 
+use mplab_proto::registry::{self, Entry, KernelMap};
+
 use crate::sys;
 use crate::topo::ip_batch;
 
@@ -18,6 +20,17 @@ pub fn available_cc() -> Vec<String> {
 
 pub fn available_schedulers() -> Vec<String> {
     sys::sysctl_read("net.mptcp.available_schedulers").map(|s| s.split_whitespace().map(String::from).collect()).unwrap_or_else(|_| vec!["default".into()])
+}
+
+/// The kernel's name for an algorithm of mplab's registry `reg` (Err: the
+/// reason Linux has none); a name mplab's stack does not know is taken as
+/// the kernel's own (`bbr`), for the availability check to judge.
+pub fn kernel_name<T: ?Sized>(reg: &[Entry<T>], name: &str) -> Result<String, &'static str> {
+    match registry::entry(reg, name).map(|e| e.kernel) {
+        Some(KernelMap::Linux(k)) => Ok(k.to_string()),
+        Some(KernelMap::Refuse(why)) => Err(why),
+        None => Ok(name.to_string()),
+    }
 }
 
 /// The field a flow setting comes from: the flow's own override if it has
@@ -125,16 +138,10 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             Some(m) => (m.cc.clone(), flow_path(sc, f, "cc", "transport.tcp.cc")),
             None => (f.tcp.cc.clone(), flow_path(sc, f, "cc", "transport.tcp.cc")),
         };
-        if k_send && !ccs.iter().any(|c| *c == cc) {
-            let coupled = ["lia", "olia", "balia", "wvegas"].contains(&cc.as_str());
-            err(
-                &cc_path,
-                format!(
-                    "congestion control {cc:?} is not available in this kernel (it has {}){}",
-                    ccs.join(", "),
-                    if coupled { "; upstream Linux has no coupled congestion control for MPTCP subflows" } else { "" }
-                ),
-            );
+        match kernel_name(mplab_proto::cc::REGISTRY, &cc) {
+            Err(why) if k_send => err(&cc_path, format!("congestion control {cc:?} cannot run on the kernel: {why}")),
+            Ok(k) if k_send && !ccs.contains(&k) => err(&cc_path, format!("congestion control {cc:?} is not available in this kernel (it has {})", ccs.join(", "))),
+            _ => {}
         }
         if k_recv && !f.tcp.delayed_ack {
             err("transport.tcp.delayed_ack", "the kernel backend cannot turn delayed ACKs off (Linux has no per-connection switch)".into());
@@ -153,8 +160,12 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
                 "the Linux kernel has no ndiffports path manager (its in-kernel path manager does default, fullmesh and explicit endpoints)".into(),
             );
         }
-        if k_send && !scheds.iter().any(|s| *s == m.scheduler) {
-            err(&flow_path(sc, f, "scheduler", "transport.mptcp.scheduler"), format!("MPTCP scheduler {:?} is not available in this kernel (it has {})", m.scheduler, scheds.join(", ")));
+        match kernel_name(mplab_proto::mptcp::scheduler::REGISTRY, &m.scheduler) {
+            Err(why) if k_send => err(&flow_path(sc, f, "scheduler", "transport.mptcp.scheduler"), format!("MPTCP scheduler {:?} cannot run on the kernel: {why}", m.scheduler)),
+            Ok(k) if k_send && !scheds.contains(&k) => {
+                err(&flow_path(sc, f, "scheduler", "transport.mptcp.scheduler"), format!("MPTCP scheduler {:?} is not available in this kernel (it has {})", m.scheduler, scheds.join(", ")))
+            }
+            _ => {}
         }
         for &(node, name, cli) in ends.iter().filter(|e| is_k(e.0)) {
             if let Err(msg) = csum.want(node, name, m.checksum, &f.name) {
@@ -212,6 +223,9 @@ fn flags_str(flags: &[EndpointFlag]) -> String {
         .join(" ")
 }
 
+/// The most `ip mptcp limits` accepts for either limit (MPTCP_PM_ADDR_MAX).
+const LINUX_PM_MAX: u32 = 8;
+
 /// Per-node MPTCP settings from the flows' path managers. Err when two
 /// flows need different settings on one node (the kernel's are per
 /// namespace).
@@ -223,24 +237,22 @@ pub fn mptcp_plan(net: &Network) -> Result<BTreeMap<usize, MptcpNode>, String> {
 /// configure their own connections, so their flows may disagree.
 pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, MptcpNode>, String> {
     let mut plan: BTreeMap<usize, (MptcpNode, String)> = BTreeMap::new();
-    let cap = |v: u32| v.min(8);
     for f in net.flows.iter().filter(|f| f.transport == TransportKind::Mptcp) {
         let Some(m) = &f.mptcp else { continue };
         let (cli, srv) = (&net.nodes[f.from], &net.nodes[f.to]);
-        let n_local = cli.interfaces.len() as u32;
-        let n_remote = srv.interfaces.len() as u32;
-        let total_max = m.subflows.map(|s| s.saturating_sub(1));
-        let mut c = MptcpNode::default();
-        let mut s = MptcpNode::default();
+        // The limits every backend uses for this flow (mplab_backend::config).
+        let (_, lim) = mplab_backend::config::path_manager(net, f, m);
+        if lim.subflows > LINUX_PM_MAX || lim.add_addr_accepted > LINUX_PM_MAX {
+            return Err(format!(
+                "flow {:?} needs limits of {} extra subflows and {} accepted ADD_ADDRs; Linux allows at most {LINUX_PM_MAX} of each (set `subflows` or `limits` lower)",
+                f.name, lim.subflows, lim.add_addr_accepted
+            ));
+        }
+        let limits = Some((lim.subflows, lim.add_addr_accepted));
+        let mut c = MptcpNode { limits, ..Default::default() };
+        let mut s = MptcpNode { limits, ..Default::default() };
         match m.path_manager {
-            PathManager::Default => {}
-            PathManager::Ndiffports => {
-                // Only an mplab client runs ndiffports (refused on a kernel
-                // one): a kernel server must accept its extra subflows,
-                // all between the same two addresses.
-                let n = cap(m.subflows.unwrap_or(2).saturating_sub(1));
-                s.limits = Some((n, 0));
-            }
+            PathManager::Default | PathManager::Ndiffports => {}
             PathManager::Fullmesh => {
                 // No `dev`: a subflow bound to a device only accepts
                 // segments arriving on it, and on direct parallel paths the
@@ -253,10 +265,6 @@ pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, M
                 for i in srv.interfaces.iter().filter(|i| i.addr != f.dst) {
                     s.endpoints.push(format!("endpoint add {} signal", i.addr));
                 }
-                let sub = cap(total_max.unwrap_or((n_local * n_remote).saturating_sub(1)).max(1));
-                let acc = cap(n_remote.saturating_sub(1));
-                c.limits = Some((sub, acc));
-                s.limits = Some((sub, acc));
             }
             PathManager::Endpoints => {
                 for (node, plan) in [(cli, &mut c), (srv, &mut s)] {
@@ -266,14 +274,7 @@ pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, M
                             plan.backup_addrs.push(e.addr);
                         }
                     }
-                    plan.limits = Some((cap(total_max.unwrap_or(8)), 8));
                 }
-            }
-        }
-        for p in [&mut c, &mut s] {
-            if m.max_subflows.is_some() || m.add_addr_accepted.is_some() {
-                let (s0, a0) = p.limits.unwrap_or((2, 0));
-                p.limits = Some((cap(m.max_subflows.unwrap_or(s0)), cap(m.add_addr_accepted.unwrap_or(a0))));
             }
         }
         for (node, want) in [(f.from, c), (f.to, s)] {
@@ -319,8 +320,8 @@ pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMa
         }
         if let Some(m) = net.flows.iter().filter(|f| f.from == n.id || f.to == n.id).find_map(|f| f.mptcp.as_ref()) {
             kv.push(("net.mptcp.checksum_enabled".into(), u8::from(m.checksum).to_string()));
-            if scheds.contains(&m.scheduler) {
-                kv.push(("net.mptcp.scheduler".into(), m.scheduler.clone()));
+            if let Some(k) = kernel_name(mplab_proto::mptcp::scheduler::REGISTRY, &m.scheduler).ok().filter(|k| scheds.contains(k)) {
+                kv.push(("net.mptcp.scheduler".into(), k));
             }
         }
         let name = ns[n.id].clone();
@@ -370,4 +371,44 @@ pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMa
         }
     }
     Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(mptcp: &str) -> Network {
+        let toml = format!(
+            "name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[transport.mptcp]\n{mptcp}\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\n"
+        );
+        Scenario::from_str(&toml, "t.toml").unwrap_or_else(|e| panic!("{e}")).resolve().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `ip mptcp limits` on both ends are the limits mplab's stack runs
+    /// with on the other backends, for every path manager.
+    #[test]
+    fn plan_limits_are_the_shared_translation() {
+        for pm in [
+            "path_manager = \"default\"",
+            "path_manager = \"endpoints\"",
+            "path_manager = \"endpoints\"\nlimits = { subflows = 3, add_addr_accepted = 2 }",
+            "path_manager = \"fullmesh\"",
+            "path_manager = \"fullmesh\"\nsubflows = 1",
+            "path_manager = \"fullmesh\"\nsubflows = 3",
+        ] {
+            let n = net(pm);
+            let f = &n.flows[0];
+            let (_, lim) = mplab_backend::config::path_manager(&n, f, f.mptcp.as_ref().unwrap());
+            let plan = mptcp_plan(&n).unwrap();
+            for node in [f.from, f.to] {
+                assert_eq!(plan[&node].limits, Some((lim.subflows, lim.add_addr_accepted)), "{pm}");
+            }
+        }
+    }
+
+    #[test]
+    fn limits_beyond_linux_are_refused_not_capped() {
+        let e = mptcp_plan(&net("path_manager = \"fullmesh\"\nlimits = { subflows = 12, add_addr_accepted = 1 }")).unwrap_err();
+        assert!(e.contains("at most 8"), "{e}");
+    }
 }

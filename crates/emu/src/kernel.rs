@@ -1,6 +1,6 @@
 //! One scenario on Linux kernel (MP)TCP: topology in namespaces, the link
 //! emulator, kernel configuration, applications, probes, and results in
-//! the simulator's format (`mplab_sim::results`), with backend "kernel".
+//! the simulator's format (`mplab_backend::results`), with backend "kernel".
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
 use mplab_scenario::network::{self, App, Direction, MiddleboxAction, Network, NodeKind, Placement, StripOn, TransportKind};
-use mplab_sim::results::{FlowSample, FlowSummary, InterfaceSample, InterfaceSummary, LinkSummary, RunResults, SubflowState, SubflowSummary, Summary};
+use mplab_backend::results::{FlowSample, InterfaceSample, RunResults, SubflowState, Summary};
+use mplab_backend::summary::{self, FlowOutcome, PathStats};
 
 use crate::apps::{self, Clock, FlowState};
 use crate::emulator::{EmuConfig, EmuEvent, EmuLink, Emulator};
@@ -85,7 +86,7 @@ fn emu_config(net: &Network, wire_ns: &str) -> EmuConfig {
         .map(|l| EmuLink {
             name: l.name.clone(),
             ends: [topo::wire_end(l.id, 0), topo::wire_end(l.id, 1)],
-            params: [mplab_sim::transport::link_params(&l.ab), mplab_sim::transport::link_params(&l.ba)],
+            params: [mplab_backend::config::link_params(&l.ab), mplab_backend::config::link_params(&l.ba)],
             up: l.up,
             strip: [None, None],
             mtu: l.mtu,
@@ -515,23 +516,11 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     for (fi, f) in net.flows.iter().enumerate() {
         let st = &outs[fi];
         let tr = &tracks[fi];
-        let delivered = st.delivered;
-        let bounded = mplab_sim::transport::is_bounded(&f.app);
-        let completed_ns = st.completed_ns;
-        let completed = match f.app {
-            App::Request { count, .. } => count.is_some_and(|c| st.requests_done >= c),
-            _ => completed_ns > 0,
-        };
-        let last_ns = if completed && completed_ns > 0 { f.start_ns + completed_ns } else { net.duration_ns.min(f.stop_ns) };
-        let active = (last_ns.saturating_sub(f.start_ns) as f64 / 1e9).max(1e-9);
-        let mut lat = st.latencies.clone();
-        lat.sort_by(f64::total_cmp);
         let mismatch = st.mismatch.clone();
-        let errors = st.errors.clone();
         if let Some(m) = &mismatch {
             s.notes.push(format!("flow {}: data did not verify: {m}", f.name));
         }
-        for e in &errors {
+        for e in &st.errors {
             s.notes.push(format!("flow {}: {e}", f.name));
         }
         let backups = plan.get(&f.from).map(|p| p.backup_addrs.clone()).unwrap_or_default();
@@ -540,57 +529,45 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             s.notes.push(format!("flow {}: the kernel did not report subflow flags (sock_diag); `backup` comes from the endpoint flags", f.name));
         }
         let stack_backups: Vec<String> = states_backup[fi].clone();
-        s.flows.push(FlowSummary {
-            name: f.name.clone(),
-            transport: match f.transport {
-                TransportKind::Tcp => "tcp".into(),
-                TransportKind::Mptcp => "mptcp".into(),
-            },
-            goodput_bps: delivered as f64 * 8.0 / active,
-            bytes_delivered: delivered,
-            verified: mismatch.is_none() && (delivered > 0 || bounded == Some(0)),
+        let secs = |ns: u64| mplab_proto::Instant(ns).as_secs_f64();
+        s.flows.push(summary::flow_summary(FlowOutcome {
+            spec: f,
+            start_s: secs(f.start_ns),
+            run_end_s: secs(net.duration_ns),
+            delivered: st.delivered,
+            requests_done: st.requests_done,
+            completed_at_s: (st.completed_ns > 0).then(|| secs(f.start_ns + st.completed_ns)),
+            data_ok: mismatch.is_none(),
             fallback: st.fell_back,
-            completed,
-            completion_time_s: completed.then(|| if completed_ns > 0 { completed_ns as f64 / 1e9 } else { active }),
-            retransmitted_segments: tr.subs.iter().map(|x| u64::from(x.info.total_retrans)).sum(),
-            rto_count: tr.subs.iter().map(|x| u64::from(x.info.total_rto.unwrap_or(0))).sum(),
+            latencies_ms: st.latencies.clone(),
             mean_srtt_ms: (tr.srtt_n > 0).then(|| tr.srtt_sum_ms / tr.srtt_n as f64),
-            mean_latency_ms: (!lat.is_empty()).then(|| lat.iter().sum::<f64>() / lat.len() as f64),
-            p99_latency_ms: lat.get(((lat.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied(),
-            subflows: tr
+            paths: tr
                 .subs
                 .iter()
-                .map(|x| SubflowSummary {
+                .map(|x| PathStats {
                     local: x.local.clone(),
                     remote: x.remote.clone(),
-                    bytes_sent: x.info.bytes_sent,
-                    goodput_bps: x.info.bytes_acked as f64 * 8.0 / active,
                     backup: x.backup.unwrap_or_else(|| stack_backups.contains(&format!("{}|{}", x.local, x.remote)) || x.local.split(':').next().and_then(|a| a.parse().ok()).is_some_and(|a| backups.contains(&a))),
+                    bytes_sent: x.info.bytes_sent,
+                    bytes_acked: x.info.bytes_acked,
                     retransmitted_segments: u64::from(x.info.total_retrans),
-                    state: Some(x.state),
+                    rto_count: u64::from(x.info.total_rto.unwrap_or(0)),
+                    state: x.state,
+                    ..Default::default()
                 })
                 .collect(),
-        });
+        }));
     }
     for n in &net.nodes {
         for i in &n.interfaces {
             let (a, b) = (end[n.id].get(&i.name).copied().unwrap_or_default(), base[n.id].get(&i.name).copied().unwrap_or_default());
             let (tx, rx) = (a.tx_ip().saturating_sub(b.tx_ip()), a.rx_ip().saturating_sub(b.rx_ip()));
-            s.interfaces.push(InterfaceSummary { node: n.name.clone(), iface: i.name.clone(), tx_bps: tx as f64 * 8.0 / dur.max(1e-9), rx_bps: rx as f64 * 8.0 / dur.max(1e-9), tx_bytes: tx, rx_bytes: rx });
+            s.interfaces.push(summary::interface_summary(&n.name, &i.name, tx, rx, dur));
         }
     }
     for (li, l) in net.links.iter().enumerate() {
         for d in 0..2 {
-            let st = report.stats.get(li).map(|x| x[d]).unwrap_or_default();
-            s.links.push(LinkSummary {
-                name: l.name.clone(),
-                direction: ["ab", "ba"][d].into(),
-                tx_packets: st.tx_packets,
-                drops_queue: st.drops_queue(),
-                drops_loss: st.drops_loss(),
-                drops_down: st.drops_down(),
-                max_queue_bytes: st.max_queue_bytes,
-            });
+            s.links.push(summary::link_summary(&l.name, d, &report.stats.get(li).map(|x| x[d]).unwrap_or_default()));
         }
     }
     if userspace {

@@ -77,8 +77,8 @@ pub fn tcpi_state(b: &[u8]) -> Option<u8> {
 
 /// A Linux TCP state as the results report a subflow: data still flows
 /// while either side is closing.
-pub fn subflow_state(tcp_state: u8) -> mplab_sim::results::SubflowState {
-    use mplab_sim::results::SubflowState as S;
+pub fn subflow_state(tcp_state: u8) -> mplab_backend::results::SubflowState {
+    use mplab_backend::results::SubflowState as S;
     match tcp_state {
         // SYN_SENT, SYN_RECV, NEW_SYN_RECV
         2 | 3 | 12 => S::Connecting,

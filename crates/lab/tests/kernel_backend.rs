@@ -137,7 +137,7 @@ action = "up"
     // Subflow rows carry the kernel's TCP state: both established before
     // the cut and after the restore (the kernel keeps a cut subflow open,
     // backing off its RTO).
-    use mplab_sim::results::SubflowState as S;
+    use mplab_backend::results::SubflowState as S;
     for t in [5.0, 18.0] {
         let states: Vec<_> = r.results.flows.iter().filter(|s| s.flow == "iperf" && s.subflow != "all" && (s.time_s - t).abs() < 0.26).filter_map(|s| s.state).collect();
         assert!(states.len() >= 2 && states.iter().all(|&x| x == S::Established), "at {t} s: {states:?}");

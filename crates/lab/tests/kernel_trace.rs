@@ -70,7 +70,7 @@ fn kernel_mptcp_capture_verifies_in_trace() {
     let script = dir.join("peer.py");
     std::fs::write(&script, PEER).unwrap();
     let pcap = dir.join("kernel.pcap");
-    let cap = lab.spawn(&cli, &["tcpdump", "-i", "any", "-U", "-B", "32768", "-s", "0", "-w", pcap.to_str().unwrap(), "tcp port 5001"]);
+    let cap = lab.spawn(&cli, &["tcpdump", "-i", "any", "-U", "--immediate-mode", "-B", "32768", "-s", "0", "-w", pcap.to_str().unwrap(), "tcp port 5001"]);
     std::thread::sleep(Duration::from_millis(700));
     let server = lab.spawn(&srv, &["python3", script.to_str().unwrap(), "server", "0"]);
     std::thread::sleep(Duration::from_millis(300));

@@ -238,7 +238,7 @@ fn interrupted_sweep_resumes_with_only_the_missing_runs() {
         "--out",
         out.to_str().unwrap(),
     ];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mplab")).args(args).current_dir(&tmp.0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_mplab")).args(args).current_dir(&tmp.0).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let t0 = Instant::now();
     while finished(&out).len() < 2 && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(10));

@@ -200,7 +200,7 @@ fn pattern_sha256(n: u64) -> String {
     let mut child = Command::new("sha256sum").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("sha256sum");
     {
         let mut i = child.stdin.take().unwrap();
-        let block: Vec<u8> = (0..65536u64).map(mplab_sim::apps::pattern_byte).collect();
+        let block: Vec<u8> = (0..65536u64).map(mplab_backend::apps::pattern_byte).collect();
         let mut left = n;
         while left > 0 {
             let k = left.min(65536) as usize;
@@ -404,7 +404,7 @@ fn userspace_remove_addr_and_trace() {
         // The subflows of the withdrawn address end closed in the results
         // (whichever end sends: mplab's stack or the kernel).
         let gone: Vec<_> = f.subflows.iter().filter(|x| x.local.starts_with(&format!("{addr}:")) || x.remote.starts_with(&format!("{addr}:"))).collect();
-        assert!(!gone.is_empty() && gone.iter().all(|x| x.state == Some(mplab_sim::results::SubflowState::Closed)), "{c}->{s}: {gone:?}");
+        assert!(!gone.is_empty() && gone.iter().all(|x| x.state == Some(mplab_backend::results::SubflowState::Closed)), "{c}->{s}: {gone:?}");
         let pcaps = merged_pcap(&dir);
         let mut removes = 0;
         for p in &pcaps {
@@ -498,8 +498,8 @@ fn userspace_cli_mixed_run() {
 
 /// Bytes an end's subflows sent, split by whether the subflow's local or
 /// remote address is on the `10.9.1.` path: (that path, the others).
-fn split_bytes(f: &mplab_sim::results::FlowSummary, path: &str) -> (u64, u64) {
-    let on = |x: &&mplab_sim::results::SubflowSummary| x.local.starts_with(path) || x.remote.starts_with(path);
+fn split_bytes(f: &mplab_backend::results::FlowSummary, path: &str) -> (u64, u64) {
+    let on = |x: &&mplab_backend::results::SubflowSummary| x.local.starts_with(path) || x.remote.starts_with(path);
     (f.subflows.iter().filter(on).map(|x| x.bytes_sent).sum(), f.subflows.iter().filter(|x| !on(x)).map(|x| x.bytes_sent).sum())
 }
 

@@ -6,6 +6,7 @@
 
 pub mod cc;
 pub mod mptcp;
+pub mod registry;
 pub mod tcp;
 pub mod time;
 

@@ -8,41 +8,7 @@ use mplab_proto::Instant;
 use crate::apps::StreamSocket;
 use crate::packet::Packet;
 
-/// Per-path statistics a probe samples (one entry per subflow; plain TCP has one).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PathStats {
-    pub local: String,
-    pub remote: String,
-    pub backup: bool,
-    pub cwnd: u64,
-    pub in_flight: u64,
-    pub srtt_ns: Option<u64>,
-    pub bytes_sent: u64,
-    /// Payload bytes this path delivered to the peer (acknowledged).
-    pub bytes_acked: u64,
-    pub retransmitted_segments: u64,
-    pub rto_count: u64,
-    pub state: crate::results::SubflowState,
-}
-
-impl PathStats {
-    /// One TCP connection (a subflow, or plain TCP) as a path.
-    pub fn from_tcp(local: impl ToString, remote: impl ToString, backup: bool, s: &mplab_proto::tcp::TcpStats) -> Self {
-        PathStats {
-            local: local.to_string(),
-            remote: remote.to_string(),
-            backup,
-            cwnd: s.cwnd,
-            in_flight: s.in_flight,
-            srtt_ns: s.srtt.map(|d| d.as_nanos() as u64),
-            bytes_sent: s.bytes_sent,
-            bytes_acked: s.bytes_acked,
-            retransmitted_segments: s.segments_retransmitted,
-            rto_count: s.rto_count,
-            state: crate::results::SubflowState::Established,
-        }
-    }
-}
+pub use mplab_backend::summary::PathStats;
 
 /// What changed after the endpoint processed input.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -17,19 +17,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod apps;
 pub mod capture;
 pub mod endpoint;
 pub mod event;
 pub mod hugepages;
-pub mod link;
 pub mod middlebox;
 pub mod mptcp_endpoint;
 pub mod nat;
 pub mod packet;
-pub mod results;
-pub mod rng;
 pub mod tcp_endpoint;
+// The pieces every backend shares live in crates/backend; the simulator
+// reaches them under its own paths too.
+pub use mplab_backend::{apps, config, link, results, rng, summary};
 pub mod transport;
 pub mod world;
 

@@ -7,23 +7,12 @@
 use core::ops::Range;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use mplab_proto::mptcp::{self, Connection, Event, LocalAddr, MptcpConfig, PayloadSource, PmKind};
+use mplab_proto::mptcp::{Connection, Event, MptcpConfig};
 use mplab_proto::Instant;
-use mplab_scenario::network::{self, EndpointFlag, Network, PathManager};
 
-use crate::apps::{fill_pattern, StreamSocket};
+use crate::apps::{Pattern, StreamSocket};
 use crate::endpoint::{Endpoint, PathStats, Progress};
 use crate::packet::Packet;
-use crate::tcp_endpoint::tcp_config;
-
-/// The data stream's bytes: the pattern every simulated sender writes.
-struct Pattern;
-
-impl PayloadSource for Pattern {
-    fn fill(&self, off: u64, buf: &mut [u8]) {
-        fill_pattern(off, buf);
-    }
-}
 
 pub struct MptcpEndpoint {
     conn: Connection,
@@ -34,68 +23,6 @@ fn v4(a: SocketAddr) -> Ipv4Addr {
     match a.ip() {
         IpAddr::V4(v) => v,
         IpAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
-    }
-}
-
-/// The connection settings of flow `f` on node `node` (its addresses, the
-/// scenario's endpoints and limits), in the engine's terms. `first` is the
-/// address the connection starts from (it gets id 0, as in Linux).
-pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Addr) -> MptcpConfig {
-    let m = f.mptcp.clone().unwrap_or_else(|| network::MptcpConfig {
-        path_manager: PathManager::Default,
-        subflows: None,
-        checksum: false,
-        scheduler: "default".into(),
-        cc: f.tcp.cc.clone(),
-        max_subflows: None,
-        add_addr_accepted: None,
-        opportunistic_retransmit: false,
-        penalize: false,
-    });
-    let mut tcp = tcp_config(&f.tcp);
-    tcp.cc = mplab_proto::cc::CcAlgorithm::from_name(&m.cc).unwrap_or(tcp.cc);
-    let eps: Vec<&network::MptcpEndpoint> = net.mptcp_endpoints.iter().filter(|e| e.node == node).collect();
-    let mut locals = vec![LocalAddr::plain(0, first.into())];
-    for (k, i) in net.nodes[node].interfaces.iter().enumerate() {
-        if i.addr == first {
-            continue;
-        }
-        let mut l = LocalAddr::plain(k as u8 + 1, i.addr.into());
-        if let Some(e) = eps.iter().find(|e| e.addr == i.addr) {
-            l.id = e.id;
-            l.signal = e.flags.contains(&EndpointFlag::Signal);
-            l.subflow = e.flags.contains(&EndpointFlag::Subflow);
-            l.backup = e.flags.contains(&EndpointFlag::Backup);
-            l.fullmesh = e.flags.contains(&EndpointFlag::Fullmesh);
-        }
-        locals.push(l);
-    }
-    // Linux's defaults (`ip mptcp limits`: 2 subflows, 0 ADD_ADDRs) for the
-    // kernel-like managers; room for a full mesh otherwise.
-    let (pm, dflt_subflows, dflt_accept) = match m.path_manager {
-        PathManager::Default | PathManager::Endpoints => (PmKind::Default, 2, 0),
-        PathManager::Fullmesh => (PmKind::FullMesh, 8, 8),
-        PathManager::Ndiffports => (PmKind::NDiffPorts(m.subflows.unwrap_or(2)), 8, 0),
-    };
-    MptcpConfig {
-        tcp,
-        checksum: m.checksum,
-        snd_buf: f.tcp.snd_buf.unwrap_or(4 << 20),
-        rcv_buf: f.tcp.rcv_buf.unwrap_or(6 << 20),
-        scheduler: m.scheduler.clone(),
-        path_manager: pm,
-        limits: mptcp::Limits {
-            // `limits.subflows` counts extra subflows (as `ip mptcp limits`);
-            // `subflows` is the most a connection may have, the first included.
-            subflows: m.max_subflows.unwrap_or(match (pm, m.subflows) {
-                (PmKind::NDiffPorts(_), _) | (_, None) => dflt_subflows,
-                (_, Some(n)) => n.saturating_sub(1),
-            }),
-            add_addr_accepted: m.add_addr_accepted.unwrap_or(dflt_accept),
-        },
-        locals,
-        opportunistic_retransmit: m.opportunistic_retransmit,
-        penalize: m.penalize,
     }
 }
 

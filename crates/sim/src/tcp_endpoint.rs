@@ -3,10 +3,8 @@
 use core::ops::Range;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use mplab_proto::cc::CcAlgorithm;
 use mplab_proto::tcp::{Connection, TcpConfig, Transmit};
 use mplab_proto::Instant;
-use mplab_scenario::network;
 
 use crate::apps::StreamSocket;
 use crate::endpoint::{Endpoint, PathStats, Progress};
@@ -25,37 +23,13 @@ fn v4(a: SocketAddr) -> Ipv4Addr {
     }
 }
 
-/// TCP settings of a scenario flow in the engine's terms.
-pub fn tcp_config(t: &network::TcpConfig) -> TcpConfig {
-    let mut c = TcpConfig::default();
-    if let Some(m) = t.mss {
-        c.mss = m.min(u16::MAX as u32) as u16;
-    }
-    c.sack = t.sack;
-    c.timestamps = t.timestamps;
-    c.delayed_ack = t.delayed_ack;
-    c.wscale = t.wscale;
-    if let Some(ns) = t.rto_min_ns {
-        c.min_rto = std::time::Duration::from_nanos(ns);
-    }
-    if let Some(b) = t.rcv_buf {
-        c.rcv_buf = b;
-    }
-    if let Some(b) = t.snd_buf {
-        c.snd_buf = b;
-    }
-    // The scenario validated the name; an unknown one cannot reach here.
-    c.cc = CcAlgorithm::from_name(&t.cc).unwrap_or_default();
-    c
-}
-
 impl TcpEndpoint {
-    pub fn connect(t: &network::TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Instant) -> TcpEndpoint {
-        TcpEndpoint { conn: Connection::connect(tcp_config(t), local, remote, iss, now), local, remote }
+    pub fn connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Instant) -> TcpEndpoint {
+        TcpEndpoint { conn: Connection::connect(cfg, local, remote, iss, now), local, remote }
     }
 
-    pub fn accept(t: &network::TcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, iss: u32, now: Instant) -> Option<TcpEndpoint> {
-        let conn = Connection::accept(tcp_config(t), local, remote, &syn.tcp, iss, now).ok()?;
+    pub fn accept(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, iss: u32, now: Instant) -> Option<TcpEndpoint> {
+        let conn = Connection::accept(cfg, local, remote, &syn.tcp, iss, now).ok()?;
         Some(TcpEndpoint { conn, local, remote })
     }
 }

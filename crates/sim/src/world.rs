@@ -21,7 +21,9 @@ use crate::middlebox::Place;
 use crate::packet::{flow_hash, Ecmp, Packet, ECMP_STREAM_BASE, NO_ADDR};
 use crate::results::*;
 use crate::rng::{RngStreams, SimRng};
+use crate::summary::{self, FlowOutcome, DIR_NAMES};
 use crate::transport::{self, EndpointFactory};
+use crate::config;
 
 /// Everything that happens in the simulation.
 #[derive(Debug, Clone, Copy)]
@@ -259,7 +261,6 @@ pub struct World {
     out_buf: Vec<(Hop, Ipv4Addr)>,
 }
 
-const DIR_NAMES: [&str; 2] = ["ab", "ba"];
 
 /// (node, local ip, local port, remote ip, remote port).
 type DemuxKey = (u32, u32, u16, u32, u16);
@@ -272,7 +273,13 @@ const FIB_UNKNOWN: u32 = u32::MAX;
 impl World {
     /// Builds the world with TCP on every host; `pcap_dir` receives one
     /// capture per probed interface.
+    /// A network with a setting the simulator cannot honour
+    /// ([`transport::unsupported`]) is refused here, never run with a
+    /// substitute.
     pub fn new(net: Network, pcap_dir: Option<PathBuf>) -> std::io::Result<World> {
+        if let Some(u) = transport::unsupported(&net).into_iter().next() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("flow {}: {}: {}", u.flow, u.field, u.message)));
+        }
         Self::with_factory(net, Box::new(transport::SimFactory), pcap_dir)
     }
 
@@ -301,7 +308,7 @@ impl World {
             let ends = [(l.a.node, l.a.iface), (l.b.node, l.b.iface)];
             nodes[l.a.node].egress[l.a.iface] = (l.id, 0);
             nodes[l.b.node].egress[l.b.iface] = (l.id, 1);
-            let mut dirs = [LinkDirection::new(transport::link_params(&l.ab)), LinkDirection::new(transport::link_params(&l.ba))];
+            let mut dirs = [LinkDirection::new(config::link_params(&l.ab)), LinkDirection::new(config::link_params(&l.ba))];
             if !l.up {
                 for d in &mut dirs {
                     d.set_up(Instant::ZERO, false);
@@ -316,7 +323,7 @@ impl World {
         for f in &net.flows {
             listeners.insert((f.to as u32, f.dport), f.id as u32);
             let stop = Some(Instant(f.stop_ns));
-            let kind = transport::app_kind(&f.app);
+            let kind = config::app_kind(&f.app);
             flows.push(FlowRt {
                 ends: [
                     End { ep: None, app: App::new(kind.clone(), true, stop), timer_at: None, connected_at: None, misplaced: false, corrupted: false },
@@ -880,7 +887,7 @@ impl World {
                         l.set_jitter(l.params().jitter.with_scale(std::time::Duration::from_nanos(j)));
                     }
                     if let Some(p) = loss {
-                        l.set_loss(transport::loss_model(p, None));
+                        l.set_loss(config::loss_model(p, None));
                     }
                 }
             }
@@ -998,77 +1005,30 @@ impl World {
         }
         for (fi, f) in self.flows.iter().enumerate() {
             let spec = &self.net.flows[fi];
-            let delivered = f.ends[0].app.rx.delivered + f.ends[1].app.rx.delivered;
-            let completed_at = f.ends[0].app.completed_at.or(f.ends[1].app.completed_at);
-            let bounded = transport::is_bounded(&spec.app);
-            let completed = match &f.ends[0].app.kind {
-                AppKind::Request { count, .. } => f.ends[0].app.requests_done >= *count,
-                _ => bounded.is_some_and(|b| delivered >= b),
-            };
-            let last = if completed { self.receiver_done_at(fi).unwrap_or(self.now) } else { self.now.min(Instant(spec.stop_ns)) };
-            let active = (last.as_secs_f64() - f.start.as_secs_f64()).max(1e-9);
             let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
-            let paths = f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default();
-            let lat = &f.ends[0].app.latencies;
-            let mut sorted: Vec<f64> = lat.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-            sorted.sort_by(f64::total_cmp);
-            let verified = f.ends.iter().all(|e| e.app.rx.ok() && !e.misplaced && !e.corrupted) && (delivered > 0 || bounded == Some(0));
             let ep = f.ends[sender].ep.as_ref();
-            s.flows.push(FlowSummary {
-                name: spec.name.clone(),
-                transport: match spec.transport {
-                    network::TransportKind::Tcp => "tcp".into(),
-                    network::TransportKind::Mptcp => "mptcp".into(),
-                },
-                goodput_bps: delivered as f64 * 8.0 / active,
-                bytes_delivered: delivered,
-                verified,
+            s.flows.push(summary::flow_summary(FlowOutcome {
+                spec,
+                start_s: f.start.as_secs_f64(),
+                run_end_s: self.now.as_secs_f64(),
+                delivered: f.ends[0].app.rx.delivered + f.ends[1].app.rx.delivered,
+                requests_done: f.ends[0].app.requests_done,
+                completed_at_s: self.receiver_done_at(fi).map(|c| c.as_secs_f64()),
+                data_ok: f.ends.iter().all(|e| e.app.rx.ok() && !e.misplaced && !e.corrupted),
                 fallback: ep.is_some_and(|e| e.fell_back()),
-                completed,
-                completion_time_s: completed.then(|| completed_at.map(|c| c.as_secs_f64() - f.start.as_secs_f64()).unwrap_or(active)),
-                retransmitted_segments: paths.iter().map(|p| p.retransmitted_segments).sum(),
-                rto_count: paths.iter().map(|p| p.rto_count).sum(),
+                latencies_ms: f.ends[0].app.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
                 mean_srtt_ms: (f.srtt_samples > 0).then(|| f.srtt_sum_ns / f.srtt_samples as f64 / 1e6),
-                mean_latency_ms: (!sorted.is_empty()).then(|| sorted.iter().sum::<f64>() / sorted.len() as f64),
-                p99_latency_ms: sorted.get(((sorted.len() as f64 * 0.99).ceil() as usize).saturating_sub(1)).copied(),
-                subflows: paths
-                    .iter()
-                    .map(|p| SubflowSummary {
-                        local: p.local.clone(),
-                        remote: p.remote.clone(),
-                        bytes_sent: p.bytes_sent,
-                        goodput_bps: p.bytes_acked as f64 * 8.0 / active,
-                        backup: p.backup,
-                        retransmitted_segments: p.retransmitted_segments,
-                        state: Some(p.state),
-                    })
-                    .collect(),
-            });
+                paths: ep.map(|e| e.paths()).unwrap_or_default(),
+            }));
         }
         for (ni, n) in self.nodes.iter().enumerate() {
             for (ii, c) in n.counters.iter().enumerate() {
-                s.interfaces.push(InterfaceSummary {
-                    node: self.net.nodes[ni].name.clone(),
-                    iface: self.net.nodes[ni].interfaces[ii].name.clone(),
-                    tx_bps: c.tx_bytes as f64 * 8.0 / dur.max(1e-9),
-                    rx_bps: c.rx_bytes as f64 * 8.0 / dur.max(1e-9),
-                    tx_bytes: c.tx_bytes,
-                    rx_bytes: c.rx_bytes,
-                });
+                s.interfaces.push(summary::interface_summary(&self.net.nodes[ni].name, &self.net.nodes[ni].interfaces[ii].name, c.tx_bytes, c.rx_bytes, dur));
             }
         }
         for (li, l) in self.links.iter().enumerate() {
             for d in 0..2 {
-                let st = l.dirs[d].stats();
-                s.links.push(LinkSummary {
-                    name: self.net.links[li].name.clone(),
-                    direction: DIR_NAMES[d].into(),
-                    tx_packets: st.tx_packets,
-                    drops_queue: st.drops_queue(),
-                    drops_loss: st.drops_loss(),
-                    drops_down: st.drops_down(),
-                    max_queue_bytes: st.max_queue_bytes,
-                });
+                s.links.push(summary::link_summary(&self.net.links[li].name, d, &l.dirs[d].stats()));
             }
         }
         self.results.summary = s;

@@ -49,6 +49,9 @@ rate = "20Mbit"
 delay = "5ms"
 [transport.mptcp]
 path_manager = "fullmesh"
+# One address per host leaves fullmesh no extra subflow; room for one, so
+# that the server checks the attacker's join (as a multihomed one would).
+limits = { subflows = 1, add_addr_accepted = 0 }
 [[flows]]
 name = "dl"
 from = "client"

@@ -32,7 +32,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 
-use mplab_sim::apps::fill_pattern;
+use mplab_backend::apps::fill_pattern;
 use mplab_wire::packet::build_ip_tcp;
 use mplab_wire::tcp::flags;
 use mplab_wire::{DssMapping, MptcpOption, TcpHeader, TcpOptions};

@@ -14,11 +14,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant as Wall;
 
-use mplab_proto::mptcp::{Connection, MptcpConfig, PayloadSource};
+use mplab_proto::mptcp::{Connection, MptcpConfig};
 use mplab_proto::tcp::TcpConfig;
 use mplab_proto::Instant;
 use mplab_scenario::network::{App, Flow, Network, TransportKind};
-use mplab_sim::apps::{fill_pattern, pattern_byte};
+use mplab_backend::apps::{pattern_byte, Pattern};
 use mplab_wire::packet::{build_ip_tcp, tcp_checksum_ok, TcpPacket};
 use mplab_wire::tcp::flags;
 use mplab_wire::{MpJoin, MptcpOption, TcpHeader, TcpOptions};
@@ -40,14 +40,6 @@ const BATCH: usize = 2048;
 /// Most segments one connection sends per round: the loop then reads
 /// the ACKs that came meanwhile before sending more (no sleep in between).
 const OUT_BATCH: usize = 128;
-
-/// The bytes every sender writes: the simulator's pattern.
-struct Pattern;
-impl PayloadSource for Pattern {
-    fn fill(&self, off: u64, buf: &mut [u8]) {
-        fill_pattern(off, buf);
-    }
-}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Role {
@@ -157,8 +149,13 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
         .map(|&(fi, role)| {
             let f = net.flows[fi].clone();
             let first = if role == Role::Client { f.src } else { f.dst };
-            let cfg = mplab_sim::mptcp_endpoint::mptcp_config(net, &f, spec.node, first);
-            let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_sim::tcp_endpoint::tcp_config(&f.tcp));
+            let sends = crate::kconf::end_sends(&f.app, role == Role::Client);
+            let fc = if sends { f.clone() } else { mplab_backend::config::receiver_view(&f) };
+            // userspace::run refused the scenario before the run if a
+            // sending end's configuration does not translate.
+            const CHECKED: &str = "configuration checked by config::unsupported";
+            let cfg = mplab_backend::config::mptcp_config(net, &fc, spec.node, first).expect(CHECKED);
+            let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::tcp_config(&fc.tcp).expect(CHECKED));
             End { flow: f, role, st: states[fi].clone(), cfg, tcp_cfg, conn: None, rx: RxRing::new(), tx: 0, closed: false, req_k: 0, req_t: None, req_rx_goal: 0, srv_answered: 0, done_at: None, aborted: false }
         })
         .collect();
@@ -674,6 +671,7 @@ fn publish(end: &End) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mplab_backend::apps::fill_pattern;
     use std::net::Ipv4Addr;
 
     fn packet(payload: &[u8]) -> Vec<u8> {

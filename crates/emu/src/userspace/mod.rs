@@ -44,7 +44,7 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
             }
         }
     }
-    for u in mplab_sim::transport::unsupported(net) {
+    for u in mplab_backend::config::unsupported(net) {
         let f = &net.flows[u.flow];
         let senders = [(f.from, true), (f.to, false)].into_iter().filter(|&(n, cli)| mine[n] && crate::kconf::end_sends(&f.app, cli)).count();
         if senders > 0 {

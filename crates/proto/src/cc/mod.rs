@@ -9,6 +9,7 @@
 use core::fmt::Debug;
 use core::time::Duration;
 
+use crate::registry::{self, Choice, Entry, KernelMap};
 use crate::time::Instant;
 
 pub mod balia;
@@ -143,41 +144,27 @@ pub fn avoidance_bytes(s: &mut CcState, ev: &AckEvent<'_>) -> u64 {
     }
 }
 
-/// The algorithms mplab ships, by scenario name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CcAlgorithm {
-    Reno,
-    #[default]
-    Cubic,
-    /// RFC 6356 (coupled).
-    Lia,
-    /// Khalili et al. (coupled).
-    Olia,
-    /// Peng et al. (coupled).
-    Balia,
+/// A validated congestion-control choice (see [`crate::registry`]).
+pub type CcChoice = Choice<dyn CongestionControl>;
+
+const COUPLED: KernelMap = KernelMap::Refuse("upstream Linux has no coupled congestion control for MPTCP subflows");
+
+/// The built-in congestion controls by scenario name: one line each.
+pub static REGISTRY: &[Entry<dyn CongestionControl>] = &[
+    Entry { name: "reno", aliases: &[], params: "", kernel: KernelMap::Linux("reno"), build: |p| p.is_none().then(|| Box::new(Reno::default()) as Box<dyn CongestionControl>) },
+    Entry { name: "cubic", aliases: &[], params: "", kernel: KernelMap::Linux("cubic"), build: |p| p.is_none().then(|| Box::new(Cubic::default()) as Box<dyn CongestionControl>) },
+    Entry { name: "lia", aliases: &[], params: "", kernel: COUPLED, build: |p| p.is_none().then(|| Box::new(Lia::default()) as Box<dyn CongestionControl>) },
+    Entry { name: "olia", aliases: &[], params: "", kernel: COUPLED, build: |p| p.is_none().then(|| Box::new(Olia::default()) as Box<dyn CongestionControl>) },
+    Entry { name: "balia", aliases: &[], params: "", kernel: COUPLED, build: |p| p.is_none().then(|| Box::new(Balia::default()) as Box<dyn CongestionControl>) },
+];
+
+/// The congestion control `name` names, validated.
+pub fn lookup(name: &str) -> Result<CcChoice, String> {
+    registry::lookup(REGISTRY, "congestion control", name)
 }
 
-/// Every name [`CcAlgorithm::from_name`] knows.
-pub const NAMES: &[&str] = &["reno", "cubic", "lia", "olia", "balia"];
-
-impl CcAlgorithm {
-    pub fn from_name(name: &str) -> Option<CcAlgorithm> {
-        match name {
-            "reno" => Some(CcAlgorithm::Reno),
-            "cubic" => Some(CcAlgorithm::Cubic),
-            "lia" => Some(CcAlgorithm::Lia),
-            "olia" => Some(CcAlgorithm::Olia),
-            "balia" => Some(CcAlgorithm::Balia),
-            _ => None,
-        }
-    }
-    pub fn build(self) -> Box<dyn CongestionControl> {
-        match self {
-            CcAlgorithm::Reno => Box::new(Reno::default()),
-            CcAlgorithm::Cubic => Box::new(Cubic::default()),
-            CcAlgorithm::Lia => Box::new(Lia::default()),
-            CcAlgorithm::Olia => Box::new(Olia::default()),
-            CcAlgorithm::Balia => Box::new(Balia::default()),
-        }
+impl Default for CcChoice {
+    fn default() -> Self {
+        lookup("cubic").expect("cubic is registered")
     }
 }

@@ -29,7 +29,7 @@ use crate::tcp::{self, reassembly::Reassembly, TcpConfig, TcpStats};
 use crate::time::Instant;
 
 pub use path_manager::{Endpoints, FullMesh, LocalAddr, Limits, NDiffPorts, PathManager, PmAction, PmView, RemoteAddr};
-pub use scheduler::{MinRtt, SchedContext, Scheduler, SubflowInfo};
+pub use scheduler::{MinRtt, SchedContext, Scheduler, SchedulerChoice, SubflowInfo};
 pub use subflow::{Handshake, Origin, Subflow};
 
 /// Option bytes a data segment keeps free for DSS: DATA_ACK and DSN of
@@ -53,7 +53,7 @@ pub struct MptcpConfig {
     pub checksum: bool,
     pub snd_buf: u64,
     pub rcv_buf: u64,
-    pub scheduler: String,
+    pub scheduler: SchedulerChoice,
     pub path_manager: PmKind,
     pub limits: Limits,
     /// This host's addresses (id 0 first), with endpoint flags.
@@ -76,7 +76,7 @@ impl Default for MptcpConfig {
             checksum: false,
             snd_buf: 4 << 20,
             rcv_buf: 6 << 20,
-            scheduler: "minrtt".into(),
+            scheduler: SchedulerChoice::default(),
             path_manager: PmKind::Default,
             limits: Limits { subflows: 8, add_addr_accepted: 8 },
             locals: Vec::new(),
@@ -316,7 +316,7 @@ impl Connection {
         // (its data already went elsewhere), so it is back in use soon
         // after the path is (Linux: ~1 s, see docs).
         cfg.tcp.max_backoff = cfg.tcp.max_backoff.min(Duration::from_secs(1));
-        let scheduler = scheduler::by_name(&cfg.scheduler).unwrap_or_else(|| Box::new(MinRtt));
+        let scheduler = cfg.scheduler.build();
         let pm: Box<dyn PathManager> = match cfg.path_manager {
             PmKind::Default => Box::new(Endpoints),
             PmKind::FullMesh => Box::new(FullMesh),

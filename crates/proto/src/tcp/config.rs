@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use crate::cc::CcAlgorithm;
+use crate::cc::CcChoice;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TcpConfig {
@@ -19,7 +19,7 @@ pub struct TcpConfig {
     pub rcv_buf: u64,
     /// Send buffer: data written but not yet acknowledged.
     pub snd_buf: u64,
-    pub cc: CcAlgorithm,
+    pub cc: CcChoice,
     pub initial_rto: Duration,
     pub min_rto: Duration,
     /// SYN / SYN-ACK retransmissions before the attempt fails.
@@ -48,7 +48,7 @@ impl Default for TcpConfig {
             // Linux's tcp_rmem / tcp_wmem maxima are 6 MiB and 4 MiB.
             rcv_buf: 6 << 20,
             snd_buf: 4 << 20,
-            cc: CcAlgorithm::Cubic,
+            cc: CcChoice::default(),
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_millis(200),
             syn_retries: 6,

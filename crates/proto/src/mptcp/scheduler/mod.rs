@@ -21,6 +21,7 @@
 use core::fmt::Debug;
 use core::time::Duration;
 
+use crate::registry::{self, Choice, Entry, KernelMap};
 use crate::time::Instant;
 
 pub mod blest;
@@ -118,31 +119,54 @@ pub fn fastest(sf: &[SubflowInfo]) -> Option<&SubflowInfo> {
     active(sf).min_by_key(|s| (s.rtt(), s.index))
 }
 
-/// Builds a scheduler by scenario name. A parameter follows a colon
-/// (`"kbest:3"`); `-` and `_` are the same in names.
-pub fn by_name(name: &str) -> Option<Box<dyn Scheduler>> {
-    let (base, param) = match name.split_once(':') {
-        Some((b, p)) => (b, Some(p.parse::<usize>().ok().filter(|&k| k > 0)?)),
-        None => (name, None),
-    };
-    let base = base.replace('_', "-");
-    let s: Box<dyn Scheduler> = match (base.as_str(), param) {
-        ("minrtt" | "default", None) => Box::new(MinRtt),
-        ("linux", None) => Box::new(Linux),
-        ("roundrobin" | "rr", None) => Box::new(RoundRobin::default()),
-        ("kbest", k) => Box::new(KBest::new(k.unwrap_or(2))),
-        ("redundant", None) => Box::new(Redundant),
-        ("primary", None) => Box::new(Primary::overflow()),
-        ("primary-standby", None) => Box::new(Primary::standby()),
-        ("blest", None) => Box::new(Blest::default()),
-        ("ecf", None) => Box::new(Ecf::default()),
-        _ => return None,
-    };
-    Some(s)
+/// A validated scheduler choice (see [`crate::registry`]).
+pub type SchedulerChoice = Choice<dyn Scheduler>;
+
+fn no_param<S: Scheduler + 'static>(make: fn() -> S) -> impl Fn(Option<&str>) -> Option<Box<dyn Scheduler>> {
+    move |p| p.is_none().then(|| Box::new(make()) as Box<dyn Scheduler>)
 }
 
-/// Every name [`by_name`] knows (for messages).
-pub const NAMES: &[&str] = &["minrtt", "default", "linux", "roundrobin", "kbest[:K]", "redundant", "primary", "primary-standby", "blest", "ecf"];
+/// The built-in schedulers by scenario name: one line each.
+pub static REGISTRY: &[Entry<dyn Scheduler>] = &[
+    // `default` is each stack's own default: minRTT in mplab's stack, the
+    // in-kernel scheduler on the kernel backend (a stack difference, see
+    // docs/schedulers.md).
+    Entry { name: "default", aliases: &[], params: "", kernel: KernelMap::Linux("default"), build: |p| no_param(|| MinRtt)(p) },
+    Entry { name: "minrtt", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux's in-kernel scheduler is not plain minRTT (`linux` models it, `default` runs it)"), build: |p| no_param(|| MinRtt)(p) },
+    Entry { name: "linux", aliases: &[], params: "", kernel: KernelMap::Linux("default"), build: |p| no_param(|| Linux)(p) },
+    Entry { name: "roundrobin", aliases: &["rr"], params: "", kernel: KernelMap::Refuse("Linux has no round-robin MPTCP scheduler (only BPF ones, none registered here)"), build: |p| no_param(RoundRobin::default)(p) },
+    Entry {
+        name: "kbest",
+        aliases: &[],
+        params: "K",
+        kernel: KernelMap::Refuse("Linux has no k-best MPTCP scheduler"),
+        build: |p| match p {
+            None => Some(Box::new(KBest::new(2))),
+            Some(k) => k.parse::<usize>().ok().filter(|&k| k > 0).map(|k| Box::new(KBest::new(k)) as Box<dyn Scheduler>),
+        },
+    },
+    Entry { name: "redundant", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux has no redundant MPTCP scheduler"), build: |p| no_param(|| Redundant)(p) },
+    Entry { name: "primary", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux has no primary/overflow MPTCP scheduler"), build: |p| no_param(Primary::overflow)(p) },
+    Entry { name: "primary-standby", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux expresses standby with backup endpoints, not a scheduler"), build: |p| no_param(Primary::standby)(p) },
+    Entry { name: "blest", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux has no BLEST MPTCP scheduler"), build: |p| no_param(Blest::default)(p) },
+    Entry { name: "ecf", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux has no ECF MPTCP scheduler"), build: |p| no_param(Ecf::default)(p) },
+];
+
+impl Default for SchedulerChoice {
+    fn default() -> Self {
+        lookup("minrtt").expect("minrtt is registered")
+    }
+}
+
+/// The scheduler `name` names (`"kbest:3"`), validated.
+pub fn lookup(name: &str) -> Result<SchedulerChoice, String> {
+    registry::lookup(REGISTRY, "scheduler", name)
+}
+
+/// Builds a scheduler by scenario name (None: unknown or a bad parameter).
+pub fn by_name(name: &str) -> Option<Box<dyn Scheduler>> {
+    lookup(name).ok().map(|c| c.build())
+}
 
 #[cfg(test)]
 pub(crate) mod testutil {
@@ -187,6 +211,9 @@ mod tests {
         assert_eq!(by_name("default").unwrap().name(), "minrtt");
         for n in ["kbest:0", "kbest:x", "minrtt:2", "nope"] {
             assert!(by_name(n).is_none(), "{n}");
+            assert!(lookup(n).is_err(), "{n}");
         }
+        assert!(lookup("nope").unwrap_err().contains("kbest[:K]"));
+        assert_eq!(lookup("kbest:3").unwrap().name(), "kbest:3");
     }
 }

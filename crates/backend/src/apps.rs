@@ -294,6 +294,17 @@ pub fn fill_pattern(offset: u64, out: &mut [u8]) {
     }
 }
 
+/// The pattern as the stack's payload source: what every mplab sender
+/// writes (the simulator regenerates payload bytes from it, for DSS
+/// checksums; the userspace backend sends them).
+pub struct Pattern;
+
+impl mplab_proto::mptcp::PayloadSource for Pattern {
+    fn fill(&self, off: u64, buf: &mut [u8]) {
+        fill_pattern(off, buf);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,287 @@
+//! The one translation from a resolved scenario into the stack's and the
+//! link model's configurations. The simulator, the userspace backend (which
+//! both run crates/proto) and the kernel backend's plan (`ip mptcp limits`,
+//! endpoints) all read these functions, so a setting means the same thing on
+//! every backend.
+
+use core::time::Duration;
+use std::net::Ipv4Addr;
+
+use mplab_proto::mptcp::{self, LocalAddr, MptcpConfig, PmKind};
+use mplab_proto::tcp::TcpConfig;
+use mplab_scenario::network::{self, EndpointFlag, Network, PathManager};
+
+use crate::apps::AppKind;
+use crate::link::{Jitter, LinkParams, LossModel, QueueConfig};
+
+/// Linux's `ip mptcp limits` defaults: 2 extra subflows, no ADD_ADDR
+/// accepted (net/mptcp/pm_kernel.c). The kernel-like path managers start
+/// from these, on every backend.
+pub const LINUX_DEFAULT_LIMITS: mptcp::Limits = mptcp::Limits { subflows: 2, add_addr_accepted: 0 };
+
+/// A scenario setting mplab's stack cannot honour (no backend substitutes
+/// silently): the flow, the field, and a message for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsupported {
+    pub flow: usize,
+    pub field: &'static str,
+    pub message: String,
+}
+
+/// Everything in `net` mplab's stack (the simulator's hosts, the userspace
+/// backend's mplab hosts) cannot run as written: names the stack's
+/// registries do not know, found by the same lookups the configurations use.
+pub fn unsupported(net: &Network) -> Vec<Unsupported> {
+    let mut out = Vec::new();
+    let mut check = |flow: usize, field: &'static str, r: Result<(), String>| {
+        if let Err(e) = r {
+            out.push(Unsupported { flow, field, message: format!("{e}: it is not implemented by the simulator") });
+        }
+    };
+    for f in &net.flows {
+        check(f.id, "cc", mplab_proto::cc::lookup(&f.tcp.cc).map(drop));
+        if let Some(m) = &f.mptcp {
+            check(f.id, "scheduler", mplab_proto::mptcp::scheduler::lookup(&m.scheduler).map(drop));
+            if m.cc != f.tcp.cc {
+                check(f.id, "cc", mplab_proto::cc::lookup(&m.cc).map(drop));
+            }
+        }
+    }
+    out
+}
+
+/// The flow as an end that only acknowledges its data sees it: such an end
+/// never runs its congestion control or scheduler, so a name only the
+/// peer's stack knows (a kernel sender's `bbr`) is no error there, and the
+/// stack's defaults stand in (the kernel backend's receiving ends keep
+/// their namespace's defaults the same way).
+pub fn receiver_view(f: &network::Flow) -> network::Flow {
+    let mut f = f.clone();
+    let cc = mplab_proto::cc::CcChoice::default().name().to_string();
+    if mplab_proto::cc::lookup(&f.tcp.cc).is_err() {
+        f.tcp.cc = cc.clone();
+    }
+    if let Some(m) = f.mptcp.as_mut() {
+        if mplab_proto::cc::lookup(&m.cc).is_err() {
+            m.cc = cc;
+        }
+        if mplab_proto::mptcp::scheduler::lookup(&m.scheduler).is_err() {
+            m.scheduler = "default".into();
+        }
+    }
+    f
+}
+
+/// TCP settings of a scenario flow in the engine's terms; Err names an
+/// algorithm mplab's stack does not have.
+pub fn tcp_config(t: &network::TcpConfig) -> Result<TcpConfig, String> {
+    let mut c = TcpConfig::default();
+    if let Some(m) = t.mss {
+        c.mss = m.min(u16::MAX as u32) as u16;
+    }
+    c.sack = t.sack;
+    c.timestamps = t.timestamps;
+    c.delayed_ack = t.delayed_ack;
+    c.wscale = t.wscale;
+    if let Some(ns) = t.rto_min_ns {
+        c.min_rto = Duration::from_nanos(ns);
+    }
+    if let Some(b) = t.rcv_buf {
+        c.rcv_buf = b;
+    }
+    if let Some(b) = t.snd_buf {
+        c.snd_buf = b;
+    }
+    c.cc = mplab_proto::cc::lookup(&t.cc)?;
+    Ok(c)
+}
+
+/// The path manager of an MPTCP flow and the limits both of its ends use:
+/// what the scenario set, else the defaults of that manager. `ip mptcp
+/// limits` counts extra subflows; the scenario's `subflows` counts all of
+/// them, the first included.
+pub fn path_manager(net: &Network, f: &network::Flow, m: &network::MptcpConfig) -> (PmKind, mptcp::Limits) {
+    let n_local = net.nodes[f.from].interfaces.len() as u32;
+    let n_remote = net.nodes[f.to].interfaces.len() as u32;
+    let extra = m.subflows.map(|s| s.saturating_sub(1));
+    let (pm, dflt) = match m.path_manager {
+        PathManager::Default | PathManager::Endpoints => (PmKind::Default, mptcp::Limits { subflows: extra.unwrap_or(LINUX_DEFAULT_LIMITS.subflows), ..LINUX_DEFAULT_LIMITS }),
+        // Every pair of addresses, and every address the server announces.
+        PathManager::Fullmesh => (
+            PmKind::FullMesh,
+            mptcp::Limits { subflows: extra.unwrap_or((n_local * n_remote).saturating_sub(1)), add_addr_accepted: n_remote.saturating_sub(1) },
+        ),
+        PathManager::Ndiffports => {
+            let n = m.subflows.unwrap_or(2);
+            (PmKind::NDiffPorts(n), mptcp::Limits { subflows: n.saturating_sub(1), add_addr_accepted: 0 })
+        }
+    };
+    let limits = mptcp::Limits { subflows: m.max_subflows.unwrap_or(dflt.subflows), add_addr_accepted: m.add_addr_accepted.unwrap_or(dflt.add_addr_accepted) };
+    (pm, limits)
+}
+
+/// The MPTCP settings of a flow without a `[transport.mptcp]` of its own.
+fn mptcp_defaults(f: &network::Flow) -> network::MptcpConfig {
+    network::MptcpConfig {
+        path_manager: PathManager::Default,
+        subflows: None,
+        checksum: false,
+        scheduler: "default".into(),
+        cc: f.tcp.cc.clone(),
+        max_subflows: None,
+        add_addr_accepted: None,
+        opportunistic_retransmit: false,
+        penalize: false,
+    }
+}
+
+/// The connection settings of flow `f` on node `node` (its addresses, the
+/// scenario's endpoints and limits), in the engine's terms. `first` is the
+/// address the connection starts from (it gets id 0, as in Linux). Err
+/// names a scheduler or congestion control mplab's stack does not have.
+pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Addr) -> Result<MptcpConfig, String> {
+    let m = f.mptcp.clone().unwrap_or_else(|| mptcp_defaults(f));
+    let mut tcp = tcp_config(&f.tcp)?;
+    tcp.cc = mplab_proto::cc::lookup(&m.cc)?;
+    let eps: Vec<&network::MptcpEndpoint> = net.mptcp_endpoints.iter().filter(|e| e.node == node).collect();
+    let mut locals = vec![LocalAddr::plain(0, first.into())];
+    for (k, i) in net.nodes[node].interfaces.iter().enumerate() {
+        if i.addr == first {
+            continue;
+        }
+        let mut l = LocalAddr::plain(k as u8 + 1, i.addr.into());
+        if let Some(e) = eps.iter().find(|e| e.addr == i.addr) {
+            l.id = e.id;
+            l.signal = e.flags.contains(&EndpointFlag::Signal);
+            l.subflow = e.flags.contains(&EndpointFlag::Subflow);
+            l.backup = e.flags.contains(&EndpointFlag::Backup);
+            l.fullmesh = e.flags.contains(&EndpointFlag::Fullmesh);
+        }
+        locals.push(l);
+    }
+    let (path_manager, limits) = path_manager(net, f, &m);
+    Ok(MptcpConfig {
+        tcp,
+        checksum: m.checksum,
+        snd_buf: f.tcp.snd_buf.unwrap_or(4 << 20),
+        rcv_buf: f.tcp.rcv_buf.unwrap_or(6 << 20),
+        scheduler: mplab_proto::mptcp::scheduler::lookup(&m.scheduler)?,
+        path_manager,
+        limits,
+        locals,
+        opportunistic_retransmit: m.opportunistic_retransmit,
+        penalize: m.penalize,
+    })
+}
+
+/// Uniform jitter up to `ns` (0: none).
+pub fn jitter(ns: u64) -> Jitter {
+    jitter_with(ns, network::JitterDistribution::Uniform)
+}
+
+/// Jitter of scale `ns` (uniform bound, normal sigma or Pareto mean) with
+/// the given distribution. A zero scale is no jitter (and no draws); the
+/// non-uniform kinds keep their variant so a later change of scale
+/// ([`Jitter::with_scale`]) keeps the distribution.
+pub fn jitter_with(ns: u64, dist: network::JitterDistribution) -> Jitter {
+    let d = Duration::from_nanos(ns);
+    match dist {
+        network::JitterDistribution::Uniform if ns == 0 => Jitter::None,
+        network::JitterDistribution::Uniform => Jitter::Uniform { max: d },
+        network::JitterDistribution::Normal => Jitter::Normal { sigma: d },
+        network::JitterDistribution::Pareto => Jitter::Pareto { mean: d },
+    }
+}
+
+pub fn loss_model(p: f64, ge: Option<&network::GilbertElliott>) -> LossModel {
+    match ge {
+        Some(g) => LossModel::GilbertElliott { p_gb: g.p_gb, p_bg: g.p_bg, loss_good: g.loss_good, loss_bad: g.loss_bad },
+        None if p > 0.0 => LossModel::Bernoulli { p },
+        None => LossModel::None,
+    }
+}
+
+/// One direction of a scenario link as the link model wants it.
+pub fn link_params(d: &network::LinkDirection) -> LinkParams {
+    let queue = match d.queue {
+        network::Queue::Droptail { limit: network::QueueLimit::Packets(n) } => QueueConfig::DropTailPackets(n as usize),
+        network::Queue::Droptail { limit: network::QueueLimit::Bytes(n) } => QueueConfig::DropTailBytes(n),
+        network::Queue::Red { min_th_bytes, max_th_bytes, limit_bytes, max_p, weight, gentle } => QueueConfig::Red {
+            min_th_bytes,
+            max_th_bytes,
+            max_p,
+            weight,
+            limit_bytes,
+            gentle,
+        },
+    };
+    LinkParams {
+        rate_bps: d.rate_bps,
+        delay: Duration::from_nanos(d.delay_ns),
+        jitter: jitter_with(d.jitter_ns, d.jitter_distribution),
+        loss: loss_model(d.loss, d.gilbert_elliott.as_ref()),
+        queue,
+        allow_reorder: d.reorder,
+    }
+}
+
+pub fn app_kind(a: &network::App) -> AppKind {
+    match *a {
+        network::App::Bulk { bytes } => AppKind::Bulk { bytes },
+        network::App::Rate { rate_bps, bytes } => AppKind::Rate { rate_bps, bytes },
+        network::App::Download { bytes } => AppKind::Download { bytes },
+        network::App::Request { request_bytes, response_bytes, count, interval_ns } => AppKind::Request {
+            request: request_bytes,
+            response: response_bytes,
+            count: count.unwrap_or(u64::MAX),
+            interval: Duration::from_nanos(interval_ns),
+        },
+    }
+}
+
+/// Bytes a bounded transfer delivers in total, if bounded.
+pub fn is_bounded(a: &network::App) -> Option<u64> {
+    match *a {
+        network::App::Bulk { bytes } | network::App::Rate { bytes, .. } => bytes,
+        network::App::Download { bytes } => Some(bytes),
+        network::App::Request { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(pm: &str, extra: &str) -> Network {
+        let toml = format!(
+            "name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[transport.mptcp]\npath_manager = \"{pm}\"\n{extra}\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\n"
+        );
+        mplab_scenario::Scenario::from_str(&toml, "t.toml").unwrap_or_else(|e| panic!("{e}")).resolve().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn limits(n: &Network) -> mptcp::Limits {
+        let f = &n.flows[0];
+        path_manager(n, f, f.mptcp.as_ref().unwrap()).1
+    }
+
+    #[test]
+    fn kernel_like_managers_start_from_linux_defaults() {
+        assert_eq!(limits(&net("default", "")), LINUX_DEFAULT_LIMITS);
+        assert_eq!(limits(&net("endpoints", "")), LINUX_DEFAULT_LIMITS);
+        assert_eq!(limits(&net("endpoints", "limits = { subflows = 4, add_addr_accepted = 3 }")), mptcp::Limits { subflows: 4, add_addr_accepted: 3 });
+    }
+
+    #[test]
+    fn fullmesh_allows_every_address_pair() {
+        // 2 x 2 addresses: 3 extra subflows, 1 announced address.
+        assert_eq!(limits(&net("fullmesh", "")), mptcp::Limits { subflows: 3, add_addr_accepted: 1 });
+        assert_eq!(limits(&net("fullmesh", "subflows = 2")), mptcp::Limits { subflows: 1, add_addr_accepted: 1 });
+    }
+
+    #[test]
+    fn ndiffports_opens_its_count() {
+        let n = net("ndiffports", "subflows = 5");
+        let f = &n.flows[0];
+        assert_eq!(path_manager(&n, f, f.mptcp.as_ref().unwrap()), (PmKind::NDiffPorts(5), mptcp::Limits { subflows: 4, add_addr_accepted: 0 }));
+    }
+}

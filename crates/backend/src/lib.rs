@@ -1,0 +1,24 @@
+//! # mplab-backend
+//!
+//! What every mplab backend shares, so that one scenario means the same on
+//! the simulator, the kernel backend and the userspace backend:
+//!
+//! * [`config`]: the one translation from a resolved scenario into the
+//!   stack's configurations (path manager, limits and their defaults,
+//!   scheduler, congestion control, buffers) and the link model's;
+//! * [`link`] and [`rng`]: the link model (rate, delay, jitter, loss,
+//!   queues) and its seeded random streams, on virtual time in the
+//!   simulator and on a real clock in the kernel backend's emulator;
+//! * [`apps`]: the applications as state machines over a stream socket,
+//!   and the byte pattern every sender writes and every receiver checks;
+//! * [`results`] and [`summary`]: the results types and the one summary
+//!   computation every backend feeds.
+
+pub mod apps;
+pub mod config;
+pub mod link;
+pub mod results;
+pub mod rng;
+pub mod summary;
+
+pub use results::{RunResults, Summary};
