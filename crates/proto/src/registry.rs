@@ -120,3 +120,48 @@ pub fn lookup<T: ?Sized + 'static>(registry: &'static [Entry<T>], what: &str, sp
         make: Arc::new(move || build(param.as_deref()).expect("parameter validated by lookup")),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every built-in builds under its name and each alias, and names what
+    /// the kernel backend does with it.
+    #[test]
+    fn registry_entries_build_and_map() {
+        fn check<T: ?Sized + 'static>(reg: &'static [Entry<T>], what: &str) {
+            let mut seen = std::collections::BTreeSet::new();
+            for e in reg {
+                for n in std::iter::once(e.name).chain(e.aliases.iter().copied()) {
+                    assert!(seen.insert(n), "{what} {n} registered twice");
+                    let c = lookup(reg, what, n).unwrap_or_else(|m| panic!("{m}"));
+                    let _ = c.build();
+                }
+                match e.kernel {
+                    KernelMap::Linux(k) => assert!(!k.is_empty()),
+                    KernelMap::Refuse(why) => assert!(why.len() > 10, "{what} {}: say why", e.name),
+                }
+            }
+        }
+        check(crate::cc::REGISTRY, "congestion control");
+        check(crate::mptcp::scheduler::REGISTRY, "scheduler");
+    }
+
+    #[test]
+    fn unknown_names_and_bad_parameters_are_errors() {
+        let e = crate::cc::lookup("bbr").unwrap_err();
+        assert!(e.contains("\"bbr\"") && e.contains("cubic"), "{e}");
+        assert!(crate::cc::lookup("cubic:2").unwrap_err().contains("takes none"));
+        assert!(crate::mptcp::scheduler::lookup("kbest:0").unwrap_err().contains("kbest:K"));
+        assert_eq!(crate::mptcp::scheduler::lookup("primary_standby").unwrap().build().name(), "primary-standby");
+    }
+
+    #[test]
+    fn a_custom_choice_builds_fresh_instances() {
+        let c = crate::cc::CcChoice::custom("mine", || Box::new(crate::cc::Reno::default()));
+        assert_eq!(c.name(), "mine");
+        assert_eq!(c.build().name(), "reno");
+        assert_eq!(c.clone(), c);
+        assert_ne!(c, crate::cc::CcChoice::default());
+    }
+}

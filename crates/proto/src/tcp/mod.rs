@@ -366,6 +366,10 @@ impl Connection {
     pub fn in_flight(&self) -> u64 {
         self.board.in_flight(self.snd_nxt - self.snd_una).saturating_sub(self.dup_credit)
     }
+    /// The running congestion control's name.
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
     /// Whether the congestion control wants the sibling subflows' state.
     pub fn cc_coupled(&self) -> bool {
         self.cc.coupled()

@@ -1,0 +1,456 @@
+//! The fabric: the packet pool, links and their wake-ups, forwarding with
+//! policy routing and ECMP, middleboxes and NAT on the path, interface
+//! counters and captures, and the scenario's timed link events.
+
+use std::net::Ipv4Addr;
+
+use mplab_proto::Instant;
+use rustc_hash::FxHashMap as HashMap;
+use mplab_scenario::network::{self};
+
+use crate::link::{LinkDirection, Offer};
+use crate::middlebox::Place;
+use crate::packet::{flow_hash, Ecmp, Packet, NO_ADDR};
+use crate::rng::SimRng;
+use crate::config;
+
+use super::*;
+
+/// Packets in flight live here; links and queues move [`Hop`] handles,
+/// not 400-byte packets (htsim's packet pool, for the same reason).
+#[derive(Default)]
+pub(super) struct Pool {
+    pub(super) pkts: Vec<Packet>,
+    pub(super) free: Vec<u32>,
+}
+
+/// What forwarding needs of a packet, carried by value through the links'
+/// queues beside the packet's pool slot: a router hop reads the 20 bytes
+/// that arrive with the link's delivery and never touches the packet (a
+/// separate metadata array cost a cache miss per hop on large runs).
+///
+/// 20 bytes with 4-byte alignment (the hash kept as two halves, size and
+/// TTL sharing a word), so that a link's flight entry (arrival, size, hop)
+/// is exactly 32 bytes: two entries per cache line, none across two.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Hop {
+    /// [`flow_hash`] of the 5-tuple, low half first.
+    pub(super) flow_hash: [u32; 2],
+    /// Pool slot of the packet.
+    pub(super) id: u32,
+    pub(super) dst_idx: u32,
+    /// Wire size (bytes) `<< 8` | the IP TTL. Routers decrement the TTL
+    /// here rather than in the packet.
+    pub(super) size_ttl: u32,
+}
+
+/// The largest wire size a [`Hop`] carries (24 bits). Segments are at most
+/// 64 KiB (the MSS is a 16-bit option), coalesced ones twice that.
+pub(super) const HOP_MAX_SIZE: u32 = (1 << 24) - 1;
+
+impl Hop {
+    pub(super) fn of(id: u32, p: &Packet) -> Hop {
+        let mut h = Hop { flow_hash: split_hash(flow_hash(p.flow_key())), id, dst_idx: p.dst_idx, size_ttl: 0 };
+        h.set_size_ttl(p.size, p.ttl);
+        h
+    }
+
+    #[inline]
+    pub(super) fn flow_hash(&self) -> u64 {
+        u64::from(self.flow_hash[1]) << 32 | u64::from(self.flow_hash[0])
+    }
+
+    #[inline]
+    pub(super) fn size(&self) -> u32 {
+        self.size_ttl >> 8
+    }
+
+    #[inline]
+    pub(super) fn ttl(&self) -> u8 {
+        self.size_ttl as u8
+    }
+
+    #[inline]
+    pub(super) fn set_size_ttl(&mut self, size: u32, ttl: u8) {
+        debug_assert!(size <= HOP_MAX_SIZE, "packet of {size} bytes");
+        self.size_ttl = size.min(HOP_MAX_SIZE) << 8 | u32::from(ttl);
+    }
+}
+
+#[inline]
+pub(super) fn split_hash(h: u64) -> [u32; 2] {
+    [h as u32, (h >> 32) as u32]
+}
+
+const _: () = assert!(std::mem::size_of::<Hop>() == 20);
+
+impl Pool {
+    pub(super) fn put(&mut self, p: Packet) -> Hop {
+        match self.free.pop() {
+            Some(id) => {
+                let h = Hop::of(id, &p);
+                self.pkts[id as usize] = p;
+                h
+            }
+            None => {
+                let id = self.pkts.len() as u32;
+                let h = Hop::of(id, &p);
+                self.pkts.push(p);
+                h
+            }
+        }
+    }
+    /// A slot to build a packet in (see `Endpoint::poll_transmit_into`);
+    /// handed back with `unalloc` if nothing was built. The free list ends
+    /// as `put` would leave it, so slot numbers do not change.
+    pub(super) fn alloc(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.pkts.push(Packet::new(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, mplab_wire::TcpHeader::default(), 0, 0));
+                (self.pkts.len() - 1) as u32
+            }
+        }
+    }
+    pub(super) fn unalloc(&mut self, id: u32) {
+        self.free.push(id);
+    }
+    pub(super) fn release(&mut self, h: Hop) {
+        self.free.push(h.id);
+    }
+}
+
+pub(super) struct LinkRt {
+    pub(super) dirs: [LinkDirection<Hop>; 2],
+    pub(super) rng: [SimRng; 2],
+}
+
+/// What a wake-up of link direction `2 * link + dir` needs besides the
+/// link itself, kept in small dense arrays (a few kilobytes even for a
+/// data centre) that stay in cache, rather than beside the link's queues.
+pub(super) struct WakeRt {
+    /// The pending wake-up: at most one event in the queue per direction.
+    pub(super) at: Option<Instant>,
+    /// (node, iface) receiving what this direction delivers.
+    pub(super) to: (u32, u32),
+}
+
+#[derive(Default, Clone, Copy)]
+pub(super) struct IfCounters {
+    pub(super) tx_bytes: u64,
+    pub(super) rx_bytes: u64,
+    pub(super) last_tx: u64,
+    pub(super) last_rx: u64,
+}
+
+/// One way out of a node: the interface and the link direction behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Egress {
+    pub(super) link: u32,
+    pub(super) iface: u16,
+    pub(super) dir: u8,
+}
+
+pub(super) struct NodeRt {
+    pub(super) router: bool,
+    /// Chooses among equal-cost next hops (`Network.ecmp`).
+    pub(super) ecmp: Ecmp,
+    /// Forwarding cache by destination index (routers, and hosts without
+    /// policy rules), filled on first use: see [`FIB_UNKNOWN`].
+    pub(super) fib: Vec<u32>,
+    /// ECMP next-hop lists the fib points into. Each member carries its
+    /// link direction, so a hop does not look the interface up again.
+    pub(super) hops: Vec<Egress>,
+    /// Policy-routed lookups of hosts: (source, destination index) -> egress.
+    pub(super) policy_fib: HashMap<(u32, u32), Box<[Egress]>>,
+    pub(super) counters: Vec<IfCounters>,
+    /// (link, direction) leaving through each interface.
+    pub(super) egress: Vec<(usize, u8)>,
+}
+
+impl World {
+    // ---- links -----------------------------------------------------------
+
+    pub(super) fn schedule_link(&mut self, link: usize, dir: usize) {
+        if let Some(t) = self.links[link].dirs[dir].next_wakeup() {
+            let w = &mut self.wakes[2 * link + dir].at;
+            if w.is_none_or(|w| t < w) {
+                *w = Some(t);
+                self.queue.schedule(t.max(self.now), Ev::LinkWake { link: link as u32, dir: dir as u8 });
+            }
+        }
+    }
+
+    pub(super) fn link_wake(&mut self, link: usize, dir: usize) {
+        let w = &mut self.wakes[2 * link + dir];
+        if w.at != Some(self.now) {
+            // A stale wake-up (an earlier one was scheduled after it).
+            if w.at.is_some_and(|w| w > self.now) {
+                return;
+            }
+        }
+        w.at = None;
+        let (node, iface) = (w.to.0 as usize, w.to.1 as usize);
+        while let Some(d) = self.links[link].dirs[dir].deliver(self.now) {
+            self.receive(node, iface, d.packet);
+        }
+        self.schedule_link(link, dir);
+    }
+
+    /// Returns to the pool what a link will never deliver.
+    pub(super) fn reclaim(&mut self, link: usize, dir: usize) {
+        self.links[link].dirs[dir].take_discarded(&mut self.dropped);
+        for h in self.dropped.drain(..) {
+            self.pool.free.push(h.id);
+        }
+    }
+
+    /// Puts a packet on the link behind `iface` of `node`. Like a Linux
+    /// interface counter (and tcpdump), only what the queue accepted counts.
+    pub(super) fn transmit(&mut self, node: usize, out: Egress, mut h: Hop) {
+        let (link, dir, iface) = (out.link as usize, out.dir as usize, out.iface as usize);
+        if let Some(nat) = if self.any_nat { self.nats[node].as_mut() } else { None } {
+            let p = &mut self.pool.pkts[h.id as usize];
+            if iface == nat.outside && !self.net.nodes[node].owns(p.src) {
+                nat.outbound(p);
+                self.refresh_hop(&mut h);
+            }
+        }
+        if self.boxes_on_links && (!self.mbox.on_link[2 * link + dir].is_empty() || self.mbox.coalesce_link[2 * link + dir].is_some()) {
+            for h in self.through_middleboxes(h, Place::Link(2 * link + dir)) {
+                self.offer(node, iface, link, dir, h);
+            }
+            return;
+        }
+        self.offer(node, iface, link, dir, h);
+    }
+
+    /// Recomputes what forwarding keeps about a packet whose addresses or
+    /// ports a middlebox rewrote.
+    pub(super) fn refresh_hop(&mut self, h: &mut Hop) {
+        let p = &self.pool.pkts[h.id as usize];
+        h.flow_hash = split_hash(flow_hash(p.flow_key()));
+        h.dst_idx = self.addr_idx.get(&u32::from(p.dst)).copied().unwrap_or(NO_ADDR);
+        h.set_size_ttl(p.size, h.ttl());
+    }
+
+    /// Runs a packet through the middleboxes at `at`; returns the packets
+    /// that come out now (more than one when a box splits it or flushes
+    /// a held segment, none when a coalescer keeps it).
+    pub(super) fn through_middleboxes(&mut self, h: Hop, at: Place) -> Vec<Hop> {
+        let (actions, coalescer) = match at {
+            Place::Link(i) => (&self.mbox.on_link[i], self.mbox.coalesce_link[i]),
+            Place::Node(n) => (&self.mbox.on_node[n], self.mbox.coalesce_node[n]),
+        };
+        let mut extra = Vec::new();
+        let mut p = self.pool.pkts[h.id as usize].clone();
+        p.ttl = h.ttl();
+        crate::middlebox::apply(actions, &mut p, &mut extra);
+        self.pool.release(h);
+        let mut pkts = vec![p];
+        pkts.append(&mut extra);
+        if let Some(c) = coalescer {
+            let mut out = Vec::new();
+            for p in pkts {
+                if let Some(f) = self.mbox.coalescers[c as usize].1.offer(self.now.0, p, &mut out) {
+                    self.queue.schedule(Instant(f.at), Ev::CoalesceFlush { boxid: c, slot: f.slot });
+                }
+            }
+            pkts = out;
+        }
+        pkts.into_iter().map(|q| self.pool.put(q)).collect()
+    }
+
+    /// A coalescer's timer: its held segment goes on where it was going.
+    pub(super) fn coalesce_flush(&mut self, boxid: usize, slot: u32) {
+        let (place, c) = &mut self.mbox.coalescers[boxid];
+        let place = *place;
+        let Some(p) = c.expire(slot, self.now.0) else { return };
+        let h = self.pool.put(p);
+        match place {
+            Place::Link(i) => {
+                let (link, dir) = (i / 2, i % 2);
+                let l = &self.net.links[link];
+                let end = if dir == 0 { &l.a } else { &l.b };
+                let (node, iface) = (end.node, end.iface);
+                self.offer(node, iface, link, dir, h);
+            }
+            Place::Node(n) => self.route_out(n, None, h),
+        }
+    }
+
+    pub(super) fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
+        let l = &mut self.links[link];
+        if let Offer::Queued = l.dirs[dir].offer(self.now, h, h.size(), &mut l.rng[dir]) {
+            let at = l.dirs[dir].last_end();
+            self.capture(node, iface, h.id, at);
+        }
+        self.reclaim(link, dir);
+        self.schedule_link(link, dir);
+    }
+
+    pub(super) fn capture(&mut self, node: usize, iface: usize, id: u32, at: Instant) {
+        if let Some(c) = self.pcaps.get_mut(&(node, iface)) {
+            c.record(at, self.now, &self.pool.pkts[id as usize]);
+        }
+    }
+
+    /// Interface counters are the links': transmitted bytes are those the
+    /// outgoing direction serialised by now, received bytes those the
+    /// incoming direction delivered (every delivery goes to `receive`).
+    /// Reading them here, not counting per packet, spares each hop a write
+    /// to the node's counter array (a cache miss on large topologies).
+    pub(super) fn sync_if_counters(&mut self) {
+        for n in self.nodes.iter_mut() {
+            for (c, &(link, dir)) in n.counters.iter_mut().zip(&n.egress) {
+                if link == usize::MAX {
+                    continue; // an interface without a link
+                }
+                let out = &mut self.links[link].dirs[dir as usize];
+                out.advance(self.now);
+                c.tx_bytes = out.stats().tx_bytes;
+                c.rx_bytes = self.links[link].dirs[1 - dir as usize].stats().delivered_bytes;
+            }
+        }
+    }
+
+    // ---- nodes -----------------------------------------------------------
+
+    pub(super) fn receive(&mut self, node: usize, iface: usize, mut h: Hop) {
+        self.capture(node, iface, h.id, self.now);
+        if h.dst_idx == NO_ADDR {
+            self.pool.release(h); // nobody has that address
+            return;
+        }
+        let mut translated = false;
+        if let Some(nat) = if self.any_nat { self.nats[node].as_ref() } else { None } {
+            let p = &mut self.pool.pkts[h.id as usize];
+            if iface == nat.outside && p.dst == nat.addr && nat.inbound(p) {
+                translated = true;
+                self.refresh_hop(&mut h);
+            }
+        }
+        if !translated && self.addr_owner[h.dst_idx as usize] == node as u32 {
+            self.deliver_local(node, h.id);
+            self.pool.release(h);
+            return;
+        }
+        if !self.nodes[node].router || h.ttl() <= 1 {
+            // Hosts do not forward; an expired TTL is dropped (no ICMP here).
+            self.pool.release(h);
+            return;
+        }
+        h.set_size_ttl(h.size(), h.ttl() - 1);
+        self.stats.packets_forwarded += 1;
+        if self.boxes_on_nodes && (!self.mbox.on_node[node].is_empty() || self.mbox.coalesce_node[node].is_some()) {
+            for h in self.through_middleboxes(h, Place::Node(node)) {
+                self.route_out(node, None, h);
+            }
+            return;
+        }
+        self.route_out(node, None, h);
+    }
+
+    /// Chooses the egress interface (policy routing by source on hosts,
+    /// ECMP per flow on routers, by salted hash or remembered random
+    /// choice) and transmits.
+    pub(super) fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, h: Hop) {
+        let (flow_hash, dst_idx, id) = (h.flow_hash(), h.dst_idx, h.id);
+        let spec = &self.net.nodes[node];
+        let n = &mut self.nodes[node];
+        let dst = || self.pool.pkts[id as usize].dst;
+        let egress = &n.egress;
+        let lookup = |src: Option<Ipv4Addr>| -> Box<[Egress]> {
+            match spec.lookup(src, dst()) {
+                Some(r) => r
+                    .nexthops
+                    .iter()
+                    .map(|h| {
+                        let (link, dir) = egress[h.iface];
+                        Egress { link: link as u32, iface: h.iface as u16, dir }
+                    })
+                    .collect(),
+                None => Box::new([]),
+            }
+        };
+        let iface = match policy_src {
+            // Only multi-homed hosts have policy rules; the others share the fib.
+            Some(src) if !spec.routing.rules.is_empty() => {
+                let hops = n.policy_fib.entry((u32::from(src), dst_idx)).or_insert_with(|| lookup(Some(src)));
+                match hops.len() {
+                    0 => None,
+                    1 => Some(hops[0]),
+                    _ => Some(n.ecmp.pick(flow_hash, hops, |e| e.iface)),
+                }
+            }
+            _ => {
+                let di = dst_idx as usize;
+                if n.fib.len() <= di {
+                    n.fib.resize(self.addr_owner.len(), FIB_UNKNOWN);
+                }
+                if n.fib[di] == FIB_UNKNOWN {
+                    let hops = lookup(None);
+                    let hops = &hops[..hops.len().min(255)];
+                    // Destinations reached the same way (every address up
+                    // an edge or aggregation switch) share one copy of
+                    // their next hops, so the table stays a few lines.
+                    let start = match n.hops.windows(hops.len().max(1)).position(|w| w == hops) {
+                        Some(at) if !hops.is_empty() => at,
+                        _ => {
+                            n.hops.extend_from_slice(hops);
+                            n.hops.len() - hops.len()
+                        }
+                    };
+                    n.fib[di] = (start as u32) << 8 | hops.len() as u32;
+                }
+                let e = n.fib[di];
+                let (start, k) = ((e >> 8) as usize, (e & 0xff) as usize);
+                match k {
+                    0 => None,
+                    1 => Some(n.hops[start]),
+                    k => Some(n.ecmp.pick(flow_hash, &n.hops[start..start + k], |e| e.iface)),
+                }
+            }
+        };
+        match iface {
+            Some(out) => self.transmit(node, out, h),
+            None => self.pool.release(h), // no route: dropped like an ICMP unreachable would say
+        }
+    }
+
+    // ---- scenario events -------------------------------------------------
+
+    pub(super) fn scenario_event(&mut self, idx: usize) {
+        let ev = self.net.events[idx].clone();
+        let now = self.now;
+        let dirs: &[usize] = match &ev.action {
+            network::LinkAction::Set { direction: network::Direction::Ab, .. } => &[0],
+            network::LinkAction::Set { direction: network::Direction::Ba, .. } => &[1],
+            _ => &[0, 1],
+        };
+        for &d in dirs {
+            let l = &mut self.links[ev.link].dirs[d];
+            match ev.action {
+                network::LinkAction::Down => l.set_up(now, false),
+                network::LinkAction::Up => l.set_up(now, true),
+                network::LinkAction::Set { rate_bps, delay_ns, jitter_ns, loss, .. } => {
+                    if let Some(r) = rate_bps {
+                        l.set_rate(now, r);
+                    }
+                    if let Some(dl) = delay_ns {
+                        l.set_delay(now, std::time::Duration::from_nanos(dl));
+                    }
+                    if let Some(j) = jitter_ns {
+                        l.set_jitter(l.params().jitter.with_scale(std::time::Duration::from_nanos(j)));
+                    }
+                    if let Some(p) = loss {
+                        l.set_loss(config::loss_model(p, None));
+                    }
+                }
+            }
+            self.reclaim(ev.link, d);
+            self.schedule_link(ev.link, d);
+        }
+    }
+
+}

@@ -1,0 +1,70 @@
+//! The end of a run: captures closed and the summary computed by the
+//! backends' shared summary functions.
+
+use mplab_proto::Instant;
+
+use crate::apps::AppKind;
+use crate::middlebox::Place;
+use crate::results::*;
+use crate::summary::{self, FlowOutcome};
+
+use super::*;
+
+impl World {
+    /// Final results: summary over the whole run plus the sampled series.
+    pub fn finish(mut self, backend: &str) -> RunResults {
+        self.sync_if_counters();
+        let mut pcaps: Vec<_> = self.pcaps.drain().collect();
+        pcaps.sort_by_key(|(k, _)| *k);
+        for ((node, iface), c) in pcaps {
+            if let Err(e) = c.finish(self.now) {
+                let n = &self.net.nodes[node];
+                self.results.errors.push(format!("pcap of {}:{}: {e}", n.name, n.interfaces[iface].name));
+            }
+        }
+        let dur = self.now.as_secs_f64();
+        let mut s = Summary { scenario: self.net.name.clone(), backend: backend.into(), seed: self.net.seed, duration_s: dur, ..Default::default() };
+        for (place, c) in &self.mbox.coalescers {
+            let at = match *place {
+                Place::Link(i) => format!("link {} ({})", self.net.links[i / 2].name, if i % 2 == 0 { "ab" } else { "ba" }),
+                Place::Node(n) => format!("node {}", self.net.nodes[n].name),
+            };
+            s.notes.push(format!("coalescing middlebox at {at}: {} segments merged into others", c.merged));
+        }
+        for (fi, f) in self.flows.iter().enumerate() {
+            let spec = &self.net.flows[fi];
+            let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
+            let ep = f.ends[sender].ep.as_ref();
+            s.flows.push(summary::flow_summary(FlowOutcome {
+                spec,
+                start_s: f.start.as_secs_f64(),
+                run_end_s: self.now.as_secs_f64(),
+                delivered: f.ends[0].app.rx.delivered + f.ends[1].app.rx.delivered,
+                requests_done: f.ends[0].app.requests_done,
+                completed_at_s: self.receiver_done_at(fi).map(|c| c.as_secs_f64()),
+                data_ok: f.ends.iter().all(|e| e.app.rx.ok() && !e.misplaced && !e.corrupted),
+                fallback: ep.is_some_and(|e| e.fell_back()),
+                latencies_ms: f.ends[0].app.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
+                mean_srtt_ms: (f.srtt_samples > 0).then(|| f.srtt_sum_ns / f.srtt_samples as f64 / 1e6),
+                paths: ep.map(|e| e.paths()).unwrap_or_default(),
+            }));
+        }
+        for (ni, n) in self.nodes.iter().enumerate() {
+            for (ii, c) in n.counters.iter().enumerate() {
+                s.interfaces.push(summary::interface_summary(&self.net.nodes[ni].name, &self.net.nodes[ni].interfaces[ii].name, c.tx_bytes, c.rx_bytes, dur));
+            }
+        }
+        for (li, l) in self.links.iter().enumerate() {
+            for d in 0..2 {
+                s.links.push(summary::link_summary(&self.net.links[li].name, d, &l.dirs[d].stats()));
+            }
+        }
+        self.results.summary = s;
+        self.results
+    }
+
+    pub(super) fn receiver_done_at(&self, flow: usize) -> Option<Instant> {
+        let f = &self.flows[flow];
+        f.ends[0].app.completed_at.or(f.ends[1].app.completed_at)
+    }
+}

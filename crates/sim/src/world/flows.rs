@@ -1,0 +1,132 @@
+//! Flows: their two ends (transport endpoint and application), starting
+//! them, their timers, and moving data between applications and endpoints.
+
+use mplab_proto::Instant;
+
+use crate::apps::App;
+use crate::endpoint::{Endpoint, Progress};
+use crate::packet::NO_ADDR;
+
+use super::*;
+
+/// Runtime state of one flow end.
+pub(super) struct End {
+    pub(super) ep: Option<Box<dyn Endpoint>>,
+    pub(super) app: App,
+    pub(super) timer_at: Option<Instant>,
+    pub(super) connected_at: Option<Instant>,
+    pub(super) misplaced: bool,
+    /// Rewritten payload was accepted (see [`Progress::corrupted`]).
+    pub(super) corrupted: bool,
+}
+
+pub(super) struct FlowRt {
+    pub(super) ends: [End; 2],
+    pub(super) start: Instant,
+    pub(super) last_delivered: u64,
+    pub(super) srtt_sum_ns: f64,
+    pub(super) srtt_samples: u64,
+    pub(super) last_path_acked: Vec<u64>,
+}
+
+impl World {
+    // ---- flows -----------------------------------------------------------
+
+    pub(super) fn flow_start(&mut self, flow: usize) {
+        let f = &self.net.flows[flow];
+        let seed = self.rng.stream(0x155_0000 + 2 * flow as u64).next_u64();
+        let Some(ep) = self.factory.connect(&self.net, f, seed, self.now) else { return };
+        if let Some(t) = ep.token() {
+            self.tokens.insert((f.from as u32, t), (flow as u32, 0));
+        }
+        let key = (f.from as u32, u32::from(f.src), f.sport, u32::from(f.dst), f.dport);
+        self.demux.insert(key, (flow as u32, 0));
+        self.flows[flow].ends[0].ep = Some(ep);
+        self.service(flow, 0);
+    }
+
+    pub(super) fn flow_timer(&mut self, flow: usize, end: usize) {
+        let e = &mut self.flows[flow].ends[end];
+        if e.timer_at != Some(self.now) {
+            return; // superseded by an earlier or later timer
+        }
+        e.timer_at = None;
+        let mut p = Progress::default();
+        if let Some(ep) = e.ep.as_mut() {
+            if ep.poll_timeout().is_some_and(|t| t <= self.now) {
+                p = ep.on_timeout(self.now);
+            }
+        }
+        self.after_input(flow, end, p);
+    }
+
+    pub(super) fn after_input(&mut self, flow: usize, end: usize, p: Progress) {
+        let e = &mut self.flows[flow].ends[end];
+        e.misplaced |= p.misplaced;
+        e.corrupted |= p.corrupted;
+        if let Some(ep) = e.ep.as_mut() {
+            if e.connected_at.is_none() && ep.is_established() {
+                e.connected_at = Some(self.now);
+                e.app.on_connected(self.now, ep.as_mut());
+            }
+        }
+        self.service(flow, end);
+    }
+
+    /// Lets the application read/write, sends what the endpoint has, and
+    /// re-arms the end's single timer.
+    pub(super) fn service(&mut self, flow: usize, end: usize) {
+        let node = if end == 0 { self.net.flows[flow].from } else { self.net.flows[flow].to };
+        let mut out = std::mem::take(&mut self.out_buf);
+        {
+            let e = &mut self.flows[flow].ends[end];
+            let Some(ep) = e.ep.as_mut() else {
+                self.out_buf = out;
+                return;
+            };
+            if e.connected_at.is_some() {
+                e.app.pump(self.now, ep.as_mut());
+            }
+            // Into the pool at once (one copy of each packet fewer); routed
+            // below, once the endpoint is no longer borrowed. Nothing is
+            // delivered while routing, so the order of the two is free.
+            loop {
+                let id = self.pool.alloc();
+                let pkt = &mut self.pool.pkts[id as usize];
+                if !ep.poll_transmit_into(self.now, pkt) {
+                    self.pool.unalloc(id);
+                    break;
+                }
+                if pkt.tcp.syn() && !pkt.tcp.ack_flag() {
+                    // A new subflow's first segment: its replies come back here.
+                    let key = (node as u32, u32::from(pkt.src), pkt.tcp.src_port, u32::from(pkt.dst), pkt.tcp.dst_port);
+                    self.demux.entry(key).or_insert((flow as u32, end as u8));
+                }
+                pkt.dst_idx = self.addr_idx.get(&u32::from(pkt.dst)).copied().unwrap_or(NO_ADDR);
+                out.push((Hop::of(id, pkt), pkt.src));
+            }
+        }
+        for &(h, src) in &out {
+            self.route_out(node, Some(src), h);
+        }
+        out.clear();
+        self.out_buf = out;
+        let e = &mut self.flows[flow].ends[end];
+        // The application acts only once connected (`pump` above): a stop
+        // time that passes while a connection never opens must not re-arm
+        // the timer at the same instant forever.
+        let app_timer = e.connected_at.and_then(|_| e.app.poll_timer());
+        let t = match (e.ep.as_ref().and_then(|ep| ep.poll_timeout()), app_timer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = t {
+            let t = t.max(self.now);
+            if e.timer_at.is_none_or(|cur| t < cur || cur < self.now) {
+                e.timer_at = Some(t);
+                self.queue.schedule(t, Ev::FlowTimer { flow: flow as u32, end: end as u8 });
+            }
+        }
+    }
+
+}

@@ -1,0 +1,88 @@
+//! The host stack: demultiplexing segments to connections, accepting
+//! SYNs on listening ports and MP_JOINs by token, and answering stray
+//! segments with RST (RFC 9293 3.10.7.1).
+
+use crate::packet::{Packet, NO_ADDR};
+
+use super::*;
+
+impl World {
+    pub(super) fn deliver_local(&mut self, node: usize, id: u32) {
+        let pkt = &self.pool.pkts[id as usize];
+        let key = (node as u32, u32::from(pkt.dst), pkt.tcp.dst_port, u32::from(pkt.src), pkt.tcp.src_port);
+        let (flow, end) = match self.demux.get(&key) {
+            Some(&fe) => fe,
+            None => match self.new_connection(node, id, key) {
+                Some(fe) => fe,
+                None => {
+                    self.send_rst(node, id);
+                    return;
+                }
+            },
+        };
+        let pkt = &self.pool.pkts[id as usize];
+        let e = &mut self.flows[flow as usize].ends[end as usize];
+        let Some(ep) = e.ep.as_mut() else { return };
+        let p = ep.on_packet(self.now, pkt);
+        self.after_input(flow as usize, end as usize, p);
+    }
+
+    /// A segment for no known 4-tuple: a SYN may open a connection on a
+    /// listening port, or join one by its MPTCP token. `None`: refused.
+    pub(super) fn new_connection(&mut self, node: usize, id: u32, key: DemuxKey) -> Option<(u32, u8)> {
+        let pkt = &self.pool.pkts[id as usize];
+        if !pkt.tcp.syn() || pkt.tcp.ack_flag() || pkt.tcp.rst() {
+            return None;
+        }
+        let join_token = pkt.tcp.options.mptcp().find_map(|o| match o {
+            mplab_wire::MptcpOption::MpJoin(mplab_wire::MpJoin::Syn { token, .. }) => Some(*token),
+            _ => None,
+        });
+        if let Some(token) = join_token {
+            // The token names the connection (a per-host token table, as in
+            // Linux); a wrong one, or a refused join, gets a reset.
+            let &(flow, end) = self.tokens.get(&(node as u32, token))?;
+            let ep = self.flows[flow as usize].ends[end as usize].ep.as_mut()?;
+            if !ep.accept_join(self.now, pkt) {
+                return None;
+            }
+            self.demux.insert(key, (flow, end));
+            return Some((flow, end));
+        }
+        let &flow = self.listeners.get(&(node as u32, pkt.tcp.dst_port))?;
+        if self.flows[flow as usize].ends[1].ep.is_some() {
+            return None; // one connection per flow: a stray SYN is refused
+        }
+        let f = &self.net.flows[flow as usize];
+        let seed = self.rng.stream(0x155_0000 + 2 * flow as u64 + 1).next_u64();
+        let ep = self.factory.accept(&self.net, f, pkt.dst, pkt.src, pkt, seed, self.now)?;
+        if let Some(t) = ep.token() {
+            self.tokens.insert((node as u32, t), (flow, 1));
+        }
+        self.demux.insert(key, (flow, 1));
+        self.flows[flow as usize].ends[1].ep = Some(ep);
+        Some((flow, 1))
+    }
+
+    /// Answers a segment nobody wants with a RST (RFC 9293 3.10.7.1).
+    pub(super) fn send_rst(&mut self, node: usize, id: u32) {
+        let p = &self.pool.pkts[id as usize];
+        if p.tcp.rst() {
+            return;
+        }
+        let mut h = mplab_wire::TcpHeader { src_port: p.tcp.dst_port, dst_port: p.tcp.src_port, ..Default::default() };
+        if p.tcp.ack_flag() {
+            h.seq = p.tcp.ack;
+            h.flags = mplab_wire::tcp::flags::RST;
+        } else {
+            h.ack = p.tcp.seq.wrapping_add(p.payload_len + u32::from(p.tcp.syn()) + u32::from(p.tcp.fin()));
+            h.flags = mplab_wire::tcp::flags::RST | mplab_wire::tcp::flags::ACK;
+        }
+        let mut rst = Packet::new(p.dst, p.src, h, 0, 0);
+        rst.dst_idx = self.addr_idx.get(&u32::from(rst.dst)).copied().unwrap_or(NO_ADDR);
+        let src = rst.src;
+        let rh = self.pool.put(rst);
+        self.stats.resets_sent += 1;
+        self.route_out(node, Some(src), rh);
+    }
+}
