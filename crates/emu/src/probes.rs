@@ -557,7 +557,28 @@ fn capture_loop(sock: OwnedFd, file: File, t0: u64, stop: &AtomicBool) -> Result
         n_pkts += 1;
     }
     w.into_writer().into_inner().map_err(|e| e.to_string())?.sync_all().ok();
-    Ok(n_pkts)
+    // The loop drains the socket to EAGAIN before it stops, so the end of
+    // the run is in the file; what the socket itself could not queue (its
+    // buffer full) is not, and a user's pcap must hold every frame.
+    match socket_drops(fd) {
+        0 => Ok(n_pkts),
+        d => Err(format!("{d} frames dropped by the capture socket (receive buffer full): the pcap is incomplete ({n_pkts} frames written)")),
+    }
+}
+
+/// Frames an AF_PACKET socket dropped since the last call (PACKET_STATISTICS).
+fn socket_drops(fd: std::os::fd::RawFd) -> u32 {
+    const PACKET_STATISTICS: libc::c_int = 6;
+    // struct tpacket_stats { tp_packets, tp_drops } (linux/if_packet.h).
+    let mut st = [0u32; 2];
+    let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+    // SAFETY: st is a writable buffer of len bytes.
+    let r = unsafe { libc::getsockopt(fd, libc::SOL_PACKET, PACKET_STATISTICS, st.as_mut_ptr() as *mut libc::c_void, &mut len) };
+    if r == 0 {
+        st[1]
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,6 @@ pub mod event;
 pub mod hugepages;
 pub mod middlebox;
 pub mod mptcp_endpoint;
-pub mod nat;
 pub mod packet;
 pub mod tcp_endpoint;
 // The pieces every backend shares live in crates/backend; the simulator

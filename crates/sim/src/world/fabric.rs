@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as HashMap;
 use mplab_scenario::network::{self};
 
 use crate::link::{LinkDirection, Offer};
-use crate::middlebox::Place;
+use crate::middlebox::{Hook, Place};
 use crate::packet::{flow_hash, Ecmp, Packet, NO_ADDR};
 use crate::rng::SimRng;
 use crate::config;
@@ -205,19 +205,24 @@ impl World {
         }
     }
 
-    /// Puts a packet on the link behind `iface` of `node`. Like a Linux
+    /// Puts a packet on the link behind `iface` of `node`, through the
+    /// node's boxes (as it leaves) and the link direction's. Like a Linux
     /// interface counter (and tcpdump), only what the queue accepted counts.
-    pub(super) fn transmit(&mut self, node: usize, out: Egress, mut h: Hop) {
+    pub(super) fn transmit(&mut self, node: usize, out: Egress, h: Hop) {
         let (link, dir, iface) = (out.link as usize, out.dir as usize, out.iface as usize);
-        if let Some(nat) = if self.any_nat { self.nats[node].as_mut() } else { None } {
-            let p = &mut self.pool.pkts[h.id as usize];
-            if iface == nat.outside && !self.net.nodes[node].owns(p.src) {
-                nat.outbound(p);
-                self.refresh_hop(&mut h);
+        if self.boxes.on_node(node) {
+            let local = self.net.nodes[node].owns(self.pool.pkts[h.id as usize].src);
+            for h in self.through_boxes(h, Place::Node(node), Hook::Egress { iface, local }) {
+                self.onto_link(node, iface, link, dir, h);
             }
+            return;
         }
-        if self.boxes_on_links && (!self.mbox.on_link[2 * link + dir].is_empty() || self.mbox.coalesce_link[2 * link + dir].is_some()) {
-            for h in self.through_middleboxes(h, Place::Link(2 * link + dir)) {
+        self.onto_link(node, iface, link, dir, h);
+    }
+
+    fn onto_link(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
+        if self.boxes.on_link(2 * link + dir) {
+            for h in self.through_boxes(h, Place::Link(2 * link + dir), Hook::Link) {
                 self.offer(node, iface, link, dir, h);
             }
             return;
@@ -232,51 +237,6 @@ impl World {
         h.flow_hash = split_hash(flow_hash(p.flow_key()));
         h.dst_idx = self.addr_idx.get(&u32::from(p.dst)).copied().unwrap_or(NO_ADDR);
         h.set_size_ttl(p.size, h.ttl());
-    }
-
-    /// Runs a packet through the middleboxes at `at`; returns the packets
-    /// that come out now (more than one when a box splits it or flushes
-    /// a held segment, none when a coalescer keeps it).
-    pub(super) fn through_middleboxes(&mut self, h: Hop, at: Place) -> Vec<Hop> {
-        let (actions, coalescer) = match at {
-            Place::Link(i) => (&self.mbox.on_link[i], self.mbox.coalesce_link[i]),
-            Place::Node(n) => (&self.mbox.on_node[n], self.mbox.coalesce_node[n]),
-        };
-        let mut extra = Vec::new();
-        let mut p = self.pool.pkts[h.id as usize].clone();
-        p.ttl = h.ttl();
-        crate::middlebox::apply(actions, &mut p, &mut extra);
-        self.pool.release(h);
-        let mut pkts = vec![p];
-        pkts.append(&mut extra);
-        if let Some(c) = coalescer {
-            let mut out = Vec::new();
-            for p in pkts {
-                if let Some(f) = self.mbox.coalescers[c as usize].1.offer(self.now.0, p, &mut out) {
-                    self.queue.schedule(Instant(f.at), Ev::CoalesceFlush { boxid: c, slot: f.slot });
-                }
-            }
-            pkts = out;
-        }
-        pkts.into_iter().map(|q| self.pool.put(q)).collect()
-    }
-
-    /// A coalescer's timer: its held segment goes on where it was going.
-    pub(super) fn coalesce_flush(&mut self, boxid: usize, slot: u32) {
-        let (place, c) = &mut self.mbox.coalescers[boxid];
-        let place = *place;
-        let Some(p) = c.expire(slot, self.now.0) else { return };
-        let h = self.pool.put(p);
-        match place {
-            Place::Link(i) => {
-                let (link, dir) = (i / 2, i % 2);
-                let l = &self.net.links[link];
-                let end = if dir == 0 { &l.a } else { &l.b };
-                let (node, iface) = (end.node, end.iface);
-                self.offer(node, iface, link, dir, h);
-            }
-            Place::Node(n) => self.route_out(n, None, h),
-        }
     }
 
     pub(super) fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
@@ -316,34 +276,36 @@ impl World {
 
     // ---- nodes -----------------------------------------------------------
 
-    pub(super) fn receive(&mut self, node: usize, iface: usize, mut h: Hop) {
+    pub(super) fn receive(&mut self, node: usize, iface: usize, h: Hop) {
         self.capture(node, iface, h.id, self.now);
         if h.dst_idx == NO_ADDR {
             self.pool.release(h); // nobody has that address
             return;
         }
-        let mut translated = false;
-        if let Some(nat) = if self.any_nat { self.nats[node].as_ref() } else { None } {
-            let p = &mut self.pool.pkts[h.id as usize];
-            if iface == nat.outside && p.dst == nat.addr && nat.inbound(p) {
-                translated = true;
-                self.refresh_hop(&mut h);
+        if self.boxes.on_node(node) {
+            for h in self.through_boxes(h, Place::Node(node), Hook::Ingress { iface }) {
+                self.deliver_or_forward(node, h);
             }
+            return;
         }
-        if !translated && self.addr_owner[h.dst_idx as usize] == node as u32 {
+        self.deliver_or_forward(node, h);
+    }
+
+    fn deliver_or_forward(&mut self, node: usize, mut h: Hop) {
+        if h.dst_idx != NO_ADDR && self.addr_owner[h.dst_idx as usize] == node as u32 {
             self.deliver_local(node, h.id);
             self.pool.release(h);
             return;
         }
-        if !self.nodes[node].router || h.ttl() <= 1 {
+        if !self.nodes[node].router || h.ttl() <= 1 || h.dst_idx == NO_ADDR {
             // Hosts do not forward; an expired TTL is dropped (no ICMP here).
             self.pool.release(h);
             return;
         }
         h.set_size_ttl(h.size(), h.ttl() - 1);
         self.stats.packets_forwarded += 1;
-        if self.boxes_on_nodes && (!self.mbox.on_node[node].is_empty() || self.mbox.coalesce_node[node].is_some()) {
-            for h in self.through_middleboxes(h, Place::Node(node)) {
+        if self.boxes.on_node(node) {
+            for h in self.through_boxes(h, Place::Node(node), Hook::Forward) {
                 self.route_out(node, None, h);
             }
             return;

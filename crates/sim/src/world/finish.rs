@@ -4,7 +4,6 @@
 use mplab_proto::Instant;
 
 use crate::apps::AppKind;
-use crate::middlebox::Place;
 use crate::results::*;
 use crate::summary::{self, FlowOutcome};
 
@@ -24,13 +23,7 @@ impl World {
         }
         let dur = self.now.as_secs_f64();
         let mut s = Summary { scenario: self.net.name.clone(), backend: backend.into(), seed: self.net.seed, duration_s: dur, ..Default::default() };
-        for (place, c) in &self.mbox.coalescers {
-            let at = match *place {
-                Place::Link(i) => format!("link {} ({})", self.net.links[i / 2].name, if i % 2 == 0 { "ab" } else { "ba" }),
-                Place::Node(n) => format!("node {}", self.net.nodes[n].name),
-            };
-            s.notes.push(format!("coalescing middlebox at {at}: {} segments merged into others", c.merged));
-        }
+        s.notes.extend(self.boxes.notes(&self.net));
         for (fi, f) in self.flows.iter().enumerate() {
             let spec = &self.net.flows[fi];
             let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };

@@ -7,7 +7,8 @@
 //!
 //! Its files by concern: this one holds the world and its event loop;
 //! [`fabric`] moves packets (pool, links, forwarding, ECMP, middleboxes);
-//! [`host`] is the hosts' stack (demux, listen, RST); [`flows`] runs the
+//! [`middleboxes`] runs the boxes on the path (one trait, one timer
+//! event); [`host`] is the hosts' stack (demux, listen, RST); [`flows`] runs the
 //! flows' endpoints and applications; [`probes`] samples time series;
 //! [`finish`] closes the run and computes the summary.
 
@@ -15,6 +16,7 @@ mod fabric;
 mod finish;
 mod flows;
 mod host;
+mod middleboxes;
 mod probes;
 
 use std::net::Ipv4Addr;
@@ -45,8 +47,8 @@ enum Ev {
     /// A scheduled scenario event (link down/up/set).
     Scenario { idx: u32 },
     Sample,
-    /// A coalescing middlebox's flush timer for one of its held segments.
-    CoalesceFlush { boxid: u32, slot: u32 },
+    /// A middlebox's timer (`Middlebox::next_deadline`).
+    BoxTimer { boxid: u32 },
 }
 
 use fabric::{IfCounters, LinkRt, NodeRt, Pool, WakeRt, Hop};
@@ -87,14 +89,7 @@ pub struct World {
     /// Every interface address -> dense index; and the node owning each.
     addr_idx: HashMap<u32, u32>,
     addr_owner: Vec<u32>,
-    mbox: crate::middlebox::Middleboxes,
-    /// Some link direction / some node has a middlebox, some node a NAT:
-    /// without them a hop skips those per-place lookups (each a likely
-    /// cache miss on large topologies).
-    boxes_on_links: bool,
-    boxes_on_nodes: bool,
-    any_nat: bool,
-    nats: Vec<Option<crate::nat::Nat>>,
+    boxes: middleboxes::Boxes,
     /// Reused buffer for packets a link discarded.
     dropped: Vec<Hop>,
     /// Reused for the segments one endpoint emits in one service call.
@@ -175,10 +170,7 @@ impl World {
                 last_path_acked: Vec::new(),
             });
         }
-        let mbox = crate::middlebox::Middleboxes::new(&net);
-        let boxes_on_links = mbox.on_link.iter().any(|a| !a.is_empty()) || mbox.coalesce_link.iter().any(Option::is_some);
-        let boxes_on_nodes = mbox.on_node.iter().any(|a| !a.is_empty()) || mbox.coalesce_node.iter().any(Option::is_some);
-        let nats = crate::nat::build(&net);
+        let boxes = middleboxes::Boxes::new(&net);
         let mut pcaps = HashMap::default();
         if let Some(dir) = pcap_dir {
             std::fs::create_dir_all(&dir)?;
@@ -220,11 +212,7 @@ impl World {
             addr_idx,
             addr_owner,
             dropped: Vec::new(),
-            mbox,
-            boxes_on_links,
-            boxes_on_nodes,
-            any_nat: nats.iter().any(Option::is_some),
-            nats,
+            boxes,
             out_buf: Vec::new(),
             net,
         };
@@ -262,7 +250,7 @@ impl World {
             Ev::FlowTimer { flow, end } => self.flow_timer(flow as usize, end as usize),
             Ev::FlowStart { flow } => self.flow_start(flow as usize),
             Ev::Scenario { idx } => self.scenario_event(idx as usize),
-            Ev::CoalesceFlush { boxid, slot } => self.coalesce_flush(boxid as usize, slot),
+            Ev::BoxTimer { boxid } => self.box_timer(boxid),
             Ev::Sample => {
                 self.sample();
                 let next = self.now + std::time::Duration::from_nanos(self.interval.0);

@@ -6,9 +6,11 @@
 
 use std::net::Ipv4Addr;
 
-use mplab_scenario::network::{MiddleboxAction, Network, Placement, Prefix};
+use mplab_proto::Instant;
+use mplab_scenario::network::{Network, Prefix};
 use rustc_hash::FxHashMap;
 
+use super::{Hook, Middlebox};
 use crate::packet::Packet;
 
 #[derive(Debug)]
@@ -23,21 +25,36 @@ pub struct Nat {
     back: FxHashMap<(u16, Ipv4Addr, u16), (Ipv4Addr, u16)>,
 }
 
-/// One NAT per node that has a `nat` middlebox.
-pub fn build(net: &Network) -> Vec<Option<Nat>> {
-    let mut v: Vec<Option<Nat>> = (0..net.nodes.len()).map(|_| None).collect();
-    for m in &net.middleboxes {
-        let (MiddleboxAction::Nat { addr }, Placement::Node { node, .. }) = (&m.action, &m.placement) else { continue };
-        let n = &net.nodes[*node];
-        // The outside: the interface owning the configured address, else the
-        // one the default route leaves by, else the last one.
+impl Nat {
+    /// The NAT of `node`. Its outside is the interface owning `addr`, else
+    /// the one the default route leaves by, else the last one.
+    pub fn new(net: &Network, node: usize, addr: Option<Ipv4Addr>) -> Nat {
+        let n = &net.nodes[node];
         let by_addr = addr.and_then(|a| n.interfaces.iter().find(|i| i.addr == a).map(|i| i.index));
         let by_route = n.routing.main.iter().find(|r| r.dst == Prefix::DEFAULT).and_then(|r| r.nexthops.first()).map(|h| h.iface);
-        let Some(outside) = by_addr.or(by_route).or(n.interfaces.len().checked_sub(1)) else { continue };
-        let a = addr.unwrap_or(n.interfaces[outside].addr);
-        v[*node] = Some(Nat { outside, addr: a, next_port: 20000, out: FxHashMap::default(), back: FxHashMap::default() });
+        let outside = by_addr.or(by_route).unwrap_or(n.interfaces.len().saturating_sub(1));
+        let a = addr.or_else(|| n.interfaces.get(outside).map(|i| i.addr)).unwrap_or(Ipv4Addr::UNSPECIFIED);
+        Nat { outside, addr: a, next_port: 20000, out: FxHashMap::default(), back: FxHashMap::default() }
     }
-    v
+}
+
+impl Middlebox for Nat {
+    fn kind(&self) -> &'static str {
+        "nat"
+    }
+
+    /// Inside hosts' packets leaving by the outside get the NAT's address;
+    /// replies to it arriving there go back to the inside host.
+    fn process(&mut self, _now: Instant, at: Hook, mut p: Packet, out: &mut Vec<Packet>) {
+        match at {
+            Hook::Egress { iface, local: false } if iface == self.outside => self.outbound(&mut p),
+            Hook::Ingress { iface } if iface == self.outside && p.dst == self.addr => {
+                self.inbound(&mut p);
+            }
+            _ => {}
+        }
+        out.push(p);
+    }
 }
 
 impl Nat {

@@ -1,0 +1,176 @@
+//! Running the middleboxes: every kind through one path (a packet in,
+//! packets out) and one timer event per box. A place with several boxes
+//! chains them in the scenario's order.
+
+use mplab_proto::Instant;
+use mplab_scenario::network::Network;
+
+use crate::middlebox::{self, Hook, Middlebox, Place};
+use crate::packet::Packet;
+
+use super::*;
+
+/// One box and where it sits.
+pub(super) struct BoxRt {
+    mb: Box<dyn Middlebox>,
+    place: Place,
+    /// The time its timer event is queued for, if one is.
+    armed: Option<Instant>,
+}
+
+/// The network's middleboxes, indexed for the per-packet path.
+#[derive(Default)]
+pub(super) struct Boxes {
+    all: Vec<BoxRt>,
+    /// Box indices per link direction (`2 * link + dir`) and per node, in
+    /// the scenario's order.
+    on_link: Vec<Vec<u32>>,
+    on_node: Vec<Vec<u32>>,
+    /// Some link direction / some node has a box: without them a hop skips
+    /// the per-place lookups (each a likely cache miss on large topologies).
+    pub(super) any_on_links: bool,
+    pub(super) any_on_nodes: bool,
+}
+
+impl Boxes {
+    pub(super) fn new(net: &Network) -> Boxes {
+        let mut b = Boxes { on_link: vec![Vec::new(); 2 * net.links.len()], on_node: vec![Vec::new(); net.nodes.len()], ..Default::default() };
+        for m in &net.middleboxes {
+            for place in middlebox::places(&m.placement) {
+                b.insert(place, middlebox::build(&m.action, net, place));
+            }
+        }
+        b
+    }
+
+    /// Adds a box after those already at `place`.
+    pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox>) {
+        let id = self.all.len() as u32;
+        self.all.push(BoxRt { mb, place, armed: None });
+        match place {
+            Place::Link(i) => self.on_link[i].push(id),
+            Place::Node(n) => self.on_node[n].push(id),
+        }
+        self.any_on_links |= matches!(place, Place::Link(_));
+        self.any_on_nodes |= matches!(place, Place::Node(_));
+    }
+
+    #[inline]
+    pub(super) fn on_link(&self, i: usize) -> bool {
+        self.any_on_links && !self.on_link[i].is_empty()
+    }
+
+    #[inline]
+    pub(super) fn on_node(&self, n: usize) -> bool {
+        self.any_on_nodes && !self.on_node[n].is_empty()
+    }
+
+    fn chain(&self, place: Place) -> &[u32] {
+        match place {
+            Place::Link(i) => &self.on_link[i],
+            Place::Node(n) => &self.on_node[n],
+        }
+    }
+
+    /// The boxes' lines for the run's notes.
+    pub(super) fn notes(&self, net: &Network) -> Vec<String> {
+        self.all
+            .iter()
+            .filter_map(|b| {
+                let at = match b.place {
+                    Place::Link(i) => format!("link {} ({})", net.links[i / 2].name, crate::summary::DIR_NAMES[i % 2]),
+                    Place::Node(n) => format!("node {}", net.nodes[n].name),
+                };
+                b.mb.note(&at)
+            })
+            .collect()
+    }
+}
+
+impl World {
+    /// Places a middlebox of the caller's own (one the scenario format does
+    /// not know) after the scenario's boxes at `place`; call it before the
+    /// run starts.
+    pub fn add_middlebox(&mut self, place: Place, mb: Box<dyn Middlebox>) {
+        self.boxes.insert(place, mb);
+    }
+
+    /// Runs a packet through the boxes at `place`, seen at hook `at`;
+    /// returns what comes out now (none when a box keeps it, several when
+    /// one splits it or releases held ones).
+    pub(super) fn through_boxes(&mut self, h: Hop, place: Place, at: Hook) -> Vec<Hop> {
+        let mut p = self.pool.pkts[h.id as usize].clone();
+        p.ttl = h.ttl();
+        self.pool.release(h);
+        let chain = self.boxes.chain(place).to_vec();
+        let pkts = self.run_chain(&chain, at, vec![p]);
+        self.into_hops(pkts)
+    }
+
+    fn run_chain(&mut self, chain: &[u32], at: Hook, mut pkts: Vec<Packet>) -> Vec<Packet> {
+        for &b in chain {
+            let mut out = Vec::with_capacity(pkts.len());
+            for p in pkts {
+                self.boxes.all[b as usize].mb.process(self.now, at, p, &mut out);
+            }
+            self.arm(b);
+            pkts = out;
+        }
+        pkts
+    }
+
+    /// Back into the pool, with what forwarding keeps recomputed (a box may
+    /// have rewritten addresses, ports or sizes).
+    fn into_hops(&mut self, pkts: Vec<Packet>) -> Vec<Hop> {
+        pkts.into_iter()
+            .map(|q| {
+                let mut h = self.pool.put(q);
+                self.refresh_hop(&mut h);
+                h
+            })
+            .collect()
+    }
+
+    /// Queues box `b`'s timer if it wants one sooner than the one queued.
+    fn arm(&mut self, b: u32) {
+        let rt = &mut self.boxes.all[b as usize];
+        if let Some(d) = rt.mb.next_deadline() {
+            if rt.armed.map_or(true, |a| d < a) {
+                rt.armed = Some(d);
+                self.queue.schedule(d.max(self.now), Ev::BoxTimer { boxid: b });
+            }
+        }
+    }
+
+    /// Box `b`'s timer: what it releases continues through the boxes after
+    /// it, then onto its link, or is routed by its node as forwarded.
+    pub(super) fn box_timer(&mut self, b: u32) {
+        let rt = &mut self.boxes.all[b as usize];
+        if rt.armed == Some(self.now) {
+            rt.armed = None;
+        }
+        let place = rt.place;
+        let mut out = Vec::new();
+        rt.mb.on_timer(self.now, &mut out);
+        self.arm(b);
+        if out.is_empty() {
+            return;
+        }
+        let chain = self.boxes.chain(place).to_vec();
+        let rest = &chain[chain.iter().position(|&x| x == b).map_or(chain.len(), |i| i + 1)..];
+        let at = if matches!(place, Place::Link(_)) { Hook::Link } else { Hook::Forward };
+        let pkts = self.run_chain(rest, at, out);
+        for h in self.into_hops(pkts) {
+            match place {
+                Place::Link(i) => {
+                    let (link, dir) = (i / 2, i % 2);
+                    let l = &self.net.links[link];
+                    let end = if dir == 0 { &l.a } else { &l.b };
+                    let (node, iface) = (end.node, end.iface);
+                    self.offer(node, iface, link, dir, h);
+                }
+                Place::Node(n) => self.route_out(n, None, h),
+            }
+        }
+    }
+}
