@@ -26,6 +26,8 @@ pub trait StreamSocket {
     fn recv(&mut self, max: u64) -> Range<u64>;
     /// Half-close after all queued data (FIN / DATA_FIN).
     fn close(&mut self);
+    /// The peer closed its side and everything it sent was read.
+    fn peer_closed(&self) -> bool;
 }
 
 /// Application kinds, in backend-neutral terms.
@@ -91,6 +93,10 @@ pub struct App {
     /// Request/response: requests issued and answered, and their latencies.
     pub requests_done: u64,
     request_started: Option<Instant>,
+    /// Request client: when the first request went (request k is due
+    /// `k * interval` after it), and the next one's due time while it waits.
+    first_request: Option<Instant>,
+    next_request: Option<Instant>,
     pub latencies: Vec<Duration>,
     /// Request/response: bytes still to send (a request or a response).
     owed: u64,
@@ -116,6 +122,8 @@ impl App {
             next_send: None,
             requests_done: 0,
             request_started: None,
+            first_request: None,
+            next_request: None,
             latencies: Vec::new(),
             owed: 0,
             promised: 0,
@@ -159,6 +167,7 @@ impl App {
             if self.client {
                 self.owed = request;
                 self.request_started = Some(now);
+                self.first_request = Some(now);
             }
         }
         self.pump(now, s);
@@ -167,8 +176,13 @@ impl App {
     /// Called whenever the socket may accept more data or has data to read.
     pub fn pump(&mut self, now: Instant, s: &mut dyn StreamSocket) {
         let got = self.rx.drain(s);
-        if let AppKind::Request { request, response, count, .. } = self.kind {
-            self.request_progress(now, got, request, response, count);
+        if let AppKind::Request { request, response, count, interval } = self.kind {
+            self.request_progress(now, got, request, response, count, interval);
+            if self.next_request.is_some_and(|t| t <= now) && !self.stopped(now) {
+                self.next_request = None;
+                self.owed += request;
+                self.request_started = Some(now);
+            }
         }
         // A bounded transfer completes when its last byte reaches the receiver.
         if self.completed_at.is_none() && self.recv_goal().is_some_and(|g| self.rx.delivered >= g) {
@@ -215,12 +229,23 @@ impl App {
                 }
             }
         }
-        let done_sending = stopped || self.send_goal().is_some_and(|g| self.sent >= g);
+        // An end that only receives (an iperf server, a wget client) closes
+        // after its peer, as the real programs do (and as Linux needs to
+        // keep accepting the peer's MP_JOINs). A request client is done
+        // when its last request is answered.
+        let done_sending = if self.send_goal() == Some(0) {
+            s.peer_closed()
+        } else {
+            stopped || self.send_goal().is_some_and(|g| self.sent >= g) || matches!(self.kind, AppKind::Request { count, .. } if self.client && self.requests_done >= count)
+        };
         let request_done = match self.kind {
             AppKind::Request { count, .. } => self.client && self.requests_done >= count,
             _ => true,
         };
-        if done_sending && request_done && self.owed == 0 && !matches!(self.kind, AppKind::Request { .. } if !self.client) {
+        // A request/response end whose peer closed has nothing more to
+        // answer or wait for.
+        let peer_gone = matches!(self.kind, AppKind::Request { .. }) && self.owed == 0 && s.peer_closed();
+        if (done_sending && request_done && self.owed == 0 && !matches!(self.kind, AppKind::Request { .. } if !self.client)) || peer_gone {
             s.close();
             self.closed = true;
         }
@@ -232,7 +257,7 @@ impl App {
         left.min(s.send_space())
     }
 
-    fn request_progress(&mut self, now: Instant, got: u64, request: u64, response: u64, count: u64) {
+    fn request_progress(&mut self, now: Instant, got: u64, request: u64, response: u64, count: u64, interval: Duration) {
         if got == 0 {
             return;
         }
@@ -245,8 +270,15 @@ impl App {
                     self.latencies.push(now - t);
                 }
                 if self.requests_done < count {
-                    self.owed += request;
-                    self.request_started = Some(now);
+                    // Request k is due `k * interval` after the first
+                    // (back to back when the answer comes later than that).
+                    let due = self.first_request.map_or(now, |t| t + interval * self.requests_done.min(u64::from(u32::MAX)) as u32);
+                    if due <= now {
+                        self.owed += request;
+                        self.request_started = Some(now);
+                    } else {
+                        self.next_request = Some(due);
+                    }
                 }
             }
         } else {
@@ -261,7 +293,9 @@ impl App {
 
     /// The app's own timer (rate sender pacing), if any.
     pub fn poll_timer(&self) -> Option<Instant> {
-        if self.closed {
+        // A closed end has nothing to time; one that only receives waits
+        // for its peer, not for the clock.
+        if self.closed || self.send_goal() == Some(0) {
             return None;
         }
         match self.kind {
@@ -271,6 +305,7 @@ impl App {
                 None => t,
             }),
             AppKind::Bulk { .. } | AppKind::Download { .. } => self.stop_at,
+            AppKind::Request { .. } if self.client => self.next_request,
             _ => None,
         }
     }
@@ -292,6 +327,15 @@ pub fn fill_pattern(offset: u64, out: &mut [u8]) {
     for (i, b) in out.iter_mut().enumerate() {
         *b = pattern_byte(offset + i as u64);
     }
+}
+
+/// The first byte of `bytes` (the stream from `offset` on) that differs
+/// from the pattern, described for the run's notes; None: all match. Every
+/// backend that reads real bytes checks them with it.
+pub fn pattern_mismatch(offset: u64, bytes: &[u8]) -> Option<String> {
+    let i = bytes.iter().enumerate().position(|(i, &b)| b != pattern_byte(offset + i as u64))?;
+    let o = offset + i as u64;
+    Some(format!("byte at stream offset {o} is {:#04x}, expected {:#04x}", bytes[i], pattern_byte(o)))
 }
 
 /// The pattern as the stack's payload source: what every mplab sender
@@ -338,6 +382,9 @@ mod tests {
         fn close(&mut self) {
             self.closed = true;
         }
+        fn peer_closed(&self) -> bool {
+            false
+        }
     }
 
     #[test]
@@ -370,6 +417,30 @@ mod tests {
     }
 
     #[test]
+    fn requests_are_spaced_by_the_interval() {
+        // The loop socket answers a request at once (what is sent is read
+        // back), so the client issues request k at k * 200 ms, no earlier.
+        let mut s = Loop { space: u64::MAX / 2, ..Default::default() };
+        let kind = AppKind::Request { request: 100, response: 100, count: 3, interval: Duration::from_millis(200) };
+        let mut a = App::new(kind, true, None);
+        a.on_connected(Instant(0), &mut s);
+        a.pump(Instant(1_000), &mut s);
+        assert_eq!((a.requests_done, a.sent), (1, 100));
+        assert_eq!(a.poll_timer(), Some(Instant(200_000_000)), "request 1 waits for its slot");
+        a.pump(Instant(100_000_000), &mut s);
+        assert_eq!(a.sent, 100);
+        let mut at = vec![];
+        while let Some(t) = a.poll_timer() {
+            a.pump(t, &mut s);
+            a.pump(t, &mut s);
+            at.push(t.0 / 1_000_000);
+        }
+        assert_eq!(at, [200, 400]);
+        assert_eq!(a.requests_done, 3);
+        assert!(s.closed);
+    }
+
+    #[test]
     fn receiver_flags_a_gap() {
         struct Gappy(u32);
         impl StreamSocket for Gappy {
@@ -387,11 +458,23 @@ mod tests {
                 if self.0 == 1 { 0..10 } else { 20..30 }
             }
             fn close(&mut self) {}
+            fn peer_closed(&self) -> bool {
+                false
+            }
         }
         let mut r = Receiver::default();
         r.drain(&mut Gappy(0));
         assert_eq!(r.gap_at, Some(10));
         assert!(!r.ok());
+    }
+
+    #[test]
+    fn a_mismatch_names_its_offset() {
+        let mut b = [0u8; 300];
+        fill_pattern(1000, &mut b);
+        assert_eq!(pattern_mismatch(1000, &b), None);
+        b[257] ^= 0xff;
+        assert!(pattern_mismatch(1000, &b).unwrap().starts_with("byte at stream offset 1257 "));
     }
 
     #[test]

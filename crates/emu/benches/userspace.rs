@@ -15,45 +15,16 @@ use std::sync::Arc;
 
 use mplab_emu::kernel::KernelOptions;
 
+// The root tests' scenario builders, shared with this benchmark.
+#[path = "../../lab/tests/kernel_support/topologies.rs"]
+mod topologies;
+
+/// Two unshaped direct paths (veths, the emulator with no rate limit), one
+/// bulk MPTCP flow on one or two subflows.
 fn scenario(client: &str, subflows: u32) -> String {
-    let pm = if subflows == 1 { "[transport.mptcp]\npath_manager = \"default\"\n".to_string() } else { "[transport.mptcp]\npath_manager = \"fullmesh\"\nlimits = { subflows = 1, add_addr_accepted = 0 }\n".to_string() };
-    format!(
-        r#"
-name = "bench"
-duration = "6s"
-[[nodes]]
-name = "client"
-stack = "{client}"
-[[nodes]]
-name = "server"
-stack = "kernel"
-[[links]]
-name = "p0"
-a = "client:eth0"
-b = "server:eth0"
-rate = "1000Gbit"
-queue = {{ kind = "droptail", packets = 10000 }}
-a_addr = "10.9.0.1/24"
-b_addr = "10.9.0.2/24"
-[[links]]
-name = "p1"
-a = "client:eth1"
-b = "server:eth1"
-rate = "1000Gbit"
-queue = {{ kind = "droptail", packets = 10000 }}
-a_addr = "10.9.1.1/24"
-b_addr = "10.9.1.2/24"
-{pm}
-[[flows]]
-name = "bulk"
-from = "client"
-to = "server"
-transport = "mptcp"
-app = "bulk"
-[probes]
-interval = "500ms"
-"#
-    )
+    let pm = if subflows == 1 { "[transport.mptcp]\npath_manager = \"default\"\n" } else { "[transport.mptcp]\npath_manager = \"fullmesh\"\nlimits = { subflows = 1, add_addr_accepted = 0 }\n" };
+    let flow = "[[flows]]\nname = \"bulk\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\n[probes]\ninterval = \"500ms\"\n";
+    topologies::two_paths_with("bench", "6s", client, "kernel", "1000Gbit", None, 10000, &format!("{pm}{flow}"))
 }
 
 /// Busy and total jiffies over all CPUs.

@@ -1,10 +1,10 @@
 //! The scenario's applications on real sockets (TCP, or MPTCP with
-//! IPPROTO_MPTCP = 262), created inside the hosts' namespaces: bulk,
-//! rate-limited, download and request/response, each stream carrying the
-//! simulator's pattern (`pattern_byte(offset)`) and every received byte
+//! IPPROTO_MPTCP = 262), created inside the hosts' namespaces. The
+//! applications themselves are the simulator's state machines
+//! (`mplab_backend::apps::App`), run on the run's clock over a non-blocking
+//! socket: each stream carries the pattern and every received byte is
 //! checked against it. Every loop is bounded by the run's deadline and an
-//! abort flag; sockets have 100 ms send/receive timeouts so no call blocks
-//! longer than that.
+//! abort flag.
 
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant as Wall};
 
 use mplab_scenario::network::{App, Flow, TransportKind};
-use mplab_backend::apps::pattern_byte;
+use mplab_backend::apps::{pattern_byte, pattern_mismatch, App as BackendApp, StreamSocket};
 
 use crate::sys;
 
@@ -224,82 +224,173 @@ fn is_timeout(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR))
 }
 
-/// Sends the pattern from `*off` until `until_ns` or `limit` bytes.
-/// `rate_bps`: pace at the application level. Returns false on error.
-fn send_stream(fd: RawFd, off: &mut u64, limit: Option<u64>, until_ns: u64, rate_bps: Option<u64>, start_ns: u64, clk: &Clock, st: &FlowState) -> bool {
-    let chunk = if rate_bps.is_some() { 1448 } else { CHUNK };
-    loop {
-        let now = clk.now_ns();
-        if clk.over() || now >= until_ns {
-            return true;
+/// A kernel socket as the application sees it ([`StreamSocket`]): writes
+/// carry the pattern at their stream offset; reads come from a buffer the
+/// driver fills before each step and are checked against the pattern.
+struct KernelSock<'a> {
+    fd: RawFd,
+    st: &'a FlowState,
+    /// Bytes written (the next write's stream offset).
+    tx: u64,
+    /// Read but not yet taken by the application, from stream offset `rx`.
+    buf: Vec<u8>,
+    rx: u64,
+    /// The last write did not take everything: wait for POLLOUT.
+    full: bool,
+    /// A write since the driver last looked: the application may have more.
+    wrote: bool,
+    eof: bool,
+    failed: bool,
+}
+
+impl<'a> KernelSock<'a> {
+    fn new(fd: RawFd, st: &'a FlowState) -> Self {
+        KernelSock { fd, st, tx: 0, buf: Vec::with_capacity(CHUNK), rx: 0, full: false, wrote: false, eof: false, failed: false }
+    }
+
+    /// Reads what the socket holds, up to one chunk, without blocking.
+    fn fill(&mut self) {
+        if self.eof || self.failed || !self.buf.is_empty() {
+            return;
         }
-        let mut n = chunk as u64;
-        if let Some(l) = limit {
-            if *off >= l {
-                return true;
+        self.buf.resize(CHUNK, 0);
+        // SAFETY: valid buffer of CHUNK bytes.
+        let r = cvt(unsafe { libc::recv(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, CHUNK, libc::MSG_DONTWAIT) });
+        let n = match r {
+            Ok(0) => {
+                self.eof = true;
+                0
             }
-            n = n.min(l - *off);
-        }
-        if let Some(r) = rate_bps {
-            // Token bucket without burst: byte k may go at start + 8k/r.
-            let due = start_ns + ((*off as u128 * 8 * 1_000_000_000) / u128::from(r.max(1))) as u64;
-            if due > now {
-                std::thread::sleep(Duration::from_nanos((due - now).min(20_000_000)));
-                continue;
-            }
-        }
-        let buf = pattern_at(*off, n as usize);
-        // SAFETY: valid buffer.
-        match cvt(unsafe { libc::send(fd, buf.as_ptr() as *const libc::c_void, buf.len(), libc::MSG_NOSIGNAL) }) {
-            Ok(k) => *off += k as u64,
-            Err(e) if is_timeout(&e) => {}
+            Ok(k) => k,
+            Err(e) if is_timeout(&e) => 0,
             Err(e) => {
-                st.error(format!("send at stream offset {off}: {e}"));
-                return false;
+                self.st.error(format!("recv at stream offset {}: {e}", self.rx));
+                self.failed = true;
+                0
             }
+        };
+        self.buf.truncate(n);
+    }
+}
+
+impl StreamSocket for KernelSock<'_> {
+    fn send_space(&self) -> u64 {
+        if self.full || self.failed {
+            0
+        } else {
+            CHUNK as u64
+        }
+    }
+    fn send(&mut self, n: u64) -> u64 {
+        let n = n.min(CHUNK as u64) as usize;
+        if n == 0 || self.failed {
+            return 0;
+        }
+        let buf = pattern_at(self.tx, n);
+        // SAFETY: valid buffer.
+        match cvt(unsafe { libc::send(self.fd, buf.as_ptr() as *const libc::c_void, n, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT) }) {
+            Ok(k) => {
+                self.tx += k as u64;
+                self.full = k < n;
+                self.wrote = k > 0;
+                k as u64
+            }
+            Err(e) if is_timeout(&e) => {
+                self.full = true;
+                0
+            }
+            Err(e) => {
+                self.st.error(format!("send at stream offset {}: {e}", self.tx));
+                self.failed = true;
+                0
+            }
+        }
+    }
+    fn readable(&self) -> u64 {
+        self.buf.len() as u64
+    }
+    fn recv(&mut self, max: u64) -> std::ops::Range<u64> {
+        let k = (max as usize).min(self.buf.len());
+        if let Some(m) = pattern_mismatch(self.rx, &self.buf[..k]) {
+            self.st.mismatch(m);
+        }
+        self.buf.drain(..k);
+        let r = self.rx..self.rx + k as u64;
+        self.rx = r.end;
+        r
+    }
+    fn close(&mut self) {
+        // SAFETY: valid fd.
+        unsafe { libc::shutdown(self.fd, libc::SHUT_WR) };
+    }
+    fn peer_closed(&self) -> bool {
+        self.eof && self.buf.is_empty()
+    }
+}
+
+/// Publishes what the application did since `before` (bytes delivered,
+/// requests answered, their latencies, completion) to the flow's shared
+/// state, counting up to the end of the run only. Both the kernel's
+/// applications and the userspace backend's report through it.
+pub(crate) fn report(app: &BackendApp, before: (u64, u64, usize), st: &FlowState, t_ns: u64, clk: &Clock, start_ns: u64) {
+    if t_ns > clk.end_ns {
+        return;
+    }
+    let (delivered, done, n_lat) = before;
+    st.delivered.fetch_add(app.rx.delivered - delivered, Ordering::Relaxed);
+    st.requests_done.fetch_add(app.requests_done - done, Ordering::Relaxed);
+    if app.latencies.len() > n_lat {
+        if let Ok(mut l) = st.latencies_ms.lock() {
+            l.extend(app.latencies[n_lat..].iter().map(|d| d.as_secs_f64() * 1e3));
+        }
+    }
+    if let Some(c) = app.completed_at {
+        if st.completed_ns.load(Ordering::Relaxed) == 0 {
+            st.completed_ns.store(c.0.saturating_sub(start_ns).max(1), Ordering::Relaxed);
         }
     }
 }
 
-/// Reads and checks up to `want` bytes (None: until EOF). Returns bytes read
-/// and whether EOF was seen.
-fn recv_stream(fd: RawFd, off: &mut u64, want: Option<u64>, clk: &Clock, st: &FlowState, expect: Option<u64>, start_ns: u64) -> (u64, bool) {
-    let mut buf = vec![0u8; CHUNK];
-    let mut got = 0u64;
-    loop {
-        if clk.over() {
-            return (got, false);
+/// What [`report`] compares against.
+pub(crate) fn progress(app: &BackendApp) -> (u64, u64, usize) {
+    (app.rx.delivered, app.requests_done, app.latencies.len())
+}
+
+/// Runs the flow end's application (the simulator's state machine, on the
+/// run's clock) on a connected kernel socket: until it has closed its side
+/// and read the peer's end, or the run's hard deadline.
+fn run_app(f: &Flow, fd: RawFd, client: bool, st: &FlowState, clk: &Clock) {
+    let stop = mplab_proto::Instant(f.stop_ns.min(clk.end_ns));
+    let mut app = BackendApp::new(mplab_backend::config::app_kind(&f.app), client, Some(stop));
+    let mut sock = KernelSock::new(fd, st);
+    let mut started = false;
+    while !clk.over() && !sock.failed {
+        sock.fill();
+        let t = clk.now_ns();
+        let before = progress(&app);
+        if started {
+            app.pump(mplab_proto::Instant(t), &mut sock);
+        } else {
+            app.on_connected(mplab_proto::Instant(t), &mut sock);
+            started = true;
         }
-        let n = match want {
-            Some(w) if got >= w => return (got, false),
-            Some(w) => (w - got).min(CHUNK as u64) as usize,
-            None => CHUNK,
-        };
-        // SAFETY: valid buffer.
-        match cvt(unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, n, 0) }) {
-            Ok(0) => return (got, true),
-            Ok(k) => {
-                if buf[..k] != *pattern_at(*off, k) {
-                    let i = buf[..k].iter().zip(pattern_at(*off, k)).position(|(a, b)| a != b).unwrap_or(0);
-                    st.mismatch(format!("byte at stream offset {} is {:#04x}, expected {:#04x}", *off + i as u64, buf[i], pattern_byte(*off + i as u64)));
-                }
-                *off += k as u64;
-                got += k as u64;
-                let now = clk.now_ns();
-                if now <= clk.end_ns {
-                    st.delivered.fetch_add(k as u64, Ordering::Relaxed);
-                }
-                if let Some(total) = expect {
-                    if *off >= total && st.completed_ns.load(Ordering::Relaxed) == 0 && now <= clk.end_ns {
-                        st.completed_ns.store(now.saturating_sub(start_ns).max(1), Ordering::Relaxed);
-                    }
-                }
-            }
-            Err(e) if is_timeout(&e) => {}
-            Err(e) => {
-                st.error(format!("recv at stream offset {off}: {e}"));
-                return (got, true);
-            }
+        report(&app, before, st, t, clk, f.start_ns);
+        if !sock.buf.is_empty() || std::mem::take(&mut sock.wrote) && !sock.full {
+            continue; // more to hand over now, or room for more to send
+        }
+        if app.is_closed() && sock.eof {
+            return; // both sides done
+        }
+        // Sleep until readable (until the peer's end), writable again, the
+        // application's timer or 100 ms (the deadline and abort checks).
+        let wait_ns = app.poll_timer().map_or(100_000_000, |d| d.0.saturating_sub(clk.now_ns())).min(100_000_000);
+        let events = if sock.eof { 0 } else { libc::POLLIN } | if sock.full { libc::POLLOUT } else { 0 };
+        let mut p = [libc::pollfd { fd, events, revents: 0 }];
+        if wait_ns > 0 {
+            let _ = sys::poll_in(&mut p, wait_ns);
+        }
+        if p[0].revents & libc::POLLOUT != 0 {
+            sock.full = false;
         }
     }
 }
@@ -366,66 +457,8 @@ pub fn run_client(f: Flow, sock: OwnedFd, st: Arc<FlowState>, clk: Clock) {
     }
     st.connected.store(true, Ordering::Relaxed);
     check_fallback(&f, &st);
-    let mut tx = 0u64;
-    let mut rx = 0u64;
-    match f.app {
-        App::Bulk { bytes } => {
-            send_stream(fd, &mut tx, bytes, f.stop_ns, None, f.start_ns, &clk, &st);
-        }
-        App::Rate { rate_bps, bytes } => {
-            send_stream(fd, &mut tx, bytes, f.stop_ns, Some(rate_bps), f.start_ns, &clk, &st);
-        }
-        App::Download { bytes } => {
-            recv_stream(fd, &mut rx, Some(bytes), &clk, &st, Some(bytes), f.start_ns);
-        }
-        App::Request { request_bytes, response_bytes, count, interval_ns } => {
-            let count = count.unwrap_or(u64::MAX);
-            let mut k = 0u64;
-            while k < count && !clk.over() {
-                let due = f.start_ns.saturating_add(k.saturating_mul(interval_ns));
-                if !clk.sleep_until(due) || clk.now_ns() >= f.stop_ns {
-                    break;
-                }
-                let t = Wall::now();
-                let goal = tx + request_bytes;
-                if !send_stream(fd, &mut tx, Some(goal), u64::MAX, None, 0, &clk, &st) || tx < goal {
-                    break;
-                }
-                let (got, eof) = recv_stream(fd, &mut rx, Some(response_bytes), &clk, &st, None, 0);
-                if got < response_bytes {
-                    let _ = eof;
-                    break;
-                }
-                if clk.now_ns() <= clk.end_ns {
-                    if let Ok(mut l) = st.latencies_ms.lock() {
-                        l.push(t.elapsed().as_secs_f64() * 1e3);
-                    }
-                    st.requests_done.fetch_add(1, Ordering::Relaxed);
-                }
-                k += 1;
-            }
-        }
-    }
+    run_app(&f, fd, true, &st, &clk);
     check_fallback(&f, &st);
-    // SAFETY: valid fd.
-    unsafe { libc::shutdown(fd, libc::SHUT_WR) };
-    // Wait for the server's side to finish (EOF), bounded by the deadline.
-    let mut sink = 0u64;
-    drain_to_eof(fd, &mut sink, &clk);
-}
-
-/// Reads and discards until EOF or the deadline.
-fn drain_to_eof(fd: RawFd, n: &mut u64, clk: &Clock) {
-    let mut buf = vec![0u8; 4096];
-    while !clk.over() {
-        // SAFETY: valid buffer.
-        match cvt(unsafe { libc::recv(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) }) {
-            Ok(0) => return,
-            Ok(k) => *n += k as u64,
-            Err(e) if is_timeout(&e) => {}
-            Err(_) => return,
-        }
-    }
 }
 
 /// The server end: accepts one connection and runs its side of the app.
@@ -452,32 +485,7 @@ pub fn run_server(f: Flow, listener: Arc<OwnedFd>, st: Arc<FlowState>, clk: Cloc
     let fd = conn.as_raw_fd();
     let _ = configure(fd, &f);
     let _ = st.server.set(conn.clone());
-    let mut rx = 0u64;
-    let mut tx = 0u64;
-    match f.app {
-        App::Bulk { bytes } | App::Rate { bytes, .. } => {
-            recv_stream(fd, &mut rx, None, &clk, &st, bytes, f.start_ns);
-        }
-        App::Download { bytes } => {
-            send_stream(fd, &mut tx, Some(bytes), clk.hard_ns, None, 0, &clk, &st);
-            // SAFETY: valid fd.
-            unsafe { libc::shutdown(fd, libc::SHUT_WR) };
-            let mut sink = 0;
-            drain_to_eof(fd, &mut sink, &clk);
-        }
-        App::Request { request_bytes, response_bytes, .. } => loop {
-            let (got, eof) = recv_stream(fd, &mut rx, Some(request_bytes), &clk, &st, None, 0);
-            if got < request_bytes || eof {
-                break;
-            }
-            let goal = tx + response_bytes;
-            if !send_stream(fd, &mut tx, Some(goal), u64::MAX, None, 0, &clk, &st) || tx < goal {
-                break;
-            }
-        },
-    }
-    // SAFETY: valid fd.
-    unsafe { libc::shutdown(fd, libc::SHUT_WR) };
+    run_app(&f, fd, false, &st, &clk);
 }
 
 /// Closes a connection with an RST (linger 0), so no orphan keeps the

@@ -10,77 +10,9 @@ mod kernel_support;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use kernel_support::topologies::lab1;
 use kernel_support::{can_run, namespaces_with, resolve, run, serial, window_mbit, NsGuard};
 
-/// Seed 000's first lab: a client with two 10 Mbit/s uplinks (10 ms) via
-/// two gateways and a firewall to a 100 Mbit/s server; MPTCP fullmesh.
-fn lab1(duration: &str, extra: &str) -> String {
-    format!(
-        r#"
-name = "lab1"
-duration = "{duration}"
-
-[[nodes]]
-name = "client"
-[[nodes]]
-name = "gw1"
-kind = "router"
-[[nodes]]
-name = "gw2"
-kind = "router"
-[[nodes]]
-name = "fw"
-kind = "router"
-[[nodes]]
-name = "server"
-
-[[links]]
-name = "wan1"
-a = "client:eth0"
-b = "gw1"
-rate = "10Mbit"
-delay = "10ms"
-queue = {{ kind = "droptail", packets = 100 }}
-a_addr = "10.0.220.2/24"
-b_addr = "10.0.220.1/24"
-
-[[links]]
-name = "wan2"
-a = "client:eth1"
-b = "gw2"
-rate = "10Mbit"
-delay = "10ms"
-queue = {{ kind = "droptail", packets = 100 }}
-a_addr = "10.0.221.2/24"
-b_addr = "10.0.221.1/24"
-
-[[links]]
-a = "gw1"
-b = "fw"
-rate = "1Gbit"
-
-[[links]]
-a = "gw2"
-b = "fw"
-rate = "1Gbit"
-
-[[links]]
-name = "lan"
-a = "fw"
-b = "server"
-rate = "100Mbit"
-a_addr = "10.0.222.1/24"
-b_addr = "10.0.222.2/24"
-
-[transport.mptcp]
-path_manager = "fullmesh"
-
-[probes]
-interval = "250ms"
-{extra}
-"#
-    )
-}
 
 #[test]
 fn kernel_lab1_aggregate_cut_and_restore() {

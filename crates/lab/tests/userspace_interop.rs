@@ -9,104 +9,11 @@ mod kernel_support;
 
 use std::process::Command;
 
+use kernel_support::topologies::{two_paths, via_router};
 use kernel_support::{can_run, namespaces_with, resolve, serial, window_mbit, NsGuard};
 use mplab_emu::kernel::{KernelOptions, KernelRun};
 
-/// Two direct 10 Mbit/s, 10 ms paths between `client` and `server`, each
-/// with its stack; fullmesh unless `extra` says otherwise.
-fn two_paths(duration: &str, client: &str, server: &str, extra: &str) -> String {
-    format!(
-        r#"
-name = "us"
-duration = "{duration}"
 
-[[nodes]]
-name = "client"
-stack = "{client}"
-[[nodes]]
-name = "server"
-stack = "{server}"
-
-[[links]]
-name = "p0"
-a = "client:eth0"
-b = "server:eth0"
-rate = "10Mbit"
-delay = "10ms"
-queue = {{ kind = "droptail", packets = 40 }}
-a_addr = "10.9.0.1/24"
-b_addr = "10.9.0.2/24"
-
-[[links]]
-name = "p1"
-a = "client:eth1"
-b = "server:eth1"
-rate = "10Mbit"
-delay = "10ms"
-queue = {{ kind = "droptail", packets = 40 }}
-a_addr = "10.9.1.1/24"
-b_addr = "10.9.1.2/24"
-
-[probes]
-interval = "250ms"
-{extra}
-"#
-    )
-}
-
-/// `client` with two 10 Mbit/s, 10 ms uplinks to a router, and `server`
-/// behind it on 100 Mbit/s: every subflow's replies come back on the
-/// interface it left from (device-bound kernel subflows need that).
-fn via_router(duration: &str, client: &str, server: &str, extra: &str) -> String {
-    format!(
-        r#"
-name = "usr"
-duration = "{duration}"
-
-[[nodes]]
-name = "client"
-stack = "{client}"
-[[nodes]]
-name = "r"
-kind = "router"
-[[nodes]]
-name = "server"
-stack = "{server}"
-
-[[links]]
-name = "p0"
-a = "client:eth0"
-b = "r"
-rate = "10Mbit"
-delay = "10ms"
-queue = {{ kind = "droptail", packets = 40 }}
-a_addr = "10.9.0.1/24"
-b_addr = "10.9.0.2/24"
-
-[[links]]
-name = "p1"
-a = "client:eth1"
-b = "r"
-rate = "10Mbit"
-delay = "10ms"
-queue = {{ kind = "droptail", packets = 40 }}
-a_addr = "10.9.1.1/24"
-b_addr = "10.9.1.2/24"
-
-[[links]]
-name = "lan"
-a = "r"
-b = "server:eth0"
-rate = "100Mbit"
-a_addr = "10.9.2.1/24"
-b_addr = "10.9.2.2/24"
-
-[probes]
-interval = "250ms"
-{extra}
-"#
-    )
-}
 
 const FULLMESH: &str = "[transport.mptcp]\npath_manager = \"fullmesh\"\n";
 

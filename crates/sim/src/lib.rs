@@ -34,3 +34,13 @@ pub mod world;
 pub use results::{RunResults, Summary};
 pub use transport::{unsupported, unsupported_middleboxes, Unsupported};
 pub use world::{RunStats, World};
+
+/// Runs `net` to its end on the simulator (no captures): the one call
+/// behind `mplab run`'s simulator backend, the tests and the benchmarks.
+/// Err: a setting the simulator refuses (see [`unsupported`]).
+pub fn simulate(net: mplab_scenario::Network) -> std::io::Result<RunResults> {
+    let end = mplab_proto::Instant(net.duration_ns);
+    let mut w = World::new(net, None)?;
+    w.run_until(end);
+    Ok(w.finish("sim"))
+}

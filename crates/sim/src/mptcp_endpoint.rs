@@ -56,6 +56,9 @@ impl StreamSocket for MptcpEndpoint {
     fn close(&mut self) {
         self.conn.close()
     }
+    fn peer_closed(&self) -> bool {
+        self.conn.peer_closed()
+    }
 }
 
 fn addrs(pkt: &Packet) -> (SocketAddr, SocketAddr) {

@@ -50,6 +50,9 @@ impl StreamSocket for TcpEndpoint {
     fn close(&mut self) {
         self.conn.close()
     }
+    fn peer_closed(&self) -> bool {
+        self.conn.peer_closed()
+    }
 }
 
 impl Endpoint for TcpEndpoint {

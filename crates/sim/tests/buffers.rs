@@ -5,19 +5,10 @@
 //! curve is in docs/buffers.md (`cargo test --release -p mplab-sim --test
 //! buffers -- --nocapture` prints it).
 
-use mplab_proto::Instant;
-use mplab_scenario::Scenario;
-use mplab_sim::{RunResults, World};
+mod support;
 
-fn run(toml: &str) -> RunResults {
-    let sc = Scenario::from_str(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
-    assert!(mplab_sim::unsupported(&net).is_empty(), "{:?}", mplab_sim::unsupported(&net));
-    let end = Instant(net.duration_ns);
-    let mut w = World::new(net, None).unwrap();
-    w.run_until(end);
-    w.finish("sim")
-}
+use mplab_sim::RunResults;
+use support::*;
 
 const SECS: f64 = 8.0;
 

@@ -1,19 +1,10 @@
 //! Coupled congestion control on the simulator: RFC 6356's goal 2 on a
 //! shared bottleneck, and Khalili et al.'s testbed (seed 001, fig. 6).
 
-use mplab_proto::Instant;
-use mplab_scenario::Scenario;
-use mplab_sim::{RunResults, World};
+mod support;
 
-fn run(toml: &str) -> RunResults {
-    let sc = Scenario::from_str(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
-    assert!(mplab_sim::unsupported(&net).is_empty(), "{:?}", mplab_sim::unsupported(&net));
-    let end = Instant(net.duration_ns);
-    let mut w = World::new(net, None).unwrap();
-    w.run_until(end);
-    w.finish("sim")
-}
+use mplab_sim::RunResults;
+use support::*;
 
 /// Mean goodput (Mbit/s) of a flow's connection over samples in (t0, t1].
 fn goodput(r: &RunResults, flow: &str, t0: f64, t1: f64) -> f64 {

@@ -103,6 +103,9 @@ impl StreamSocket for Attacker {
         0..0
     }
     fn close(&mut self) {}
+    fn peer_closed(&self) -> bool {
+        false
+    }
 }
 
 impl Endpoint for Attacker {

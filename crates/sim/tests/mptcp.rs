@@ -1,29 +1,10 @@
 //! MPTCP scenarios on the simulator: seed 000's lab and firewall, path
 //! managers, lossy paths; figures checked against the link rates.
 
-use mplab_proto::Instant;
-use mplab_scenario::Scenario;
-use mplab_sim::{RunResults, World};
+mod support;
 
-fn run_scenario(sc: Scenario) -> RunResults {
-    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
-    assert!(mplab_sim::unsupported(&net).is_empty(), "{:?}", mplab_sim::unsupported(&net));
-    let end = Instant(net.duration_ns);
-    let mut w = World::new(net, None).unwrap();
-    w.run_until(end);
-    w.finish("sim")
-}
-
-fn run(toml: &str) -> RunResults {
-    run_scenario(Scenario::from_str(toml, "test.toml").unwrap_or_else(|e| panic!("{e}")))
-}
-
-fn bundled(name: &str, sets: &[(&str, &str)]) -> RunResults {
-    let path = format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"));
-    let mut sc = Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
-    sc.set_all(sets.iter().copied()).unwrap_or_else(|e| panic!("{e}"));
-    run_scenario(sc)
-}
+use mplab_sim::RunResults;
+use support::*;
 
 /// Mean connection goodput (Mbit/s) over samples in (t0, t1].
 fn goodput(r: &RunResults, flow: &str, t0: f64, t1: f64) -> f64 {

@@ -2,10 +2,12 @@
 //! both spread cross-pod flows over every core router, choose differently,
 //! and repeat exactly for a seed.
 
-use mplab_proto::Instant;
+mod support;
+
 use mplab_scenario::network::EcmpMode;
 use mplab_scenario::Scenario;
-use mplab_sim::{RunResults, World};
+use mplab_sim::RunResults;
+use support::*;
 
 /// 16 TCP flows, each host to the host four ahead (always another pod).
 fn fat_tree(ecmp: &str, seed: u64) -> String {
@@ -18,16 +20,6 @@ fn fat_tree(ecmp: &str, seed: u64) -> String {
         toml.push_str(&format!("[[flows]]\nname = \"f{i}\"\nfrom = \"h{i}\"\nto = \"h{j}\"\ntransport = \"tcp\"\n"));
     }
     toml
-}
-
-fn run(toml: &str) -> RunResults {
-    let sc = Scenario::from_str(toml, "ft.toml").unwrap_or_else(|e| panic!("{e}"));
-    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
-    assert!(mplab_sim::unsupported(&net).is_empty());
-    let end = Instant(net.duration_ns);
-    let mut w = World::new(net, None).unwrap();
-    w.run_until(end);
-    w.finish("sim")
 }
 
 /// Packets serialised on the links to each core (both directions).

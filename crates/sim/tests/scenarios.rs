@@ -1,19 +1,9 @@
 //! Whole scenarios on the simulator, checked against what the link rates,
 //! delays and loss rates say the figures must be.
 
-use mplab_proto::Instant;
-use mplab_scenario::Scenario;
-use mplab_sim::{RunResults, World};
+mod support;
 
-fn run(toml: &str) -> RunResults {
-    let sc = Scenario::from_str(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
-    assert!(mplab_sim::unsupported(&net).is_empty());
-    let end = Instant(net.duration_ns);
-    let mut w = World::new(net, None).unwrap();
-    w.run_until(end);
-    w.finish("sim")
-}
+use support::*;
 
 fn one_link(rate: &str, delay: &str, queue_pkts: u32, extra_link: &str, flow: &str, duration: &str) -> String {
     format!(

@@ -3,19 +3,11 @@
 //! subflow per path (client endpoints), and a sender rate-limited to
 //! 7.5 Mbit/s. Shares are checked against the link rates.
 
-use mplab_proto::Instant;
-use mplab_scenario::Scenario;
-use mplab_sim::{RunResults, World};
+mod support;
 
-fn run(toml: &str) -> RunResults {
-    let sc = Scenario::from_str(toml, "test.toml").unwrap_or_else(|e| panic!("{e}"));
-    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
-    assert!(mplab_sim::unsupported(&net).is_empty(), "{:?}", mplab_sim::unsupported(&net));
-    let end = Instant(net.duration_ns);
-    let mut w = World::new(net, None).unwrap();
-    w.run_until(end);
-    w.finish("sim")
-}
+use mplab_scenario::Scenario;
+use mplab_sim::RunResults;
+use support::*;
 
 /// One-way delays for RTTs 34, 38, 43, 137, 552 ms.
 const FIG14: &str = r#"["17ms", "19ms", "21500us", "68500us", "276ms"]"#;

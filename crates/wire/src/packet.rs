@@ -39,6 +39,25 @@ impl TcpHeader {
         self.flags & flags::RST != 0
     }
 
+    /// The reset a host answers this segment with when no connection
+    /// wants it (RFC 9293 3.10.7.1): none for a RST; `<SEQ=SEG.ACK><CTL=RST>`
+    /// if it carried an ACK, else `<SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>`
+    /// (SYN and FIN count in SEG.LEN). `payload_len` is the segment's data.
+    pub fn reset_reply(&self, payload_len: u32) -> Option<TcpHeader> {
+        if self.rst() {
+            return None;
+        }
+        let mut r = TcpHeader { src_port: self.dst_port, dst_port: self.src_port, ..Default::default() };
+        if self.ack_flag() {
+            r.seq = self.ack;
+            r.flags = flags::RST;
+        } else {
+            r.ack = self.seq.wrapping_add(payload_len).wrapping_add(u32::from(self.syn())).wrapping_add(u32::from(self.fin()));
+            r.flags = flags::RST | flags::ACK;
+        }
+        Some(r)
+    }
+
     /// Header length on the wire: 20 bytes plus padded options.
     pub fn wire_len(&self) -> Result<usize, WireError> {
         Ok(20 + self.options.wire_len()?)
@@ -303,4 +322,22 @@ pub fn tcp_checksum_ok(src: IpAddr, dst: IpAddr, tcp_segment: &[u8]) -> bool {
     };
     acc += 6 + (len & 0xffff) + (len >> 16);
     finish(sum16(acc, tcp_segment)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_replies_follow_rfc9293() {
+        let syn = TcpHeader { src_port: 1, dst_port: 2, seq: 100, flags: flags::SYN, ..Default::default() };
+        let r = syn.reset_reply(0).unwrap();
+        assert_eq!((r.flags, r.seq, r.ack, r.src_port, r.dst_port), (flags::RST | flags::ACK, 0, 101, 2, 1));
+        let ack = TcpHeader { src_port: 1, dst_port: 2, seq: 100, ack: 555, flags: flags::ACK, ..Default::default() };
+        let r = ack.reset_reply(10).unwrap();
+        assert_eq!((r.flags, r.seq), (flags::RST, 555));
+        let fin = TcpHeader { seq: u32::MAX, flags: flags::FIN, ..Default::default() };
+        assert_eq!(fin.reset_reply(4).unwrap().ack, 4, "FIN counts, sequence numbers wrap");
+        assert!(TcpHeader { flags: flags::RST, ..Default::default() }.reset_reply(0).is_none(), "a RST is never answered");
+    }
 }

@@ -74,6 +74,22 @@ impl Conn {
         }
     }
 
+    /// Bytes the connection accepts now.
+    pub fn send_space(&self) -> u64 {
+        match self {
+            Conn::Mp(c) => c.send_space(),
+            Conn::Tcp { c, .. } => c.send_space(),
+        }
+    }
+
+    /// Bytes ready to be read in order.
+    pub fn readable(&self) -> u64 {
+        match self {
+            Conn::Mp(c) => c.readable(),
+            Conn::Tcp { c, .. } => c.readable(),
+        }
+    }
+
     pub fn send(&mut self, n: u64) -> u64 {
         match self {
             Conn::Mp(c) => c.send(n),

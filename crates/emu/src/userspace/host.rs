@@ -18,10 +18,9 @@ use mplab_proto::mptcp::{Connection, MptcpConfig};
 use mplab_proto::tcp::TcpConfig;
 use mplab_proto::Instant;
 use mplab_scenario::network::{App, Flow, Network, TransportKind};
-use mplab_backend::apps::{pattern_byte, Pattern};
+use mplab_backend::apps::{pattern_mismatch, App as BackendApp, Pattern, StreamSocket};
 use mplab_wire::packet::{build_ip_tcp, tcp_checksum_ok, TcpPacket};
-use mplab_wire::tcp::flags;
-use mplab_wire::{MpJoin, MptcpOption, TcpHeader, TcpOptions};
+use mplab_wire::{MpJoin, MptcpOption, TcpHeader};
 use sha2::{Digest, Sha256};
 
 use super::conn::Conn;
@@ -96,10 +95,7 @@ impl RxRing {
             let chunk = &self.buf[s..s + n];
             self.hash.update(chunk);
             if bad.is_none() {
-                if let Some(i) = chunk.iter().enumerate().position(|(i, &b)| b != pattern_byte(off + i as u64)) {
-                    let o = off + i as u64;
-                    bad = Some(format!("byte at stream offset {o} is {:#04x}, expected {:#04x}", chunk[i], pattern_byte(o)));
-                }
+                bad = pattern_mismatch(off, chunk);
             }
             off += n as u64;
         }
@@ -118,17 +114,10 @@ struct End {
     tcp_cfg: Option<TcpConfig>,
     conn: Option<Conn>,
     rx: RxRing,
-    /// Bytes the application handed to the connection.
-    tx: u64,
-    closed: bool,
-    /// Request/response: exchanges done, the current one's start and the
-    /// response bytes still expected.
-    req_k: u64,
-    req_t: Option<Wall>,
-    req_rx_goal: u64,
-    /// Server of a request flow: requests answered.
-    srv_answered: u64,
-    done_at: Option<u64>,
+    /// The application (the simulator's state machine, on run time).
+    app: BackendApp,
+    /// `app.on_connected` ran.
+    started: bool,
     /// Aborted by a control command: the application stops.
     aborted: bool,
 }
@@ -156,7 +145,10 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             const CHECKED: &str = "configuration checked by config::unsupported";
             let cfg = mplab_backend::config::mptcp_config(net, &fc, spec.node, first).expect(CHECKED);
             let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::tcp_config(&fc.tcp).expect(CHECKED));
-            End { flow: f, role, st: states[fi].clone(), cfg, tcp_cfg, conn: None, rx: RxRing::new(), tx: 0, closed: false, req_k: 0, req_t: None, req_rx_goal: 0, srv_answered: 0, done_at: None, aborted: false }
+            // Sending stops at the flow's stop or the end of the run.
+            let stop = Instant(f.stop_ns.min(clk.end_ns));
+            let app = BackendApp::new(mplab_backend::config::app_kind(&f.app), role == Role::Client, Some(stop));
+            End { flow: f, role, st: states[fi].clone(), cfg, tcp_cfg, conn: None, rx: RxRing::new(), app, started: false, aborted: false }
         })
         .collect();
     let mut tuples: HashMap<(SocketAddr, SocketAddr), usize> = HashMap::new();
@@ -214,8 +206,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                     }
                 }
                 None => {
-                    if !p.tcp.rst() {
-                        let h = rst_for(&p.tcp, p.payload_len as u32);
+                    if let Some(h) = p.tcp.reset_reply(p.payload_len as u32) {
                         if build_ip_tcp(p.dst, p.src, 64, 0, &h, &[], &mut obuf).is_ok() && tun.send(&obuf).unwrap_or(false) {
                             c.rsts_sent += 1;
                         }
@@ -305,7 +296,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             if debug && t_ns / 500_000_000 != last_probe / 500_000_000 {
                 for end in &ends {
                     if let Some(conn) = end.conn.as_ref() {
-                        eprintln!("mplab {} {:?} {:.2}s tx {} rx {}: {}", end.flow.name, end.role, t_ns as f64 / 1e9, end.tx, end.rx.read, conn.debug_line());
+                        eprintln!("mplab {} {:?} {:.2}s tx {} rx {}: {}", end.flow.name, end.role, t_ns as f64 / 1e9, end.app.sent, end.rx.read, conn.debug_line());
                     }
                 }
             }
@@ -385,7 +376,6 @@ fn control(ends: &mut [End], line: &str) -> String {
             ("abort", _) if arg.is_none_or(|f| f == name) => {
                 conn.abort();
                 end.aborted = true;
-                end.closed = true;
                 done.push(format!("{name}: aborted"));
             }
             _ => {}
@@ -422,20 +412,6 @@ fn tcp_bytes(pkt: &[u8]) -> &[u8] {
     &pkt[ihl..total.min(pkt.len())]
 }
 
-/// The RST that answers a segment nobody owns (RFC 793).
-fn rst_for(h: &TcpHeader, payload_len: u32) -> TcpHeader {
-    let mut r = TcpHeader { src_port: h.dst_port, dst_port: h.src_port, options: TcpOptions::new(), ..Default::default() };
-    if h.ack_flag() {
-        r.seq = h.ack;
-        r.flags = flags::RST;
-    } else {
-        r.seq = 0;
-        r.ack = h.seq.wrapping_add(payload_len).wrapping_add(u32::from(h.syn())).wrapping_add(u32::from(h.fin()));
-        r.flags = flags::RST | flags::ACK;
-    }
-    r
-}
-
 /// A SYN for a 4-tuple we do not know: a join (by token) or a flow's
 /// server end accepting its connection.
 #[allow(clippy::too_many_arguments)]
@@ -464,53 +440,48 @@ fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut 
     Some(e)
 }
 
-/// Reads what arrived, checks it, counts it (up to the run's end).
-fn read_all(end: &mut End, t_ns: u64, clk: &Clock, expect_total: Option<u64>) -> u64 {
-    let Some(conn) = end.conn.as_mut() else { return 0 };
-    let r = conn.recv(u64::MAX);
-    let n = r.end - r.start;
-    if n == 0 {
-        return 0;
+/// A flow end's connection as its application sees it: what it reads is
+/// checked against the pattern and hashed on the way.
+struct Sock<'a> {
+    conn: &'a mut Conn,
+    rx: &'a mut RxRing,
+    st: &'a FlowState,
+}
+
+impl StreamSocket for Sock<'_> {
+    fn send_space(&self) -> u64 {
+        self.conn.send_space()
     }
-    if let Some(m) = end.rx.take(r.clone()) {
-        if let Ok(mut v) = end.st.mismatch.lock() {
-            v.get_or_insert(m);
-        }
+    fn send(&mut self, n: u64) -> u64 {
+        self.conn.send(n)
     }
-    if t_ns <= clk.end_ns {
-        end.st.delivered.fetch_add(n, Ordering::Relaxed);
-        if let Some(total) = expect_total {
-            if r.end >= total && end.st.completed_ns.load(Ordering::Relaxed) == 0 {
-                end.st.completed_ns.store(t_ns.saturating_sub(end.flow.start_ns).max(1), Ordering::Relaxed);
+    fn readable(&self) -> u64 {
+        self.conn.readable()
+    }
+    fn recv(&mut self, max: u64) -> Range<u64> {
+        let r = self.conn.recv(max);
+        if let Some(m) = self.rx.take(r.clone()) {
+            if let Ok(mut v) = self.st.mismatch.lock() {
+                v.get_or_insert(m);
             }
         }
+        r
     }
-    n
-}
-
-/// Queues up to `goal` stream bytes.
-fn write_to(end: &mut End, goal: u64) {
-    let Some(conn) = end.conn.as_mut() else { return };
-    if goal > end.tx {
-        end.tx += conn.send(goal - end.tx);
+    fn close(&mut self) {
+        self.conn.close();
+    }
+    fn peer_closed(&self) -> bool {
+        self.conn.peer_closed() && self.conn.readable() == 0
     }
 }
 
-fn close(end: &mut End) {
-    if !end.closed {
-        if let Some(c) = end.conn.as_mut() {
-            c.close();
-        }
-        end.closed = true;
-    }
-}
-
-/// One step of the flow end's application.
+/// One step of the flow end's application: the client connects at the
+/// flow's start; once connected, the application runs on the run's clock.
 fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
     if end.aborted {
         return;
     }
-    let f = end.flow.clone();
+    let f = &end.flow;
     if end.role == Role::Client && end.conn.is_none() {
         if t_ns < f.start_ns || t_ns >= f.stop_ns {
             return;
@@ -522,7 +493,7 @@ fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
             None => Conn::Mp(Box::new(Connection::connect(end.cfg.clone(), local, remote, seed, now))),
         });
     }
-    let Some(conn) = end.conn.as_ref() else { return };
+    let Some(conn) = end.conn.as_mut() else { return };
     if !conn.is_established() && !conn.fell_back() {
         return;
     }
@@ -532,106 +503,34 @@ fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
             end.st.fell_back.store(true, Ordering::Relaxed);
         }
     }
-    let sending_until = f.stop_ns.min(clk.end_ns);
-    match (end.role, f.app.clone()) {
-        (Role::Client, App::Bulk { bytes }) | (Role::Client, App::Rate { bytes, .. }) => {
-            let mut goal = bytes.unwrap_or(u64::MAX);
-            if let App::Rate { rate_bps, .. } = &f.app {
-                let el = t_ns.saturating_sub(f.start_ns) as u128;
-                goal = goal.min((el * *rate_bps as u128 / 8 / 1_000_000_000) as u64 + 1448);
-            }
-            if t_ns < sending_until && end.tx < goal {
-                write_to(end, goal);
-            } else if t_ns >= sending_until || bytes.is_some_and(|b| end.tx >= b) {
-                close(end);
-            }
-            read_all(end, t_ns, clk, None);
-        }
-        (Role::Server, App::Bulk { bytes }) | (Role::Server, App::Rate { bytes, .. }) => {
-            read_all(end, t_ns, clk, bytes);
-            if end.conn.as_ref().is_some_and(|c| c.peer_closed()) {
-                close(end);
-            }
-        }
-        (Role::Client, App::Download { bytes }) => {
-            read_all(end, t_ns, clk, Some(bytes));
-            if end.rx.read >= bytes || end.conn.as_ref().is_some_and(|c| c.peer_closed()) {
-                close(end);
-            }
-        }
-        (Role::Server, App::Download { bytes }) => {
-            write_to(end, bytes);
-            if end.tx >= bytes {
-                close(end);
-            }
-            read_all(end, t_ns, clk, None);
-        }
-        (Role::Client, App::Request { request_bytes, response_bytes, count, interval_ns }) => {
-            read_all(end, t_ns, clk, None);
-            let count = count.unwrap_or(u64::MAX);
-            if let Some(t) = end.req_t {
-                if end.rx.read >= end.req_rx_goal {
-                    if t_ns <= clk.end_ns {
-                        if let Ok(mut l) = end.st.latencies_ms.lock() {
-                            l.push(t.elapsed().as_secs_f64() * 1e3);
-                        }
-                        end.st.requests_done.fetch_add(1, Ordering::Relaxed);
-                    }
-                    end.req_t = None;
-                    end.req_k += 1;
-                }
-            }
-            if end.req_t.is_none() {
-                let due = f.start_ns.saturating_add(end.req_k.saturating_mul(interval_ns));
-                if end.req_k >= count || t_ns >= sending_until {
-                    close(end);
-                } else if t_ns >= due {
-                    end.req_t = Some(Wall::now());
-                    end.req_rx_goal += response_bytes;
-                    let g = end.tx + request_bytes;
-                    write_to(end, g);
-                }
-            }
-        }
-        (Role::Server, App::Request { request_bytes, response_bytes, .. }) => {
-            read_all(end, t_ns, clk, None);
-            let whole = end.rx.read / request_bytes.max(1);
-            if whole > end.srv_answered {
-                end.srv_answered = whole;
-            }
-            write_to(end, end.srv_answered * response_bytes);
-            if end.conn.as_ref().is_some_and(|c| c.peer_closed()) {
-                close(end);
-            }
-        }
+    let before = crate::apps::progress(&end.app);
+    let at = Instant(t_ns);
+    let mut sock = Sock { conn, rx: &mut end.rx, st: &end.st };
+    if end.started {
+        end.app.pump(at, &mut sock);
+    } else {
+        end.app.on_connected(at, &mut sock);
+        end.started = true;
     }
-    if end.done_at.is_none() && end.closed && end.conn.as_ref().is_some_and(|c| c.peer_closed()) {
-        end.done_at = Some(t_ns);
-    }
+    // What the run reports counts up to its end, like the kernel's apps.
+    crate::apps::report(&end.app, before, &end.st, t_ns, clk, end.flow.start_ns);
 }
 
-/// How long the application of `end` may sleep (a rate sender, a request
-/// due, the flow's start or stop).
+/// How long the application of `end` may sleep: until the client's start,
+/// or the application's own timer (a rate sender's next chunk, a request
+/// due, its stop).
 fn app_wait_ns(end: &End, t_ns: u64) -> u64 {
     let f = &end.flow;
-    let mut w = u64::MAX;
-    if end.role == Role::Client {
-        if end.conn.is_none() && t_ns < f.start_ns {
-            w = w.min(f.start_ns - t_ns);
-        }
-        if t_ns < f.stop_ns {
-            w = w.min(f.stop_ns - t_ns);
-        }
-        match f.app {
-            App::Rate { .. } => w = w.min(1_000_000),
-            App::Request { interval_ns, .. } if end.req_t.is_none() => {
-                let due = f.start_ns.saturating_add(end.req_k.saturating_mul(interval_ns));
-                w = w.min(due.saturating_sub(t_ns));
-            }
-            _ => {}
-        }
+    if end.role == Role::Client && end.conn.is_none() {
+        return if t_ns < f.start_ns { f.start_ns - t_ns } else { u64::MAX };
     }
-    w
+    // Only a running application has timers (a dead connection's would
+    // fire forever).
+    let live = end.started && !end.aborted && end.conn.as_ref().is_some_and(|c| c.is_established() || c.fell_back());
+    match end.app.poll_timer() {
+        Some(t) if live => t.0.saturating_sub(t_ns),
+        _ => u64::MAX,
+    }
 }
 
 /// The sender's subflows for the prober (as TCP_INFO would give them).
@@ -672,6 +571,7 @@ fn publish(end: &End) {
 mod tests {
     use super::*;
     use mplab_backend::apps::fill_pattern;
+    use mplab_wire::tcp::flags;
     use std::net::Ipv4Addr;
 
     fn packet(payload: &[u8]) -> Vec<u8> {
@@ -693,16 +593,6 @@ mod tests {
         let mut q = packet(b"x");
         q[8] ^= 1; // TTL: IP header checksum now wrong
         assert!(!ip_header_ok(&q));
-    }
-
-    #[test]
-    fn rst_answers_follow_rfc793() {
-        let syn = TcpHeader { src_port: 1, dst_port: 2, seq: 100, flags: flags::SYN, ..Default::default() };
-        let r = rst_for(&syn, 0);
-        assert_eq!((r.flags, r.seq, r.ack, r.src_port, r.dst_port), (flags::RST | flags::ACK, 0, 101, 2, 1));
-        let ack = TcpHeader { src_port: 1, dst_port: 2, seq: 100, ack: 555, flags: flags::ACK, ..Default::default() };
-        let r = rst_for(&ack, 10);
-        assert_eq!((r.flags, r.seq), (flags::RST, 555));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod topologies;
+
 use std::sync::{Mutex, MutexGuard};
 
 use mplab_emu::kernel::{self, KernelOptions, KernelRun};

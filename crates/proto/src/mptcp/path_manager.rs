@@ -176,8 +176,15 @@ impl PathManager for FullMesh {
 }
 
 impl FullMesh {
+    /// Opens subflows from every local address to `r`. Addresses that carry
+    /// no subflow yet go first: when the limit stops the mesh short, the
+    /// subflows it does open spread over the host's interfaces (mplab's
+    /// choice; Linux walks its endpoints in id order).
     fn mesh_to(&self, v: &PmView, r: RemoteAddr, out: &mut Vec<PmAction>) {
-        for l in v.locals {
+        let used = |a: IpAddr| v.subflows.iter().any(|(l, _)| l.ip() == a) || out.iter().any(|x| matches!(x, PmAction::Open { local, .. } if *local == a));
+        let mut order: Vec<&LocalAddr> = v.locals.iter().collect();
+        order.sort_by_key(|l| used(l.addr));
+        for l in order {
             let pending = out.iter().any(|a| matches!(a, PmAction::Open { local, remote, .. } if *local == l.addr && remote.addr == r.addr));
             if !v.has(l.addr, r.addr) && !pending && room(v, out) {
                 out.push(PmAction::Open { local: l.addr, remote: r, backup: l.backup });
@@ -247,6 +254,21 @@ mod tests {
         let mut out = vec![];
         FullMesh.on_established(&v, &mut out);
         assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn a_capped_mesh_spreads_over_unused_interfaces_first() {
+        // Two interfaces, room for one more subflow, the peer's second
+        // address announced before anything else was opened: the subflow
+        // goes from the interface without one, not from the busy one.
+        let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
+        let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+        let subflows = [(sa(1, 1000), sa(9, 80))];
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 1 } };
+        let mut out = vec![];
+        let announced = RemoteAddr { id: 1, addr: sa(8, 80) };
+        FullMesh.on_add_addr(&v, announced, &mut out);
+        assert_eq!(out, vec![PmAction::Open { local: ip(2), remote: announced, backup: false }]);
     }
 
     #[test]

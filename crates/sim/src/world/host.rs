@@ -67,17 +67,7 @@ impl World {
     /// Answers a segment nobody wants with a RST (RFC 9293 3.10.7.1).
     pub(super) fn send_rst(&mut self, node: usize, id: u32) {
         let p = &self.pool.pkts[id as usize];
-        if p.tcp.rst() {
-            return;
-        }
-        let mut h = mplab_wire::TcpHeader { src_port: p.tcp.dst_port, dst_port: p.tcp.src_port, ..Default::default() };
-        if p.tcp.ack_flag() {
-            h.seq = p.tcp.ack;
-            h.flags = mplab_wire::tcp::flags::RST;
-        } else {
-            h.ack = p.tcp.seq.wrapping_add(p.payload_len + u32::from(p.tcp.syn()) + u32::from(p.tcp.fin()));
-            h.flags = mplab_wire::tcp::flags::RST | mplab_wire::tcp::flags::ACK;
-        }
+        let Some(h) = p.tcp.reset_reply(p.payload_len) else { return };
         let mut rst = Packet::new(p.dst, p.src, h, 0, 0);
         rst.dst_idx = self.addr_idx.get(&u32::from(rst.dst)).copied().unwrap_or(NO_ADDR);
         let src = rst.src;
