@@ -7,7 +7,7 @@
 use core::time::Duration;
 use std::net::Ipv4Addr;
 
-use mplab_proto::mptcp::{self, LocalAddr, MptcpConfig, PmKind};
+use mplab_proto::mptcp::{self, LocalAddr, MptcpConfig, PmChoice};
 use mplab_proto::tcp::TcpConfig;
 use mplab_scenario::network::{self, EndpointFlag, Network, PathManager};
 
@@ -96,24 +96,23 @@ pub fn tcp_config(t: &network::TcpConfig) -> Result<TcpConfig, String> {
     Ok(c)
 }
 
-/// The path manager of an MPTCP flow and the limits both of its ends use:
-/// what the scenario set, else the defaults of that manager. `ip mptcp
-/// limits` counts extra subflows; the scenario's `subflows` counts all of
-/// them, the first included.
-pub fn path_manager(net: &Network, f: &network::Flow, m: &network::MptcpConfig) -> (PmKind, mptcp::Limits) {
+/// The path manager of an MPTCP flow, by its registry name (`ndiffports:N`
+/// with its count), and the limits both of its ends use: what the scenario
+/// set, else the defaults of that manager. `ip mptcp limits` counts extra
+/// subflows; the scenario's `subflows` counts all of them, the first
+/// included.
+pub fn path_manager(net: &Network, f: &network::Flow, m: &network::MptcpConfig) -> (String, mptcp::Limits) {
     let n_local = net.nodes[f.from].interfaces.len() as u32;
     let n_remote = net.nodes[f.to].interfaces.len() as u32;
     let extra = m.subflows.map(|s| s.saturating_sub(1));
     let (pm, dflt) = match m.path_manager {
-        PathManager::Default | PathManager::Endpoints => (PmKind::Default, mptcp::Limits { subflows: extra.unwrap_or(LINUX_DEFAULT_LIMITS.subflows), ..LINUX_DEFAULT_LIMITS }),
+        PathManager::Default => ("default".to_string(), mptcp::Limits { subflows: extra.unwrap_or(LINUX_DEFAULT_LIMITS.subflows), ..LINUX_DEFAULT_LIMITS }),
+        PathManager::Endpoints => ("endpoints".to_string(), mptcp::Limits { subflows: extra.unwrap_or(LINUX_DEFAULT_LIMITS.subflows), ..LINUX_DEFAULT_LIMITS }),
         // Every pair of addresses, and every address the server announces.
-        PathManager::Fullmesh => (
-            PmKind::FullMesh,
-            mptcp::Limits { subflows: extra.unwrap_or((n_local * n_remote).saturating_sub(1)), add_addr_accepted: n_remote.saturating_sub(1) },
-        ),
+        PathManager::Fullmesh => ("fullmesh".to_string(), mptcp::Limits { subflows: extra.unwrap_or((n_local * n_remote).saturating_sub(1)), add_addr_accepted: n_remote.saturating_sub(1) }),
         PathManager::Ndiffports => {
             let n = m.subflows.unwrap_or(2);
-            (PmKind::NDiffPorts(n), mptcp::Limits { subflows: n.saturating_sub(1), add_addr_accepted: 0 })
+            (format!("ndiffports:{n}"), mptcp::Limits { subflows: n.saturating_sub(1), add_addr_accepted: 0 })
         }
     };
     let limits = mptcp::Limits { subflows: m.max_subflows.unwrap_or(dflt.subflows), add_addr_accepted: m.add_addr_accepted.unwrap_or(dflt.add_addr_accepted) };
@@ -159,7 +158,8 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
         }
         locals.push(l);
     }
-    let (path_manager, limits) = path_manager(net, f, &m);
+    let (pm, limits) = path_manager(net, f, &m);
+    let path_manager: PmChoice = mplab_proto::mptcp::path_manager::lookup(&pm)?;
     Ok(MptcpConfig {
         tcp,
         checksum: m.checksum,
@@ -282,6 +282,6 @@ mod tests {
     fn ndiffports_opens_its_count() {
         let n = net("ndiffports", "subflows = 5");
         let f = &n.flows[0];
-        assert_eq!(path_manager(&n, f, f.mptcp.as_ref().unwrap()), (PmKind::NDiffPorts(5), mptcp::Limits { subflows: 4, add_addr_accepted: 0 }));
+        assert_eq!(path_manager(&n, f, f.mptcp.as_ref().unwrap()), ("ndiffports:5".to_string(), mptcp::Limits { subflows: 4, add_addr_accepted: 0 }));
     }
 }

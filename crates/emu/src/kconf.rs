@@ -154,11 +154,11 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             }
         }
         let Some(m) = &f.mptcp else { continue };
-        if m.path_manager == PathManager::Ndiffports && is_k(f.from) {
-            err(
-                &flow_path(sc, f, "path_manager", "transport.mptcp.path_manager"),
-                "the Linux kernel has no ndiffports path manager (its in-kernel path manager does default, fullmesh and explicit endpoints)".into(),
-            );
+        // The path manager is the initiator's: a kernel server just accepts
+        // the joins of an mplab client's ndiffports.
+        let (pm, _) = mplab_backend::config::path_manager(net, f, m);
+        if let (Err(why), true) = (kernel_name(mplab_proto::mptcp::path_manager::REGISTRY, &pm), is_k(f.from)) {
+            err(&flow_path(sc, f, "path_manager", "transport.mptcp.path_manager"), why.into());
         }
         match kernel_name(mplab_proto::mptcp::scheduler::REGISTRY, &m.scheduler) {
             Err(why) if k_send => err(&flow_path(sc, f, "scheduler", "transport.mptcp.scheduler"), format!("MPTCP scheduler {:?} cannot run on the kernel: {why}", m.scheduler)),

@@ -6,7 +6,8 @@
 //! the registry (see `examples/my_scheduler.rs` and `examples/my_cc.rs`).
 //!
 //! Adding a built-in is one file (the algorithm) plus one [`Entry`] line in
-//! its axis' `REGISTRY` (`cc::REGISTRY`, `mptcp::scheduler::REGISTRY`).
+//! its axis' `REGISTRY` (`cc::REGISTRY`, `mptcp::scheduler::REGISTRY`,
+//! `mptcp::path_manager::REGISTRY`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -145,6 +146,7 @@ mod tests {
         }
         check(crate::cc::REGISTRY, "congestion control");
         check(crate::mptcp::scheduler::REGISTRY, "scheduler");
+        check(crate::mptcp::path_manager::REGISTRY, "path manager");
     }
 
     #[test]
@@ -154,6 +156,8 @@ mod tests {
         assert!(crate::cc::lookup("cubic:2").unwrap_err().contains("takes none"));
         assert!(crate::mptcp::scheduler::lookup("kbest:0").unwrap_err().contains("kbest:K"));
         assert_eq!(crate::mptcp::scheduler::lookup("primary_standby").unwrap().build().name(), "primary-standby");
+        assert_eq!(crate::mptcp::path_manager::lookup("ndiffports:8").unwrap().build().name(), "ndiffports");
+        assert!(crate::mptcp::path_manager::lookup("ndiffports:0").is_err());
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! [`Connection::handle_timeout`] at [`Connection::poll_timeout`], and send
 //! what [`Connection::poll_transmit`] returns, each with its own 4-tuple.
 
-mod path_manager;
+pub mod path_manager;
 pub mod scheduler;
 mod subflow;
 
@@ -28,22 +28,13 @@ use mplab_wire::{AddAddr, AddrIdList, DataAck, Dss, DssMapping, MpCapable, MpJoi
 use crate::tcp::{self, reassembly::Reassembly, TcpConfig, TcpStats};
 use crate::time::Instant;
 
-pub use path_manager::{Endpoints, FullMesh, LocalAddr, Limits, NDiffPorts, PathManager, PmAction, PmView, RemoteAddr};
+pub use path_manager::{Endpoints, FullMesh, LocalAddr, Limits, NDiffPorts, PathManager, PmAction, PmChoice, PmView, RemoteAddr};
 pub use scheduler::{MinRtt, SchedContext, Scheduler, SchedulerChoice, SubflowInfo};
 pub use subflow::{Handshake, Origin, Subflow};
 
 /// Option bytes a data segment keeps free for DSS: DATA_ACK and DSN of
 /// 64 bits, SSN, length and checksum (4 + 8 + 8 + 4 + 2 + 2).
 pub const DSS_RESERVE: u16 = 28;
-
-/// Which path manager a connection runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PmKind {
-    /// Linux's in-kernel manager (endpoints and limits; none: one subflow).
-    Default,
-    FullMesh,
-    NDiffPorts(u32),
-}
 
 #[derive(Debug, Clone)]
 pub struct MptcpConfig {
@@ -54,7 +45,7 @@ pub struct MptcpConfig {
     pub snd_buf: u64,
     pub rcv_buf: u64,
     pub scheduler: SchedulerChoice,
-    pub path_manager: PmKind,
+    pub path_manager: PmChoice,
     pub limits: Limits,
     /// This host's addresses (id 0 first), with endpoint flags.
     pub locals: Vec<LocalAddr>,
@@ -77,7 +68,7 @@ impl Default for MptcpConfig {
             snd_buf: 4 << 20,
             rcv_buf: 6 << 20,
             scheduler: SchedulerChoice::default(),
-            path_manager: PmKind::Default,
+            path_manager: PmChoice::default(),
             limits: Limits { subflows: 8, add_addr_accepted: 8 },
             locals: Vec::new(),
             opportunistic_retransmit: false,
@@ -317,11 +308,7 @@ impl Connection {
         // after the path is (Linux: ~1 s, see docs).
         cfg.tcp.max_backoff = cfg.tcp.max_backoff.min(Duration::from_secs(1));
         let scheduler = cfg.scheduler.build();
-        let pm: Box<dyn PathManager> = match cfg.path_manager {
-            PmKind::Default => Box::new(Endpoints),
-            PmKind::FullMesh => Box::new(FullMesh),
-            PmKind::NDiffPorts(n) => Box::new(NDiffPorts { n }),
-        };
+        let pm = cfg.path_manager.build();
         Connection {
             client,
             local: KeyMaterial::from_key(key),

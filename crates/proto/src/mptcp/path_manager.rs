@@ -6,6 +6,8 @@
 use core::fmt::Debug;
 use std::net::{IpAddr, SocketAddr};
 
+use crate::registry::{self, Choice, Entry, KernelMap};
+
 /// One of this host's addresses, with Linux endpoint flags
 /// (`ip mptcp endpoint add ADDR id ID signal|subflow|backup|fullmesh`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +219,37 @@ impl PathManager for NDiffPorts {
     }
 
     fn on_add_addr(&mut self, _v: &PmView, _addr: RemoteAddr, _out: &mut Vec<PmAction>) {}
+}
+
+/// A validated path-manager choice (see [`crate::registry`]).
+pub type PmChoice = Choice<dyn PathManager>;
+
+/// The built-in path managers by scenario name: one line each.
+pub static REGISTRY: &[Entry<dyn PathManager>] = &[
+    // Linux's in-kernel manager: the endpoints a host lists (none: one subflow).
+    Entry { name: "default", aliases: &["endpoints"], params: "", kernel: KernelMap::Linux("in-kernel"), build: |p| p.is_none().then(|| Box::new(Endpoints) as Box<dyn PathManager>) },
+    Entry { name: "fullmesh", aliases: &[], params: "", kernel: KernelMap::Linux("in-kernel, fullmesh endpoints"), build: |p| p.is_none().then(|| Box::new(FullMesh) as Box<dyn PathManager>) },
+    Entry {
+        name: "ndiffports",
+        aliases: &[],
+        params: "N",
+        kernel: KernelMap::Refuse("the Linux kernel has no ndiffports path manager (its in-kernel path manager does default, fullmesh and explicit endpoints)"),
+        build: |p| match p {
+            None => Some(Box::new(NDiffPorts { n: 2 })),
+            Some(n) => n.parse::<u32>().ok().filter(|&n| n > 0).map(|n| Box::new(NDiffPorts { n }) as Box<dyn PathManager>),
+        },
+    },
+];
+
+/// The path manager `name` names (`"ndiffports:4"`), validated.
+pub fn lookup(name: &str) -> Result<PmChoice, String> {
+    registry::lookup(REGISTRY, "path manager", name)
+}
+
+impl Default for PmChoice {
+    fn default() -> Self {
+        lookup("default").expect("default is registered")
+    }
 }
 
 #[cfg(test)]

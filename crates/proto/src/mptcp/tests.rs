@@ -69,16 +69,16 @@ struct Net<'a> {
     log: Vec<String>,
 }
 
-fn cfg(locals: &[IpAddr], pm: PmKind) -> MptcpConfig {
+fn cfg(locals: &[IpAddr], pm: &str) -> MptcpConfig {
     MptcpConfig {
-        path_manager: pm,
+        path_manager: path_manager::lookup(pm).unwrap(),
         locals: locals.iter().enumerate().map(|(i, a)| LocalAddr::plain(i as u8, *a)).collect(),
         ..Default::default()
     }
 }
 
 impl<'a> Net<'a> {
-    fn new(client_locals: &[IpAddr], server_locals: &[IpAddr], pm: PmKind, delay_ms: u64, rate_mbit: u64) -> Self {
+    fn new(client_locals: &[IpAddr], server_locals: &[IpAddr], pm: &str, delay_ms: u64, rate_mbit: u64) -> Self {
         let ccfg = cfg(client_locals, pm);
         let scfg = cfg(server_locals, pm);
         let client = Connection::connect(ccfg, SocketAddr::new(client_locals[0], 40000), SocketAddr::new(server_locals[0], 5001), 1, Instant(0));
@@ -232,7 +232,7 @@ fn bytes_on(c: &Connection) -> Vec<u64> {
 
 #[test]
 fn mp_capable_handshake_exchanges_keys() {
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 10, 100);
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
     n.run(200);
     let s = n.server();
     assert!(n.client.is_established() && s.is_established());
@@ -244,7 +244,7 @@ fn mp_capable_handshake_exchanges_keys() {
 
 #[test]
 fn fullmesh_uses_both_paths_and_delivers_every_byte() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 10, 10);
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
     n.to_send = 5_000_000;
     n.run(30_000);
     assert_eq!(n.received, 5_000_000);
@@ -262,7 +262,7 @@ fn fullmesh_uses_both_paths_and_delivers_every_byte() {
 
 #[test]
 fn data_fin_closes_both_ends() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 5, 100);
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 100);
     n.to_send = 200_000;
     n.run(20_000);
     eprintln!("client {}\nserver {}", n.client.debug_line(), n.server().debug_line());
@@ -275,7 +275,7 @@ fn data_fin_closes_both_ends() {
 
 #[test]
 fn ndiffports_opens_subflows_on_one_address_pair() {
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::NDiffPorts(3), 5, 100);
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "ndiffports:3", 5, 100);
     n.to_send = 1_000_000;
     n.run(20_000);
     assert_eq!(n.received, 1_000_000);
@@ -287,7 +287,7 @@ fn ndiffports_opens_subflows_on_one_address_pair() {
 
 #[test]
 fn add_addr_from_the_server_leads_to_joins_two_by_two() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(9, 2)], PmKind::FullMesh, 5, 100);
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(9, 2)], "fullmesh", 5, 100);
     n.to_send = 2_000_000;
     n.run(20_000);
     assert_eq!(n.received, 2_000_000);
@@ -298,7 +298,7 @@ fn add_addr_from_the_server_leads_to_joins_two_by_two() {
 
 #[test]
 fn a_join_with_a_bad_hmac_is_refused_and_data_is_unaffected() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 5, 100);
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 100);
     n.to_send = 1_000_000;
     // An attacker on path 2 rewrites the join SYN/ACK's HMAC.
     n.mangle = Box::new(|h, from_client| {
@@ -323,7 +323,7 @@ fn a_join_with_a_bad_hmac_is_refused_and_data_is_unaffected() {
 
 #[test]
 fn a_join_for_an_unknown_token_is_refused() {
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 5, 100);
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 5, 100);
     n.run(100);
     let s = n.server.as_mut().unwrap();
     let mut o = TcpOptions::new();
@@ -336,7 +336,7 @@ fn a_join_for_an_unknown_token_is_refused() {
 
 #[test]
 fn stripped_mp_capable_falls_back_to_tcp_and_completes() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 5, 100);
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 100);
     n.to_send = 1_000_000;
     n.mangle = Box::new(|h, _| h.options.clear_mptcp());
     n.run(20_000);
@@ -348,7 +348,7 @@ fn stripped_mp_capable_falls_back_to_tcp_and_completes() {
 
 #[test]
 fn a_dead_path_is_left_and_its_data_reinjected() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 10, 10);
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
     n.to_send = 4_000_000;
     // Path 2 dies at 1 s: whatever has not arrived by then is lost.
     let lost = std::rc::Rc::new(std::cell::Cell::new(0u64));
@@ -377,7 +377,7 @@ fn a_dead_path_is_left_and_its_data_reinjected() {
 /// reports it closed, and the data goes on over the other one.
 #[test]
 fn a_subflow_reset_by_the_peer_is_closed_and_its_data_reinjected() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 10, 10);
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
     n.to_send = 3_000_000;
     n.run(500);
     let s = n.server.as_mut().expect("server");
@@ -405,9 +405,9 @@ fn a_subflow_reset_by_the_peer_is_closed_and_its_data_reinjected() {
 
 #[test]
 fn dss_checksums_verify_and_catch_a_modified_payload() {
-    let mut locals = cfg(&[ip(1, 1)], PmKind::Default);
+    let mut locals = cfg(&[ip(1, 1)], "default");
     locals.checksum = true;
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 5, 100);
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 5, 100);
     n.client = Connection::connect(locals, SocketAddr::new(ip(1, 1), 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
     n.to_send = 300_000;
     n.run(10_000);
@@ -416,9 +416,9 @@ fn dss_checksums_verify_and_catch_a_modified_payload() {
     assert_eq!(n.server().stats().checksum_failures, 0);
 
     // Now a box rewrites one byte of one data segment.
-    let mut locals = cfg(&[ip(1, 1)], PmKind::Default);
+    let mut locals = cfg(&[ip(1, 1)], "default");
     locals.checksum = true;
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 5, 100);
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 5, 100);
     n.client = Connection::connect(locals, SocketAddr::new(ip(1, 1), 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
     n.to_send = 300_000;
     let mut hit = false;
@@ -439,7 +439,7 @@ fn dss_checksums_verify_and_catch_a_modified_payload() {
 
 #[test]
 fn fastclose_with_the_wrong_key_is_ignored() {
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], PmKind::Default, 5, 100);
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 5, 100);
     n.to_send = 10_000_000;
     n.run(300);
     let s = n.server.as_mut().unwrap();
@@ -458,7 +458,7 @@ fn fastclose_with_the_wrong_key_is_ignored() {
 
 #[test]
 fn redundant_copies_are_reassembled_once_and_data_acked() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 10, 10);
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
     n.client.set_scheduler(scheduler::by_name("redundant").unwrap());
     n.to_send = 2_000_000;
     n.run(30_000);
@@ -475,7 +475,7 @@ fn redundant_copies_are_reassembled_once_and_data_acked() {
 #[test]
 fn every_named_scheduler_delivers_every_byte() {
     for name in ["minrtt", "linux", "roundrobin", "kbest:2", "primary", "primary-standby", "blest", "ecf"] {
-        let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], PmKind::FullMesh, 10, 10);
+        let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
         n.client.set_scheduler(scheduler::by_name(name).unwrap());
         n.to_send = 1_000_000;
         n.run(30_000);
@@ -502,7 +502,7 @@ fn change_tracking_matches_full_sweeps_with_a_small_receive_buffer() {
 
 fn change_tracking_matches_full_sweeps_with(rcv_buf: u64) {
     let run = |full: bool| {
-        let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(9, 2)], PmKind::FullMesh, 3, 50);
+        let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(9, 2)], "fullmesh", 3, 50);
         n.full_passes = full;
         // The first server address is the slow one: faster subflows have
         // higher indices, so picks come out of index order.
