@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use mplab_scenario::network::{App, EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, PathManager, Placement, TransportKind};
+use mplab_scenario::plugins::{middleboxes, OnKernel};
 use mplab_scenario::Scenario;
 
 use mplab_proto::registry::{self, Entry, KernelMap};
@@ -183,11 +184,8 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
         err("transport.mptcp", m);
     }
     for (i, mb) in net.middleboxes.iter().enumerate() {
-        match (&mb.action, &mb.placement) {
-            (MiddleboxAction::Resegment { .. }, _) => err(&format!("middleboxes[{i}].kind"), "resegmenting middleboxes are not available on the kernel backend".into()),
-            (MiddleboxAction::Rewrite { .. }, _) => err(&format!("middleboxes[{i}].kind"), "payload-rewriting middleboxes are not available on the kernel backend".into()),
-            (MiddleboxAction::Nat { .. }, Placement::Link { .. }) => err(&format!("middleboxes[{i}].link"), "the kernel backend runs NAT on a router (`node = ...`), not on a link".into()),
-            _ => {}
+        if let OnKernel::Refuses(why) = middleboxes::of(&mb.action).about.kernel {
+            err(&format!("middleboxes[{i}].kind"), why.into());
         }
     }
     if net.ecmp == mplab_scenario::network::EcmpMode::Random {
@@ -366,8 +364,13 @@ pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMa
                 sys::run(&["ip", "netns", "exec", nsn, "nft", "add chain ip mplab_nat post { type nat hook postrouting priority 100 ; policy accept ; }"])?;
                 sys::run(&["ip", "netns", "exec", nsn, "nft", &format!("add rule ip mplab_nat post {action}")])?;
             }
-            MiddleboxAction::Resegment { .. } => return Err("resegmenting middleboxes are not available on the kernel backend".into()),
-            MiddleboxAction::Rewrite { .. } => return Err("payload-rewriting middleboxes are not available on the kernel backend".into()),
+            other => {
+                let why = match middleboxes::of(other).about.kernel {
+                    OnKernel::Refuses(why) => why,
+                    OnKernel::Runs(_) => "the kernel backend has no rule for this middlebox kind",
+                };
+                return Err(why.into());
+            }
         }
     }
     Ok(plan)
@@ -410,5 +413,34 @@ mod tests {
     fn limits_beyond_linux_are_refused_not_capped() {
         let e = mptcp_plan(&net("path_manager = \"fullmesh\"\nlimits = { subflows = 12, add_addr_accepted = 1 }")).unwrap_err();
         assert!(e.contains("at most 8"), "{e}");
+    }
+
+    /// The kernel backend refuses exactly the middlebox kinds whose
+    /// registry entry says so, with the entry's reason, and accepts the
+    /// others.
+    #[test]
+    fn middlebox_refusals_come_from_the_registry() {
+        let with_box = |body: &str| {
+            let toml = format!(
+                "name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"dumbbell\"\npairs = 1\naccess_rate = \"10Mbit\"\nbottleneck_rate = \"10Mbit\"\n[[flows]]\nfrom = \"l0\"\nto = \"r0\"\ntransport = \"tcp\"\n[[middleboxes]]\n{body}\n"
+            );
+            let sc = Scenario::from_str(&toml, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+            let n = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
+            unsupported(&sc, &n)
+        };
+        for e in middleboxes::REGISTRY {
+            let body = match e.about.name {
+                "strip_mptcp" => "kind = \"strip_mptcp\"\nnode = \"left\"",
+                "nat" => "kind = \"nat\"\nnode = \"left\"",
+                "resegment" => "kind = \"resegment\"\nmode = \"split\"\nnode = \"left\"",
+                "rewrite" => "kind = \"rewrite\"\nnode = \"left\"",
+                other => panic!("add a case for the new middlebox kind {other}"),
+            };
+            let errs = with_box(body);
+            match e.about.kernel {
+                OnKernel::Runs(_) => assert!(errs.is_empty(), "{}: {errs:?}", e.about.name),
+                OnKernel::Refuses(why) => assert!(errs.len() == 1 && errs[0].contains(why), "{}: {errs:?}", e.about.name),
+            }
+        }
     }
 }

@@ -6,6 +6,7 @@ mod figures;
 mod grid;
 mod parq;
 mod plot;
+mod plugins;
 mod report;
 mod run;
 mod sweep;
@@ -180,6 +181,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List what a scenario may name on each plug-in axis (schedulers,
+    /// congestion controls, path managers, topology generators,
+    /// applications, queue disciplines, middleboxes), with their
+    /// parameters and what the kernel backend does with each.
+    Plugins,
 }
 
 /// Prints an error, "error" in red when stderr is a terminal.
@@ -293,6 +299,10 @@ fn main() -> ExitCode {
                 println!("nothing to clean");
             }
             if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+        }
+        Command::Plugins => {
+            let _ = write!(std::io::stdout(), "{}", plugins::render());
+            ExitCode::SUCCESS
         }
         Command::Trace { file, json } => match trace::trace_file(&file) {
             Ok(rep) => {

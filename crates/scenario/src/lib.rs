@@ -20,6 +20,7 @@
 mod error;
 pub mod network;
 mod overrides;
+pub mod plugins;
 mod resolve;
 mod routing;
 pub mod schema;
@@ -30,7 +31,6 @@ mod workload;
 use std::ops::Deref;
 use std::path::Path;
 
-use serde::Deserialize;
 
 pub use error::{At, ScenarioError};
 use error::{line_col, parse_path, render_path, Diag, LocTree};
@@ -40,7 +40,6 @@ pub use schema::Spec;
 pub use topology::Topology;
 pub use units::{Duration, Probability, Rate, Size};
 
-use topology::{DumbbellSpec, FatTreeSpec, KhaliliSpec, ParallelSpec};
 
 /// A parsed and checked scenario file, plus what is needed to report
 /// errors against it and to apply `--set` overrides.
@@ -161,13 +160,6 @@ impl Deref for Scenario {
     }
 }
 
-/// Pass two of loading: reads only `[topology]`, as the struct its `kind`
-/// names (other top-level keys are ignored here; pass one checked them).
-#[derive(Deserialize)]
-struct TopoDoc<T> {
-    topology: T,
-}
-
 impl Source {
     /// Text whose spans the serde errors refer to: the file itself, or the
     /// document re-serialised after overrides.
@@ -189,14 +181,16 @@ impl Source {
                 toml::Value::Table(t) => t.get("kind"),
                 _ => return Err(self.error(Diag::new("topology", "expected a table, like [topology] with kind = \"parallel\""))),
             };
-            let kinds = topology::KINDS.join(", ");
-            let topo = match kind.map(|k| k.as_str()) {
+            let kinds = topology::kinds();
+            let parsed = match kind.map(|k| k.as_str()) {
                 None => return Err(self.error(Diag::new("topology", format!("missing field `kind` (one of {kinds})")))),
-                Some(Some("parallel")) => toml::from_str::<TopoDoc<ParallelSpec>>(&text).map(|d| Topology::Parallel(d.topology)),
-                Some(Some("dumbbell")) => toml::from_str::<TopoDoc<DumbbellSpec>>(&text).map(|d| Topology::Dumbbell(d.topology)),
-                Some(Some("khalili")) => toml::from_str::<TopoDoc<KhaliliSpec>>(&text).map(|d| Topology::Khalili(d.topology)),
-                Some(Some("fattree")) => toml::from_str::<TopoDoc<FatTreeSpec>>(&text).map(|d| Topology::FatTree(d.topology)),
-                Some(other) => {
+                Some(Some(k)) => Topology::parse(k, &text),
+                Some(None) => None,
+            };
+            let topo = match parsed {
+                Some(t) => t,
+                None => {
+                    let other = kind.and_then(|k| k.as_str());
                     let shown = other.map_or_else(|| kind.map(|k| k.to_string()).unwrap_or_default(), |s| format!("{s:?}"));
                     return Err(self.error(Diag::new("topology.kind", format!("unknown topology kind {shown}: expected one of {kinds}"))));
                 }

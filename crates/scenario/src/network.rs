@@ -434,6 +434,18 @@ pub enum MiddleboxAction {
     Rewrite { every: u64 },
 }
 
+impl MiddleboxAction {
+    /// The kind's name (its registry key).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MiddleboxAction::StripMptcp { .. } => "strip_mptcp",
+            MiddleboxAction::Nat { .. } => "nat",
+            MiddleboxAction::Resegment { .. } => "resegment",
+            MiddleboxAction::Rewrite { .. } => "rewrite",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Placement {

@@ -274,6 +274,16 @@ pub enum QueueSpec {
     },
 }
 
+impl QueueSpec {
+    /// The name scenario files use (the registry's key).
+    pub fn name(&self) -> &'static str {
+        match self {
+            QueueSpec::Droptail { .. } => "droptail",
+            QueueSpec::Red { .. } => "red",
+        }
+    }
+}
+
 /// Per-direction overrides of a link (`[links.ab]`, `[links.ba]`).
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -560,6 +570,18 @@ pub enum AppKind {
     Request,
 }
 
+impl AppKind {
+    /// The name scenario files use (the registry's key).
+    pub fn name(self) -> &'static str {
+        match self {
+            AppKind::Bulk => "bulk",
+            AppKind::Rate => "rate",
+            AppKind::Download => "download",
+            AppKind::Request => "request",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
@@ -673,6 +695,18 @@ pub enum MiddleboxKind {
     /// Changes payload bytes and fixes the TCP checksum (an application
     /// gateway editing content): only MPTCP's DSS checksum can tell.
     Rewrite,
+}
+
+impl MiddleboxKind {
+    /// The name scenario files use (the registry's key).
+    pub fn name(self) -> &'static str {
+        match self {
+            MiddleboxKind::StripMptcp => "strip_mptcp",
+            MiddleboxKind::Nat => "nat",
+            MiddleboxKind::Resegment => "resegment",
+            MiddleboxKind::Rewrite => "rewrite",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]

@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{diag, Diag};
 use crate::network::{
-    App, CapturePoint, Event, FlowId, LinkAction, LinkId, Middlebox, MiddleboxAction, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
+    CapturePoint, Event, FlowId, LinkAction, LinkId, Middlebox, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
     Probes, TcpConfig,
 };
 use crate::network::Flow;
 use crate::schema::{
-    AppKind, Direction, EventAction, FlowSpec, MiddleboxKind, MptcpSpec, NodeKind, PathManager, ResegmentMode, Spec, StripOn, TcpSpec, TransportKind,
+    Direction, EventAction, FlowSpec, MptcpSpec, NodeKind, PathManager, Spec, TcpSpec, TransportKind,
 };
 use crate::units::Duration;
 
@@ -243,7 +243,7 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
             dst,
             sport,
             dport,
-            app: app(f, &path)?,
+            app: crate::plugins::apps::resolve(f, &path)?,
             start_ns: start.as_nanos(),
             stop_ns: stop.as_nanos(),
             tcp,
@@ -251,62 +251,6 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         });
     }
     Ok(out)
-}
-
-/// The flow's application, with fields that don't apply to it rejected so
-/// `rate = ...` on a bulk flow isn't silently ignored.
-fn app(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    let kind_name = match f.app {
-        AppKind::Bulk => "bulk",
-        AppKind::Rate => "rate",
-        AppKind::Download => "download",
-        AppKind::Request => "request",
-    };
-    let given = [
-        ("bytes", f.bytes.is_some(), &[AppKind::Bulk, AppKind::Rate, AppKind::Download][..]),
-        ("rate", f.rate.is_some(), &[AppKind::Rate][..]),
-        ("request_size", f.request_size.is_some(), &[AppKind::Request][..]),
-        ("response_size", f.response_size.is_some(), &[AppKind::Request][..]),
-        ("count", f.count.is_some(), &[AppKind::Request][..]),
-        ("interval", f.interval.is_some(), &[AppKind::Request][..]),
-    ];
-    for (field, present, apps) in given {
-        if present && !apps.contains(&f.app) {
-            return diag(format!("{path}.{field}"), format!("does not apply to app = {kind_name:?}"));
-        }
-    }
-    let need = |v: Option<crate::units::Size>, field: &str| -> Result<u64, Diag> {
-        match v {
-            Some(s) if s.bytes() > 0 => Ok(s.bytes()),
-            Some(_) => diag(format!("{path}.{field}"), "must be greater than 0"),
-            None => diag(path, format!("app = {kind_name:?} needs `{field}`")),
-        }
-    };
-    if f.bytes.is_some_and(|b| b.bytes() == 0) {
-        return diag(format!("{path}.bytes"), "must be greater than 0 (leave it out to send until stop)");
-    }
-    Ok(match f.app {
-        AppKind::Bulk => App::Bulk { bytes: f.bytes.map(|b| b.bytes()) },
-        AppKind::Rate => {
-            let rate = f.rate.ok_or_else(|| Diag::new(path, "app = \"rate\" needs `rate`"))?;
-            if rate.bps() == 0 {
-                return diag(format!("{path}.rate"), "must be greater than 0");
-            }
-            App::Rate { rate_bps: rate.bps(), bytes: f.bytes.map(|b| b.bytes()) }
-        }
-        AppKind::Download => App::Download { bytes: need(f.bytes, "bytes")? },
-        AppKind::Request => {
-            if f.count == Some(0) {
-                return diag(format!("{path}.count"), "must be at least 1 (leave it out to repeat until stop)");
-            }
-            App::Request {
-                request_bytes: need(f.request_size, "request_size")?,
-                response_bytes: need(f.response_size, "response_size")?,
-                count: f.count,
-                interval_ns: f.interval.unwrap_or_default().as_nanos(),
-            }
-        }
-    })
 }
 
 /// `[transport]` defaults with the flow's overrides applied.
@@ -441,42 +385,8 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
     let mut out = Vec::new();
     for (i, m) in spec.middleboxes.iter().enumerate() {
         let path = format!("middleboxes[{i}]");
-        let allowed: &[&str] = match m.kind {
-            MiddleboxKind::StripMptcp => &["on"],
-            MiddleboxKind::Nat => &["addr"],
-            MiddleboxKind::Resegment => &["mode", "size", "hold"],
-            MiddleboxKind::Rewrite => &["every"],
-        };
-        for (field, set) in
-            [("on", m.on.is_some()), ("addr", m.addr.is_some()), ("mode", m.mode.is_some()), ("size", m.size.is_some()), ("hold", m.hold.is_some()), ("every", m.every.is_some())]
-        {
-            if set && !allowed.contains(&field) {
-                return diag(format!("{path}.{field}"), format!("does not apply to kind = {:?}", kind_name(m.kind)));
-            }
-        }
-        let action = match m.kind {
-            MiddleboxKind::StripMptcp => MiddleboxAction::StripMptcp { on: m.on.unwrap_or(StripOn::All) },
-            MiddleboxKind::Nat => MiddleboxAction::Nat { addr: m.addr },
-            MiddleboxKind::Resegment => {
-                let mode = m.mode.ok_or_else(|| Diag::new(&path, "kind = \"resegment\" needs `mode` (\"coalesce\" or \"split\")"))?;
-                if m.size.is_some_and(|s| s.bytes() == 0) {
-                    return diag(format!("{path}.size"), "must be greater than 0");
-                }
-                if m.hold.is_some() && mode != ResegmentMode::Coalesce {
-                    return diag(format!("{path}.hold"), "only applies to mode = \"coalesce\"");
-                }
-                if m.hold.is_some_and(|h| h.as_nanos() == 0 || h.as_nanos() > 1_000_000_000) {
-                    return diag(format!("{path}.hold"), "must be greater than 0 and at most 1s");
-                }
-                MiddleboxAction::Resegment { mode, size: m.size.map(|s| s.bytes()), hold_ns: m.hold.map(|h| h.as_nanos()) }
-            }
-            MiddleboxKind::Rewrite => {
-                if m.every.is_some_and(|s| s.bytes() == 0) {
-                    return diag(format!("{path}.every"), "must be greater than 0");
-                }
-                MiddleboxAction::Rewrite { every: m.every.map_or(1_000_000, |s| s.bytes()) }
-            }
-        };
+        let action = crate::plugins::middleboxes::resolve(m, &path)?;
+        let entry = crate::plugins::middleboxes::of(&action);
         let placement = match (&m.link, &m.node) {
             (Some(name), None) => {
                 let link = net.link(name).ok_or_else(|| Diag::new(format!("{path}.link"), format!("unknown link {name:?}")))?;
@@ -495,18 +405,14 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
             (Some(_), Some(_)) => return diag(path, "place the middlebox on a `link` or a `node`, not both"),
             (None, None) => return diag(path, "place the middlebox on a `link` (with optional `direction`) or a router `node`"),
         };
+        match placement {
+            Placement::Link { .. } if !entry.on_link => return diag(format!("{path}.link"), format!("a {} middlebox sits on a router: give it `node`, not `link`", entry.about.name)),
+            Placement::Node { .. } if !entry.on_router => return diag(format!("{path}.node"), format!("a {} middlebox sits on a link: give it `link`, not `node`", entry.about.name)),
+            _ => {}
+        }
         out.push(Middlebox { id: i, action, placement });
     }
     Ok(out)
-}
-
-fn kind_name(k: MiddleboxKind) -> &'static str {
-    match k {
-        MiddleboxKind::StripMptcp => "strip_mptcp",
-        MiddleboxKind::Nat => "nat",
-        MiddleboxKind::Resegment => "resegment",
-        MiddleboxKind::Rewrite => "rewrite",
-    }
 }
 
 // ----------------------------------------------------------------- probes

@@ -221,8 +221,10 @@ fn ecmp_errors_name_the_field() {
 #[test]
 fn topology_errors() {
     let t = |body: &str| error(&format!("name = \"t\"\n\n[topology]\n{body}"));
-    assert_eq!(t("kind = \"star\"\n"), r#"scenario.toml:4:8: topology.kind: unknown topology kind "star": expected one of parallel, dumbbell, khalili, fattree"#);
-    assert_eq!(t("paths = 2\n"), "scenario.toml:3:1: topology: missing field `kind` (one of parallel, dumbbell, khalili, fattree)");
+    assert_eq!(t("kind = \"ring\"\n"), r#"scenario.toml:4:8: topology.kind: unknown topology kind "ring": expected one of parallel, dumbbell, khalili, fattree, star"#);
+    assert_eq!(t("paths = 2\n"), "scenario.toml:3:1: topology: missing field `kind` (one of parallel, dumbbell, khalili, fattree, star)");
+    assert_eq!(t("kind = \"star\"\n"), "scenario.toml:3:1: topology: missing field `hosts`");
+    assert_eq!(t("kind = \"star\"\nhosts = 1\nrate = \"1Mbit\"\n"), "scenario.toml:5:9: topology.hosts: hosts must be between 2 and 1024, got 1");
     assert_eq!(t("kind = \"parallel\"\npaths = 2\n"), "scenario.toml:3:1: topology: missing field `rate`");
     assert_eq!(
         t("kind = \"parallel\"\npaths = 2\nrate = [\"1Mbit\", \"2Mbt\"]\n"),
@@ -240,6 +242,8 @@ fn middlebox_errors() {
     assert_eq!(e, r#"scenario.toml:16:8: middleboxes[0].node: "c" is a host; put middleboxes on a router or a link"#);
     let e = error(&with("\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"c-s\"\nmode = \"split\"\n"));
     assert_eq!(e, r#"scenario.toml:17:8: middleboxes[0].mode: does not apply to kind = "strip_mptcp""#);
+    let e = error(&with("\n[[middleboxes]]\nkind = \"nat\"\nlink = \"c-s\"\n"));
+    assert_eq!(e, r#"scenario.toml:16:8: middleboxes[0].link: a nat middlebox sits on a router: give it `node`, not `link`"#);
 }
 
 #[test]

@@ -98,6 +98,29 @@ bottleneck_queue = { kind = "red", min_th = "30KB", max_th = "90KB", max_p = 0.1
 }
 
 #[test]
+fn star() {
+    let n = net(r#"
+name = "s"
+[topology]
+kind = "star"
+hosts = 4
+rate = "10Mbit"
+delay = "2ms"
+queue = { kind = "droptail", bytes = "64KB" }
+"#);
+    assert_eq!(count(&n, NodeKind::Host, "h"), 4);
+    assert_eq!(count(&n, NodeKind::Router, "hub"), 1);
+    assert_eq!(n.links.len(), 4);
+    let l = n.link("h3-hub").unwrap();
+    assert_eq!((l.ab.rate_bps, l.ba.delay_ns), (10_000_000, 2_000_000));
+    assert_eq!(l.ba.queue, Queue::Droptail { limit: QueueLimit::Bytes(64_000) });
+    all_hosts_reach_each_other(&n);
+    let path = n.trace(n.node("h1").unwrap().id, n.node("h1").unwrap().interfaces[0].addr, n.node("h2").unwrap().interfaces[0].addr).unwrap();
+    let names: Vec<_> = path.iter().map(|&i| n.nodes[i].name.as_str()).collect();
+    assert_eq!(names, ["h1", "hub", "h2"]);
+}
+
+#[test]
 fn khalili_shared_bottleneck() {
     let n = net(r#"
 name = "k"

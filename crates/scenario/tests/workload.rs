@@ -110,7 +110,7 @@ size = "9000B"
 
 [[middleboxes]]
 kind = "nat"
-link = "wan2"
+node = "fw"
 "#
     ));
     let eps: Vec<_> = n.mptcp_endpoints.iter().map(|e| (e.id, e.addr, e.iface_name.as_str(), e.flags.clone())).collect();
@@ -134,6 +134,7 @@ link = "wan2"
     assert!(matches!(&n.middleboxes[1].placement, Placement::Link { link_name, direction: Direction::Ba, .. } if link_name == "lan"));
     assert!(matches!(n.middleboxes[1].action, MiddleboxAction::Resegment { size: Some(9000), .. }));
     assert_eq!(n.middleboxes[2].action, MiddleboxAction::Nat { addr: None });
+    assert_eq!(n.middleboxes[2].placement, Placement::Node { node: fw, node_name: "fw".into() });
 
     let p = &n.probes.pcap[0];
     assert_eq!((p.node_name.as_str(), p.iface, p.iface_name.as_str()), ("server", 0, "eth0"));

@@ -15,15 +15,18 @@ use crate::tcp_endpoint::TcpEndpoint;
 
 pub use crate::config::{unsupported, Unsupported};
 
-/// Middleboxes the simulator cannot model yet: (index in the file, why).
+/// Middleboxes placed where their kind cannot sit (a Network built by
+/// code, not from a scenario file, which checks it): (index, why).
 pub fn unsupported_middleboxes(net: &network::Network) -> Vec<(usize, String)> {
     net.middleboxes
         .iter()
-        .filter_map(|m| match m.action {
-            network::MiddleboxAction::Nat { .. } if !matches!(m.placement, network::Placement::Node { .. }) => {
-                Some((m.id, "a NAT sits on a router: give it `node`, not `link`".to_string()))
+        .filter_map(|m| {
+            let e = mplab_scenario::plugins::middleboxes::of(&m.action);
+            match m.placement {
+                network::Placement::Link { .. } if !e.on_link => Some((m.id, format!("a {} middlebox sits on a router: give it `node`, not `link`", e.about.name))),
+                network::Placement::Node { .. } if !e.on_router => Some((m.id, format!("a {} middlebox sits on a link: give it `link`, not `node`", e.about.name))),
+                _ => None,
             }
-            _ => None,
         })
         .collect()
 }

@@ -31,8 +31,8 @@ pub struct DumbbellSpec {
     pub bottleneck_queue: Option<QueueSpec>,
 }
 
-impl DumbbellSpec {
-    pub(crate) fn generate(&self) -> Result<Draft, Diag> {
+impl super::Generator for DumbbellSpec {
+    fn generate(&self) -> Result<Draft, Diag> {
         check_count(self.pairs, 1, 1024, "topology.pairs", "pairs")?;
         let access_queue = self.access_queue.as_ref().map(|q| resolve_queue(q, "topology.access_queue")).transpose()?;
         let bottleneck_queue = self.bottleneck_queue.as_ref().map(|q| resolve_queue(q, "topology.bottleneck_queue")).transpose()?;

@@ -36,8 +36,8 @@ pub struct FatTreeSpec {
     pub queue: Option<QueueSpec>,
 }
 
-impl FatTreeSpec {
-    pub(crate) fn generate(&self) -> Result<Draft, Diag> {
+impl super::Generator for FatTreeSpec {
+    fn generate(&self) -> Result<Draft, Diag> {
         let k = self.k;
         if k < 2 || k % 2 != 0 || k > MAX_K {
             return diag("topology.k", format!("a fat-tree needs an even k between 2 and {MAX_K}, got {k}"));

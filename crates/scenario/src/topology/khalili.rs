@@ -49,8 +49,8 @@ pub struct KhaliliSpec {
     pub server_delay: Option<Duration>,
 }
 
-impl KhaliliSpec {
-    pub(crate) fn generate(&self) -> Result<Draft, Diag> {
+impl super::Generator for KhaliliSpec {
+    fn generate(&self) -> Result<Draft, Diag> {
         // Khalili et al. used tens of users; the cap keeps the multi-homed
         // users' routing tables small.
         check_count(self.n1, 0, 100, "topology.n1", "n1")?;

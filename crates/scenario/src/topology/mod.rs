@@ -6,37 +6,102 @@ mod dumbbell;
 mod fattree;
 mod khalili;
 mod parallel;
+mod star;
 
 pub use dumbbell::DumbbellSpec;
 pub use fattree::FatTreeSpec;
 pub use khalili::KhaliliSpec;
 pub use parallel::ParallelSpec;
+pub use star::StarSpec;
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use crate::error::{diag, Diag};
-use crate::network::{GilbertElliott, JitterDistribution, LinkDirection, Queue, QueueLimit, DEFAULT_MTU, DEFAULT_QUEUE};
+use crate::network::{GilbertElliott, JitterDistribution, LinkDirection, Queue, DEFAULT_MTU, DEFAULT_QUEUE};
 use crate::schema::{Cidr, LossModel, NodeKind, QueueSpec};
 use crate::units::{Duration, Probability, Rate};
 
-/// A `[topology]` section.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Topology {
-    Parallel(ParallelSpec),
-    Dumbbell(DumbbellSpec),
-    Khalili(KhaliliSpec),
-    FatTree(FatTreeSpec),
+/// The generators by `kind`: a new one is its own file (a serde struct
+/// implementing [`Generator`]) plus one line here.
+pub const REGISTRY: &[GeneratorEntry] = &[
+    entry::<ParallelSpec>("parallel", "N disjoint paths between `client` and `server`, each through its own router"),
+    entry::<DumbbellSpec>("dumbbell", "N sender/receiver pairs sharing one bottleneck"),
+    entry::<KhaliliSpec>("khalili", "the shared-bottleneck topology of Khalili et al. (OLIA) with its two user types"),
+    entry::<FatTreeSpec>("fattree", "a k-ary fat tree (Al-Fares et al.) of k^3/4 hosts"),
+    entry::<StarSpec>("star", "N hosts around one router (incast, many-to-one)"),
+];
+
+/// What a generator does: expand its parameters into nodes and links,
+/// checking them (errors name `topology.<field>`).
+pub(crate) trait Generator: fmt::Debug + Send + Sync {
+    fn generate(&self) -> Result<Draft, Diag>;
 }
 
-/// The `kind` strings, for error messages.
-pub(crate) const KINDS: &[&str] = &["parallel", "dumbbell", "khalili", "fattree"];
+/// One generator kind.
+pub struct GeneratorEntry {
+    pub name: &'static str,
+    /// One line for `mplab plugins` and the docs.
+    pub about: &'static str,
+    parse: fn(&str) -> Result<Arc<dyn Generator>, toml::de::Error>,
+}
+
+const fn entry<T: Generator + DeserializeOwned + 'static>(name: &'static str, about: &'static str) -> GeneratorEntry {
+    GeneratorEntry { name, about, parse: parse::<T> }
+}
+
+/// The `[topology]` table of a whole document, for serde's spans.
+#[derive(Deserialize)]
+struct TopoDoc<T> {
+    topology: T,
+}
+
+fn parse<T: Generator + DeserializeOwned + 'static>(doc: &str) -> Result<Arc<dyn Generator>, toml::de::Error> {
+    toml::from_str::<TopoDoc<T>>(doc).map(|d| Arc::new(d.topology) as Arc<dyn Generator>)
+}
+
+/// A `[topology]` section: its kind and the parsed parameters.
+#[derive(Clone)]
+pub struct Topology {
+    kind: &'static str,
+    spec: Arc<dyn Generator>,
+}
 
 impl Topology {
+    /// Parses the `[topology]` table of the document `doc` as a `kind`
+    /// generator. None: no such kind.
+    pub(crate) fn parse(kind: &str, doc: &str) -> Option<Result<Topology, toml::de::Error>> {
+        let e = REGISTRY.iter().find(|e| e.name == kind)?;
+        Some((e.parse)(doc).map(|spec| Topology { kind: e.name, spec }))
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
     pub(crate) fn generate(&self) -> Result<Draft, Diag> {
-        match self {
-            Topology::Parallel(s) => s.generate(),
-            Topology::Dumbbell(s) => s.generate(),
-            Topology::Khalili(s) => s.generate(),
-            Topology::FatTree(s) => s.generate(),
-        }
+        self.spec.generate()
+    }
+}
+
+/// The kinds, for error messages.
+pub(crate) fn kinds() -> String {
+    REGISTRY.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+}
+
+impl fmt::Debug for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.spec.fmt(f)
+    }
+}
+
+/// Two sections are equal when they parsed to the same parameters.
+impl PartialEq for Topology {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && format!("{:?}", self.spec) == format!("{:?}", other.spec)
     }
 }
 
@@ -114,42 +179,9 @@ pub(crate) fn params(rate: Rate, delay: Option<Duration>, loss: Option<Probabili
     }
 }
 
-/// Checks a queue description and turns it into plain numbers.
+/// Checks a queue description (the registry in [`crate::plugins::queues`]).
 pub(crate) fn resolve_queue(q: &QueueSpec, path: &str) -> Result<Queue, Diag> {
-    match *q {
-        QueueSpec::Droptail { packets, bytes } => match (packets, bytes) {
-            (Some(0), _) => diag(path, "a droptail queue needs room for at least one packet"),
-            (_, Some(b)) if b.bytes() == 0 => diag(path, "a droptail queue needs room for at least one packet"),
-            (Some(p), None) => Ok(Queue::Droptail { limit: QueueLimit::Packets(p) }),
-            (None, Some(b)) => Ok(Queue::Droptail { limit: QueueLimit::Bytes(b.bytes()) }),
-            (Some(_), Some(_)) => diag(path, "give a droptail queue `packets` or `bytes`, not both"),
-            (None, None) => diag(path, "a droptail queue needs `packets` or `bytes`"),
-        },
-        QueueSpec::Red { min_th, max_th, max_p, limit, weight, gentle } => {
-            if min_th.bytes() == 0 || min_th >= max_th {
-                return diag(path, format!("RED needs 0 < min_th < max_th (min_th = {min_th}, max_th = {max_th})"));
-            }
-            if max_th > limit {
-                return diag(path, format!("RED needs max_th <= limit (max_th = {max_th}, limit = {limit})"));
-            }
-            if max_p.value() == 0.0 {
-                return diag(path, "RED needs max_p > 0");
-            }
-            // Floyd's recommended EWMA weight.
-            let weight = weight.unwrap_or(0.002);
-            if !(weight > 0.0 && weight <= 1.0) {
-                return diag(path, format!("RED weight must be in (0, 1], got {weight}"));
-            }
-            Ok(Queue::Red {
-                min_th_bytes: min_th.bytes(),
-                max_th_bytes: max_th.bytes(),
-                limit_bytes: limit.bytes(),
-                max_p: max_p.value(),
-                weight,
-                gentle,
-            })
-        }
-    }
+    crate::plugins::queues::resolve(q, path)
 }
 
 /// Splits a loss model into the plain `loss` / `gilbert_elliott` pair.

@@ -49,8 +49,8 @@ fn pick<'a, T>(p: &'a PerPath<T>, i: usize, paths: u32, field: &str) -> Result<&
     }
 }
 
-impl ParallelSpec {
-    pub(crate) fn generate(&self) -> Result<Draft, Diag> {
+impl super::Generator for ParallelSpec {
+    fn generate(&self) -> Result<Draft, Diag> {
         check_count(self.paths, 1, 256, "topology.paths", "paths")?;
         let mut d = Draft::default();
         d.node("client", NodeKind::Host);

@@ -74,7 +74,7 @@ pub fn build(action: &MiddleboxAction, net: &Network, place: Place) -> Box<dyn M
         MiddleboxAction::Rewrite { every } => Box::new(rewrite::Rewrite { every: every.max(1) }),
         MiddleboxAction::Nat { addr } => Box::new(nat::Nat::new(net, match place {
             Place::Node(n) => n,
-            Place::Link(_) => unreachable!("transport::unsupported_middleboxes refuses a NAT on a link"),
+            Place::Link(_) => unreachable!("transport::unsupported_middleboxes refuses a middlebox where its registry entry says it cannot sit"),
         }, addr)),
     }
 }

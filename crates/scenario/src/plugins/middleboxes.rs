@@ -1,0 +1,112 @@
+//! Middlebox kinds (`[[middleboxes]] kind = ...`): what a box on a link or
+//! a router does to the packets passing it. The boxes themselves are the
+//! simulator's `Middlebox` instances (crates/sim/src/middlebox/, one file
+//! each) and, where the kernel backend runs a kind, iptables/nftables rules
+//! or mplab's link emulator; this registry checks the fields and says where
+//! a kind may sit.
+
+use super::{About, OnKernel};
+use crate::error::{diag, Diag};
+use crate::network::MiddleboxAction;
+use crate::schema::{MiddleboxSpec, ResegmentMode, StripOn};
+
+/// One middlebox kind.
+pub struct MiddleboxEntry {
+    pub about: About,
+    /// It may sit on a link direction (`link = ...`).
+    pub on_link: bool,
+    /// It may sit on a router (`node = ...`).
+    pub on_router: bool,
+    /// Checks the fields and builds the validated action.
+    pub(crate) resolve: fn(&MiddleboxSpec, &str) -> Result<MiddleboxAction, Diag>,
+}
+
+/// The kinds; one line each.
+pub const REGISTRY: &[MiddleboxEntry] = &[
+    MiddleboxEntry {
+        about: About {
+            name: "strip_mptcp",
+            params: &["on"],
+            what: "removes TCP option 30 (MPTCP) from every segment or only SYNs, like a Cisco ASA",
+            kernel: OnKernel::Runs("on a link: the link emulator rewrites the option to NOPs; on a router: iptables TCPOPTSTRIP"),
+        },
+        on_link: true,
+        on_router: true,
+        resolve: strip_mptcp,
+    },
+    MiddleboxEntry {
+        about: About { name: "nat", params: &["addr"], what: "source NAT to `addr` (default: the outgoing interface's address)", kernel: OnKernel::Runs("nftables snat / masquerade on the router") },
+        on_link: false,
+        on_router: true,
+        resolve: nat,
+    },
+    MiddleboxEntry {
+        about: About {
+            name: "resegment",
+            params: &["mode", "size", "hold"],
+            what: "splits segments or coalesces them (TSO/GRO, proxies)",
+            kernel: OnKernel::Refuses("resegmenting middleboxes are not available on the kernel backend"),
+        },
+        on_link: true,
+        on_router: true,
+        resolve: resegment,
+    },
+    MiddleboxEntry {
+        about: About {
+            name: "rewrite",
+            params: &["every"],
+            what: "changes payload bytes and fixes the TCP checksum (an application gateway): only MPTCP's DSS checksum can tell",
+            kernel: OnKernel::Refuses("payload-rewriting middleboxes are not available on the kernel backend"),
+        },
+        on_link: true,
+        on_router: true,
+        resolve: rewrite,
+    },
+];
+
+/// The entry of a kind.
+pub fn entry(name: &str) -> &'static MiddleboxEntry {
+    REGISTRY.iter().find(|e| e.about.name == name).expect("every schema MiddleboxKind has a registry entry")
+}
+
+/// The entry of a resolved action.
+pub fn of(action: &MiddleboxAction) -> &'static MiddleboxEntry {
+    entry(action.kind())
+}
+
+/// Checks a middlebox's fields (not its placement) and builds its action.
+pub(crate) fn resolve(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag> {
+    let e = entry(m.kind.name());
+    let given = [("on", m.on.is_some()), ("addr", m.addr.is_some()), ("mode", m.mode.is_some()), ("size", m.size.is_some()), ("hold", m.hold.is_some()), ("every", m.every.is_some())];
+    super::only_its_fields(&e.about, &given, path, "kind")?;
+    (e.resolve)(m, path)
+}
+
+fn strip_mptcp(m: &MiddleboxSpec, _: &str) -> Result<MiddleboxAction, Diag> {
+    Ok(MiddleboxAction::StripMptcp { on: m.on.unwrap_or(StripOn::All) })
+}
+
+fn nat(m: &MiddleboxSpec, _: &str) -> Result<MiddleboxAction, Diag> {
+    Ok(MiddleboxAction::Nat { addr: m.addr })
+}
+
+fn resegment(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag> {
+    let mode = m.mode.ok_or_else(|| Diag::new(path, "kind = \"resegment\" needs `mode` (\"coalesce\" or \"split\")"))?;
+    if m.size.is_some_and(|s| s.bytes() == 0) {
+        return diag(format!("{path}.size"), "must be greater than 0");
+    }
+    if m.hold.is_some() && mode != ResegmentMode::Coalesce {
+        return diag(format!("{path}.hold"), "only applies to mode = \"coalesce\"");
+    }
+    if m.hold.is_some_and(|h| h.as_nanos() == 0 || h.as_nanos() > 1_000_000_000) {
+        return diag(format!("{path}.hold"), "must be greater than 0 and at most 1s");
+    }
+    Ok(MiddleboxAction::Resegment { mode, size: m.size.map(|s| s.bytes()), hold_ns: m.hold.map(|h| h.as_nanos()) })
+}
+
+fn rewrite(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag> {
+    if m.every.is_some_and(|s| s.bytes() == 0) {
+        return diag(format!("{path}.every"), "must be greater than 0");
+    }
+    Ok(MiddleboxAction::Rewrite { every: m.every.map_or(1_000_000, |s| s.bytes()) })
+}

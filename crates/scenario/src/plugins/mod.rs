@@ -1,0 +1,77 @@
+//! The registries of the plug-in axes a scenario file names by `kind`:
+//! applications, queue disciplines, middleboxes (and topology generators,
+//! in [`crate::topology::REGISTRY`]). Schedulers, congestion controls and
+//! path managers are registries of crates/proto, looked up when a backend
+//! translates the scenario.
+//!
+//! Each entry holds the name, the fields it takes (any other field of its
+//! table is refused, naming the field and its line), what it does, what the
+//! kernel backend does with it, and the function that checks the fields and
+//! turns them into the validated value the backends receive
+//! ([`crate::network::App`], [`crate::network::Queue`],
+//! [`crate::network::MiddleboxAction`]). `mplab plugins` lists them all.
+
+pub mod apps;
+pub mod middleboxes;
+pub mod queues;
+
+/// What the kernel backend does with an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnKernel {
+    /// It runs it, this way (for `mplab plugins` and the docs).
+    Runs(&'static str),
+    /// It refuses scenarios that use it, for this reason.
+    Refuses(&'static str),
+}
+
+/// What every registry entry says about itself.
+#[derive(Debug, Clone, Copy)]
+pub struct About {
+    /// The `kind` (or `app`) value scenario files use.
+    pub name: &'static str,
+    /// The fields of its table that apply to it.
+    pub params: &'static [&'static str],
+    /// One line: what it models.
+    pub what: &'static str,
+    pub kernel: OnKernel,
+}
+
+/// Refuses the fields that are set but do not apply to `about`'s kind
+/// (`given`: every optional field of the table and whether it is set).
+pub(crate) fn only_its_fields(about: &About, given: &[(&str, bool)], path: &str, key: &str) -> Result<(), crate::error::Diag> {
+    for (field, set) in given {
+        if *set && !about.params.contains(field) {
+            return crate::error::diag(format!("{path}.{field}"), format!("does not apply to {key} = {:?}", about.name));
+        }
+    }
+    Ok(())
+}
+
+/// Every entry of every axis: (axis, entry), for listings.
+pub fn all() -> Vec<(&'static str, About)> {
+    let mut v = Vec::new();
+    v.extend(crate::topology::REGISTRY.iter().map(|e| ("topology", About { name: e.name, params: &[], what: e.about, kernel: OnKernel::Runs("the same nodes and links in network namespaces") })));
+    v.extend(apps::REGISTRY.iter().map(|e| ("application", e.about)));
+    v.extend(queues::REGISTRY.iter().map(|e| ("queue", e.about)));
+    v.extend(middleboxes::REGISTRY.iter().map(|e| ("middlebox", e.about)));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names are unique per axis and every entry says what the kernel
+    /// backend does with it.
+    #[test]
+    fn entries_are_unique_and_say_what_the_kernel_does() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (axis, a) in all() {
+            assert!(seen.insert((axis, a.name)), "{axis} {} registered twice", a.name);
+            assert!(!a.what.is_empty());
+            match a.kernel {
+                OnKernel::Runs(how) | OnKernel::Refuses(how) => assert!(how.len() > 10, "{axis} {}: say how or why", a.name),
+            }
+        }
+    }
+}
