@@ -30,6 +30,9 @@ pub(super) struct Boxes {
     /// the per-place lookups (each a likely cache miss on large topologies).
     pub(super) any_on_links: bool,
     pub(super) any_on_nodes: bool,
+    /// Emptied packet vectors, reused so a packet through a box costs no
+    /// allocation.
+    spare: Vec<Vec<Packet>>,
 }
 
 impl Boxes {
@@ -65,11 +68,20 @@ impl Boxes {
         self.any_on_nodes && !self.on_node[n].is_empty()
     }
 
-    fn chain(&self, place: Place) -> &[u32] {
+    fn chain_mut(&mut self, place: Place) -> &mut Vec<u32> {
         match place {
-            Place::Link(i) => &self.on_link[i],
-            Place::Node(n) => &self.on_node[n],
+            Place::Link(i) => &mut self.on_link[i],
+            Place::Node(n) => &mut self.on_node[n],
         }
+    }
+
+    fn spare(&mut self) -> Vec<Packet> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    fn give_back(&mut self, mut v: Vec<Packet>) {
+        v.clear();
+        self.spare.push(v);
     }
 
     /// The boxes' lines for the run's notes.
@@ -99,36 +111,44 @@ impl World {
     /// returns what comes out now (none when a box keeps it, several when
     /// one splits it or releases held ones).
     pub(super) fn through_boxes(&mut self, h: Hop, place: Place, at: Hook) -> Vec<Hop> {
+        let mut pkts = self.boxes.spare();
         let mut p = self.pool.pkts[h.id as usize].clone();
         p.ttl = h.ttl();
         self.pool.release(h);
-        let chain = self.boxes.chain(place).to_vec();
-        let pkts = self.run_chain(&chain, at, vec![p]);
+        pkts.push(p);
+        self.run_chain(place, 0, at, &mut pkts);
         self.into_hops(pkts)
     }
 
-    fn run_chain(&mut self, chain: &[u32], at: Hook, mut pkts: Vec<Packet>) -> Vec<Packet> {
-        for &b in chain {
-            let mut out = Vec::with_capacity(pkts.len());
-            for p in pkts {
+    /// Runs `pkts` through the boxes at `place` from position `from` of its
+    /// chain on; `pkts` holds what comes out.
+    fn run_chain(&mut self, place: Place, from: usize, at: Hook, pkts: &mut Vec<Packet>) {
+        // Boxes are only added before the run, and a box never calls back
+        // into the world, so the chain can be lent out while it runs.
+        let chain = std::mem::take(self.boxes.chain_mut(place));
+        for &b in chain.iter().skip(from) {
+            let mut out = self.boxes.spare();
+            for p in pkts.drain(..) {
                 self.boxes.all[b as usize].mb.process(self.now, at, p, &mut out);
             }
             self.arm(b);
-            pkts = out;
+            let done = std::mem::replace(pkts, out);
+            self.boxes.give_back(done);
         }
-        pkts
+        *self.boxes.chain_mut(place) = chain;
     }
 
     /// Back into the pool, with what forwarding keeps recomputed (a box may
     /// have rewritten addresses, ports or sizes).
-    fn into_hops(&mut self, pkts: Vec<Packet>) -> Vec<Hop> {
-        pkts.into_iter()
-            .map(|q| {
-                let mut h = self.pool.put(q);
-                self.refresh_hop(&mut h);
-                h
-            })
-            .collect()
+    fn into_hops(&mut self, mut pkts: Vec<Packet>) -> Vec<Hop> {
+        let mut hops = Vec::with_capacity(pkts.len());
+        for q in pkts.drain(..) {
+            let mut h = self.pool.put(q);
+            self.refresh_hop(&mut h);
+            hops.push(h);
+        }
+        self.boxes.give_back(pkts);
+        hops
     }
 
     /// Queues box `b`'s timer if it wants one sooner than the one queued.
@@ -156,11 +176,11 @@ impl World {
         if out.is_empty() {
             return;
         }
-        let chain = self.boxes.chain(place).to_vec();
-        let rest = &chain[chain.iter().position(|&x| x == b).map_or(chain.len(), |i| i + 1)..];
+        let chain = self.boxes.chain_mut(place);
+        let next = chain.iter().position(|&x| x == b).map_or(chain.len(), |i| i + 1);
         let at = if matches!(place, Place::Link(_)) { Hook::Link } else { Hook::Forward };
-        let pkts = self.run_chain(rest, at, out);
-        for h in self.into_hops(pkts) {
+        self.run_chain(place, next, at, &mut out);
+        for h in self.into_hops(out) {
             match place {
                 Place::Link(i) => {
                     let (link, dir) = (i / 2, i % 2);
