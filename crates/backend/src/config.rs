@@ -131,6 +131,16 @@ fn mptcp_defaults(f: &network::Flow) -> network::MptcpConfig {
         add_addr_accepted: None,
         opportunistic_retransmit: false,
         penalize: false,
+        profiles: [network::StackProfile::Mplab; 2],
+    }
+}
+
+/// The stack profile of `node`'s end of flow `f`.
+pub fn profile(f: &network::Flow, m: &network::MptcpConfig, node: usize) -> mptcp::Profile {
+    let p = if node == f.from { m.profiles[0] } else { m.profiles[1] };
+    match p {
+        network::StackProfile::Mplab => mptcp::Profile::Mplab,
+        network::StackProfile::Linux => mptcp::Profile::Linux,
     }
 }
 
@@ -160,18 +170,26 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
     }
     let (pm, limits) = path_manager(net, f, &m);
     let path_manager: PmChoice = mplab_proto::mptcp::path_manager::lookup(&pm)?;
+    let profile = profile(f, &m, node);
+    // `default` is the profile's default scheduler, on every backend.
+    let scheduler = match (m.scheduler.as_str(), profile) {
+        ("default", mptcp::Profile::Linux) => profile.default_scheduler(),
+        (s, _) => s,
+    };
     Ok(MptcpConfig {
         tcp,
         checksum: m.checksum,
         snd_buf: f.tcp.snd_buf.unwrap_or(4 << 20),
         rcv_buf: f.tcp.rcv_buf.unwrap_or(6 << 20),
-        scheduler: mplab_proto::mptcp::scheduler::lookup(&m.scheduler)?,
+        scheduler: mplab_proto::mptcp::scheduler::lookup(scheduler)?,
         path_manager,
         limits,
         locals,
         opportunistic_retransmit: m.opportunistic_retransmit,
         penalize: m.penalize,
-    })
+        ..MptcpConfig::default()
+    }
+    .with_profile(profile))
 }
 
 /// Uniform jitter up to `ns` (0: none).

@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 
 use serde::{Serialize, Serializer};
 
-pub use crate::schema::{Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StripOn, TransportKind};
+pub use crate::schema::{Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StackProfile, StripOn, TransportKind};
 
 pub type NodeId = usize;
 pub type LinkId = usize;
@@ -380,6 +380,8 @@ pub struct MptcpConfig {
     pub opportunistic_retransmit: bool,
     /// Penalisation of the subflow holding up the window head.
     pub penalize: bool,
+    /// The stack profile of each end: `[from, to]`.
+    pub profiles: [StackProfile; 2],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

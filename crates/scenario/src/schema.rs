@@ -497,6 +497,26 @@ fn default_scheduler() -> String {
     "default".to_string()
 }
 
+/// Whose choices an MPTCP end makes where mplab's stack and Linux differ
+/// (RTO backoff of subflows, stale subflows, the default scheduler,
+/// opportunistic retransmission): docs/validation.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StackProfile {
+    #[default]
+    Mplab,
+    Linux,
+}
+
+impl StackProfile {
+    pub fn name(self) -> &'static str {
+        match self {
+            StackProfile::Mplab => "mplab",
+            StackProfile::Linux => "linux",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MptcpSpec {
@@ -528,6 +548,12 @@ pub struct MptcpSpec {
     /// once per RTT (same paper).
     #[serde(default)]
     pub penalize: bool,
+    /// The stack profile of every host (`"mplab"` or `"linux"`).
+    #[serde(default)]
+    pub profile: StackProfile,
+    /// Per-host profiles, by node name, over `profile`.
+    #[serde(default)]
+    pub profiles: std::collections::BTreeMap<String, StackProfile>,
 }
 
 impl Default for MptcpSpec {
@@ -542,6 +568,8 @@ impl Default for MptcpSpec {
             endpoints: Vec::new(),
             opportunistic_retransmit: false,
             penalize: false,
+            profile: StackProfile::Mplab,
+            profiles: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -633,6 +661,9 @@ pub struct FlowSpec {
     pub scheduler: Option<String>,
     #[serde(default)]
     pub checksum: Option<bool>,
+    /// Stack profile of both ends, over the hosts' (`[transport.mptcp]`).
+    #[serde(default)]
+    pub profile: Option<StackProfile>,
 }
 
 // ----------------------------------------------------------------- events

@@ -11,7 +11,7 @@ use crate::network::{
 };
 use crate::network::Flow;
 use crate::schema::{
-    Direction, EventAction, FlowSpec, MptcpSpec, NodeKind, PathManager, Spec, TcpSpec, TransportKind,
+    Direction, EventAction, FlowSpec, MptcpSpec, StackProfile, NodeKind, PathManager, Spec, TcpSpec, TransportKind,
 };
 use crate::units::Duration;
 
@@ -24,6 +24,12 @@ pub(crate) fn resolve(spec: &Spec, net: &mut Network) -> Result<(), Diag> {
     check_tcp(&spec.transport.tcp, "transport.tcp")?;
     check_mptcp(&spec.transport.mptcp, "transport.mptcp")?;
     net.mptcp_endpoints = endpoints(&spec.transport.mptcp, &net.nodes)?;
+    for name in spec.transport.mptcp.profiles.keys() {
+        let node = find_node(&net.nodes, name, &format!("transport.mptcp.profiles.{name}"))?;
+        if node.kind != NodeKind::Host {
+            return diag(format!("transport.mptcp.profiles.{name}"), format!("{name:?} is a router; profiles are for the hosts that run MPTCP"));
+        }
+    }
     net.flows = flows(spec, net)?;
     net.events = events(spec, net)?;
     net.middleboxes = middleboxes(spec, net)?;
@@ -101,6 +107,10 @@ fn check_mptcp(m: &MptcpSpec, path: &str) -> Result<(), Diag> {
         check_ident(cc, &format!("{path}.cc"), "congestion control")?;
     }
     check_subflows(m.subflows, &format!("{path}.subflows"))?;
+    if m.profile == StackProfile::Linux && (m.opportunistic_retransmit || m.penalize) {
+        let field = if m.opportunistic_retransmit { "opportunistic_retransmit" } else { "penalize" };
+        return diag(format!("{path}.{field}"), "Linux has no opportunistic retransmission or penalisation; profile = \"linux\" runs without them");
+    }
     Ok(())
 }
 
@@ -230,7 +240,7 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
             }
         };
         let sport = u16::try_from(i).ok().and_then(|i| FIRST_SPORT.checked_add(i)).ok_or_else(|| Diag::new(&path, "too many flows"))?;
-        let (tcp, mptcp) = flow_transport(spec, f, &path)?;
+        let (tcp, mptcp) = flow_transport(spec, f, &path, [&from.name, &to.name])?;
         out.push(Flow {
             id: i,
             name,
@@ -254,7 +264,7 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
 }
 
 /// `[transport]` defaults with the flow's overrides applied.
-fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str) -> Result<(TcpConfig, Option<MptcpConfig>), Diag> {
+fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Result<(TcpConfig, Option<MptcpConfig>), Diag> {
     let t = &spec.transport.tcp;
     let m = &spec.transport.mptcp;
     if let Some(cc) = &f.cc {
@@ -284,6 +294,7 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str) -> Result<(TcpConfig, O
             ("subflows", f.subflows.is_some()),
             ("scheduler", f.scheduler.is_some()),
             ("checksum", f.checksum.is_some()),
+            ("profile", f.profile.is_some()),
         ];
         if let Some((field, _)) = mptcp_only.iter().find(|(_, set)| *set) {
             return diag(format!("{path}.{field}"), "only applies to transport = \"mptcp\"");
@@ -311,6 +322,8 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str) -> Result<(TcpConfig, O
             add_addr_accepted: m.limits.add_addr_accepted,
             opportunistic_retransmit: m.opportunistic_retransmit,
             penalize: m.penalize,
+            // The flow's own, else the host's, else every host's.
+            profiles: ends.map(|n| f.profile.or_else(|| m.profiles.get(n).copied()).unwrap_or(m.profile)),
         }),
     ))
 }

@@ -12,7 +12,9 @@
 //! [`Connection::handle_timeout`] at [`Connection::poll_timeout`], and send
 //! what [`Connection::poll_transmit`] returns, each with its own 4-tuple.
 
+mod autotune;
 pub mod path_manager;
+pub mod profile;
 pub mod scheduler;
 mod subflow;
 
@@ -28,6 +30,7 @@ use mplab_wire::{AddAddr, AddrIdList, DataAck, Dss, DssMapping, MpCapable, MpJoi
 use crate::tcp::{self, reassembly::Reassembly, TcpConfig, TcpStats};
 use crate::time::Instant;
 
+pub use profile::Profile;
 pub use path_manager::{Endpoints, FullMesh, LocalAddr, Limits, NDiffPorts, PathManager, PmAction, PmChoice, PmView, RemoteAddr};
 pub use scheduler::{MinRtt, SchedContext, Scheduler, SchedulerChoice, SubflowInfo};
 pub use subflow::{Handshake, Origin, Subflow};
@@ -35,6 +38,10 @@ pub use subflow::{Handshake, Origin, Subflow};
 /// Option bytes a data segment keeps free for DSS: DATA_ACK and DSN of
 /// 64 bits, SSN, length and checksum (4 + 8 + 8 + 4 + 2 + 2).
 pub const DSS_RESERVE: u16 = 28;
+
+/// What the Linux profile's connection-level timer resends at once: one
+/// data fragment (`mptcp_data_frag`, carved from 32 KiB page fragments).
+const HEAD_RETRANSMIT: u64 = 32 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct MptcpConfig {
@@ -58,6 +65,17 @@ pub struct MptcpConfig {
     /// holding up the window head has its cwnd halved, at most once per
     /// its RTT.
     pub penalize: bool,
+    /// How far a subflow's retransmission timer backs off, at most.
+    pub subflow_max_backoff: Duration,
+    /// Consecutive timeouts after which a subflow is stale.
+    pub stale_after: u32,
+    /// The connection-level retransmission sends the first unacknowledged
+    /// chunk again as soon as one subflow is idle (Linux), rather than
+    /// everything once all are (mplab); see [`Profile`].
+    pub head_retransmit_on_idle: bool,
+    /// The receive window starts small and grows with what the application
+    /// reads per RTT (Linux's autotuning), up to `rcv_buf`.
+    pub rcv_autotune: bool,
 }
 
 impl Default for MptcpConfig {
@@ -73,7 +91,27 @@ impl Default for MptcpConfig {
             locals: Vec::new(),
             opportunistic_retransmit: false,
             penalize: false,
+            subflow_max_backoff: Profile::Mplab.subflow_max_backoff(),
+            stale_after: Profile::Mplab.stale_after(),
+            head_retransmit_on_idle: false,
+            rcv_autotune: false,
         }
+    }
+}
+
+impl MptcpConfig {
+    /// Applies a stack profile's choices (the scheduler is chosen by the
+    /// caller: `scheduler = "default"` means the profile's default).
+    pub fn with_profile(mut self, p: Profile) -> Self {
+        self.subflow_max_backoff = p.subflow_max_backoff();
+        self.stale_after = p.stale_after();
+        self.head_retransmit_on_idle = p.retransmits_head_on_idle_subflow();
+        self.rcv_autotune = p.autotunes_receive_buffer();
+        if !p.has_opportunistic_retransmit() {
+            self.opportunistic_retransmit = false;
+            self.penalize = false;
+        }
+        self
     }
 }
 
@@ -233,6 +271,8 @@ pub struct Connection {
     // ---- receive side
     rcv: Reassembly,
     read_off: u64,
+    /// Receive-window autotuning (Linux profile).
+    autotune: Option<autotune::RcvAutotune>,
     rcv_fin: Option<u64>,
     fin_received: bool,
     /// Out-of-order arrivals still waiting, oldest first: (end offset,
@@ -303,10 +343,10 @@ impl Connection {
         let mut rng = seed;
         let key = splitmix(&mut rng);
         cfg.tcp.option_reserve = cfg.tcp.option_reserve.max(DSS_RESERVE);
-        // A subflow whose path died keeps probing at least every second
-        // (its data already went elsewhere), so it is back in use soon
-        // after the path is (Linux: ~1 s, see docs).
-        cfg.tcp.max_backoff = cfg.tcp.max_backoff.min(Duration::from_secs(1));
+        // mplab: a subflow whose path died keeps probing at least every
+        // second (its data already went elsewhere), so it is back in use
+        // soon after the path is; Linux backs off to 120 s (see Profile).
+        cfg.tcp.max_backoff = cfg.tcp.max_backoff.min(cfg.subflow_max_backoff);
         let scheduler = cfg.scheduler.build();
         let pm = cfg.path_manager.build();
         Connection {
@@ -341,6 +381,7 @@ impl Connection {
             data_rto: None,
             rcv: Reassembly::new(0),
             read_off: 0,
+            autotune: cfg.rcv_autotune.then(|| autotune::RcvAutotune::new(cfg.rcv_buf)),
             rcv_fin: None,
             fin_received: false,
             ooo_waits: VecDeque::new(),
@@ -1073,6 +1114,10 @@ impl Connection {
     /// Bookkeeping after any input: establishment, stale subflows, closed
     /// subflows, path manager.
     fn after_input(&mut self, now: Instant) {
+        if let Some(a) = &mut self.autotune {
+            let rtt = self.subflows.iter().filter(|s| s.usable()).filter_map(|s| s.tcp.stats().srtt).min();
+            a.on_read(now, self.read_off, rtt, self.cfg.rcv_buf);
+        }
         self.update_subflows();
         self.arm_data_rto(now);
     }
@@ -1081,15 +1126,35 @@ impl Connection {
     /// queued on any subflow) but the peer has not DATA_ACKed: a receiver
     /// may drop such data (Linux prunes its MPTCP-level queue under memory
     /// pressure), so after an RTO without progress it is reinjected, like
-    /// Linux's MPTCP retransmit timer (RFC 8684 3.3.6).
+    /// Linux's MPTCP retransmit timer (RFC 8684 3.3.6). With
+    /// `head_retransmit_on_idle` (the Linux profile) the timer runs as soon
+    /// as one usable subflow is idle, and resends only the head chunk.
     fn arm_data_rto(&mut self, now: Instant) {
         // The cheap conditions first: the subflow sweep only when needed.
-        let idle = || self.subflows.iter().filter(|s| !s.is_closed()).all(|s| s.tcp.in_flight() == 0 && s.tcp.unsent() == 0);
-        if !(self.established && self.fallback.is_none() && self.data_una < self.sched_nxt && self.reinject.is_empty() && idle()) {
+        let idle = |s: &Subflow| s.tcp.in_flight() == 0 && s.tcp.unsent() == 0;
+        let ready = || {
+            if self.cfg.head_retransmit_on_idle {
+                self.subflows.iter().any(|s| s.usable() && idle(s))
+            } else {
+                self.subflows.iter().filter(|s| !s.is_closed()).all(idle)
+            }
+        };
+        if !(self.established && self.fallback.is_none() && self.data_una < self.sched_nxt && self.reinject.is_empty() && ready()) {
             self.data_rto = None;
         } else if self.data_rto.is_none_or(|(_, una)| una != self.data_una) {
             let rto = self.subflows.iter().filter(|s| s.usable()).map(|s| s.tcp.stats().rto).min().unwrap_or(Duration::from_secs(1));
             self.data_rto = Some((now + rto, self.data_una));
+        }
+    }
+
+    /// The unacknowledged data the connection-level timer sends again.
+    fn data_rto_range(&self) -> Range<u64> {
+        if self.cfg.head_retransmit_on_idle {
+            // Linux's head data fragment: its send path packs the stream
+            // into 32 KiB page fragments.
+            self.data_una..(self.data_una + HEAD_RETRANSMIT).min(self.sched_nxt)
+        } else {
+            self.data_una..self.sched_nxt
         }
     }
 
@@ -1116,8 +1181,9 @@ impl Connection {
                     newly_established = true;
                 }
             }
-            // Stale after two timeouts in a row: its data goes elsewhere.
-            let stale = s.tcp.backoff() >= 2;
+            // Stale after `stale_after` timeouts in a row: its data goes
+            // elsewhere.
+            let stale = s.tcp.backoff() >= self.cfg.stale_after;
             if stale && !s.stale {
                 s.stale = true;
                 let ranges: Vec<Range<u64>> = s.tx.iter().map(|m| m.data..m.data + m.len).collect();
@@ -1170,7 +1236,8 @@ impl Connection {
         }
         // One receive buffer for all subflows: each advertises its free
         // space (given to a subflow when it is next used, see `sub_tcp`).
-        let cap = self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off);
+        let buf = self.autotune.as_ref().map_or(self.cfg.rcv_buf, |a| a.window());
+        let cap = buf.saturating_sub(self.rcv.nxt() - self.read_off);
         if self.win_cap.is_some_and(|old| cap > old) {
             // A larger cap opens every subflow's window: those that last
             // advertised a small one may owe the peer a window update.
@@ -1290,7 +1357,8 @@ impl Connection {
         }
         if self.data_rto.is_some_and(|(t, una)| t <= now && una == self.data_una) {
             self.data_rto = None;
-            self.reinject.push_back(self.data_una..self.sched_nxt);
+            let r = self.data_rto_range();
+            self.reinject.push_back(r);
         }
         self.update_subflows();
         self.arm_data_rto(now);

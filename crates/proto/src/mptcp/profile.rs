@@ -1,0 +1,93 @@
+//! Stack profiles: where mplab's MPTCP stack departs from Linux's on
+//! purpose, each departure one setting, so that the simulator can say both
+//! what mplab does and what Linux 6.18 would do on the same scenario.
+//! docs/validation.md holds the table of differences with their Linux
+//! source and their measured effect.
+
+use core::time::Duration;
+
+/// Which stack's choices an mplab connection makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// mplab's own choices (the default).
+    #[default]
+    Mplab,
+    /// Linux 6.18's in-kernel MPTCP, wherever it changes results.
+    Linux,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Mplab => "mplab",
+            Profile::Linux => "linux",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Profile> {
+        match s {
+            "mplab" => Some(Profile::Mplab),
+            "linux" => Some(Profile::Linux),
+            _ => None,
+        }
+    }
+
+    /// The scheduler `scheduler = "default"` means: minRTT in mplab;
+    /// Linux's `mptcp_subflow_get_send` (least linger time) in Linux.
+    pub fn default_scheduler(self) -> &'static str {
+        match self {
+            Profile::Mplab => "minrtt",
+            Profile::Linux => "linux",
+        }
+    }
+
+    /// The longest a subflow's retransmission timer may back off to.
+    /// mplab: 1 s, so a subflow whose path came back carries data again
+    /// within about a second. Linux: TCP_RTO_MAX (120 s), as for any TCP
+    /// socket: after a long outage the subflow waits out its backed-off
+    /// timer before it probes the path again.
+    pub fn subflow_max_backoff(self) -> Duration {
+        match self {
+            Profile::Mplab => Duration::from_secs(1),
+            Profile::Linux => Duration::from_secs(120),
+        }
+    }
+
+    /// Consecutive retransmission timeouts without an ACK after which a
+    /// subflow is stale: left out of scheduling and its data sent again
+    /// elsewhere. mplab: 2. Linux: more than `net.mptcp.stale_loss_cnt`
+    /// (default 4) retransmission periods without progress
+    /// (`mptcp_pm_subflows_chk_stale`, net/mptcp/pm.c), so 5.
+    pub fn stale_after(self) -> u32 {
+        match self {
+            Profile::Mplab => 2,
+            Profile::Linux => 5,
+        }
+    }
+
+    /// Whether the profile has opportunistic retransmission and
+    /// penalisation at all (Linux 6.18 has neither; mplab has both, off
+    /// unless the scenario asks).
+    pub fn has_opportunistic_retransmit(self) -> bool {
+        self == Profile::Mplab
+    }
+
+    /// What the connection-level retransmission timer does when the peer
+    /// has not DATA_ACKed data the subflows sent. mplab: once every subflow
+    /// is idle, everything unacknowledged is sent again. Linux
+    /// (`__mptcp_retrans`, net/mptcp/protocol.c): whenever some subflow is
+    /// idle (`mptcp_subflow_get_retrans`), the first unacknowledged chunk is
+    /// sent again on it, which is how a connection gets past data stuck on
+    /// a dead subflow before that subflow is declared stale.
+    pub fn retransmits_head_on_idle_subflow(self) -> bool {
+        self == Profile::Linux
+    }
+
+    /// Whether the receive window starts small and grows with what the
+    /// application reads (Linux's autotuning, `tcp_rmem` 4 KB / 128 KB /
+    /// 6 MB, net/mptcp/protocol.c `mptcp_rcv_space_adjust`) or is the
+    /// whole buffer from the start (mplab).
+    pub fn autotunes_receive_buffer(self) -> bool {
+        self == Profile::Linux
+    }
+}
