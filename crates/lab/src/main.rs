@@ -12,6 +12,7 @@ mod run;
 mod sweep;
 mod table;
 mod trace;
+mod validate;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -181,6 +182,35 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check that the simulator agrees with Linux: run a suite of cases on
+    /// the simulator with the `linux` stack profile and on the kernel
+    /// backend (several runs each; the simulator's `mplab` profile and the
+    /// userspace backend beside them), print one table (each backend's mean
+    /// and range, the difference, the tolerance, a verdict), write
+    /// validate.csv and validate.json. Exits 1 when a case is outside its
+    /// tolerance. The kernel and userspace backends need root.
+    ///
+    /// Examples:
+    ///   sudo mplab validate                         # the quick suite
+    ///   sudo mplab validate scenarios/validate/full.toml --runs 5
+    ///   mplab validate --backends sim              # the two profiles side by side
+    #[command(verbatim_doc_comment)]
+    Validate {
+        /// Suite file (default scenarios/validate/quick.toml).
+        suite: Option<PathBuf>,
+        /// Backends: sim (both profiles), kernel, userspace, comma-separated.
+        #[arg(long, default_value = "sim,kernel")]
+        backends: String,
+        /// Runs per backend (simulator seeds 1..=N); default: the suite's.
+        #[arg(long)]
+        runs: Option<u32>,
+        /// Only this case (repeatable).
+        #[arg(long = "case")]
+        cases: Vec<String>,
+        /// Output directory (default results/validate-<suite name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// List what a scenario may name on each plug-in axis (schedulers,
     /// congestion controls, path managers, topology generators,
     /// applications, queue disciplines, middleboxes), with their
@@ -215,7 +245,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Simulations (the default backend) run faster on huge pages; this
     // restarts the process once with them, before any thread exists.
-    if matches!(&cli.command, Command::Run { backend, .. } if backend == "sim") || matches!(cli.command, Command::Sweep { .. }) {
+    if matches!(&cli.command, Command::Run { backend, .. } if backend == "sim") || matches!(cli.command, Command::Sweep { .. } | Command::Validate { .. }) {
         mplab_sim::hugepages::reexec_with_huge_pages();
     }
     let (quiet, verbose) = (cli.quiet, cli.verbose);
@@ -299,6 +329,33 @@ fn main() -> ExitCode {
                 println!("nothing to clean");
             }
             if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+        }
+        Command::Validate { suite, backends, runs, cases, out } => {
+            let file = suite.unwrap_or_else(|| PathBuf::from("scenarios/validate/quick.toml"));
+            let suite = match validate::suite::read(&file) {
+                Ok(s) => s,
+                Err(e) => return fail("validate", run::RunError::Usage(e)),
+            };
+            let columns = match validate::columns(&backends) {
+                Ok(c) => c,
+                Err(e) => return fail("validate", run::RunError::Usage(e)),
+            };
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("validate-{}", suite.name)));
+            let opt = validate::Options { columns, runs, cases, out: out.clone(), quiet };
+            match validate::validate(&suite, &opt) {
+                Ok(rows) => {
+                    let _ = write!(std::io::stdout(), "{}", validate::render(&rows));
+                    if let Err(e) = validate::write(&rows, &suite, &out) {
+                        return fail("validate", run::RunError::Failed(format!("{}: {e}", out.display())));
+                    }
+                    let failed = rows.iter().filter(|r| r.verdict == "FAIL").count();
+                    if !quiet {
+                        eprintln!("{} rows, {failed} outside their tolerance; validate.csv and validate.json in {}", rows.len(), out.display());
+                    }
+                    if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+                }
+                Err(e) => fail("validate", run::RunError::Usage(e)),
+            }
         }
         Command::Plugins => {
             let _ = write!(std::io::stdout(), "{}", plugins::render());

@@ -171,38 +171,12 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
 /// namespaces over mplab's link emulator (crates/emu). Needs root; Ctrl-C
 /// tears everything down.
 fn run_kernel(args: &RunArgs, sc: &Scenario, net: Network) -> Result<Summary, RunError> {
-    use mplab_emu::kernel::{self, KernelError, KernelOptions};
-    kernel::preflight().map_err(|e| RunError::Usage(e.to_string()))?;
-    // `--backend userspace`: the same run with mplab's stack on the hosts.
-    let userspace = args.backend == "userspace";
-    let errs = if userspace { mplab_emu::userspace::unsupported(sc, &net) } else { mplab_emu::kconf::unsupported(sc, &net) };
-    if let Some(e) = errs.into_iter().next() {
-        return Err(RunError::Usage(e));
-    }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&net.name));
-    std::fs::create_dir_all(&out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
-    let pcap_dir = (!net.probes.pcap.is_empty()).then(|| out.join("pcap"));
-    let opts = KernelOptions { pcap_dir, abort: mplab_emu::signal::install(), prefix: None };
     if !args.quiet && !args.json {
-        eprintln!("running {} on the {} for {:.1} s ...", net.name, if userspace { "userspace stack" } else { "kernel" }, net.duration_ns as f64 / 1e9);
+        eprintln!("running {} on the {} for {:.1} s ...", net.name, if args.backend == "userspace" { "userspace stack" } else { "kernel" }, net.duration_ns as f64 / 1e9);
     }
-    let wall = WallClock::now();
-    let run = if userspace { mplab_emu::userspace::run(&net, &opts) } else { kernel::run(&net, &opts) };
-    let run = run.map_err(|e| match e {
-        KernelError::Usage(m) => RunError::Usage(m),
-        KernelError::Failed(m) => RunError::Failed(m),
-        KernelError::Interrupted => RunError::Failed("interrupted: the run's namespaces were removed".into()),
-    })?;
-    let wall_s = wall.elapsed().as_secs_f64();
-    let mut meta = run.meta.clone();
-    if let Some(m) = meta.as_object_mut() {
-        m.insert("mplab_version".into(), env!("CARGO_PKG_VERSION").into());
-        m.insert("backend".into(), args.backend.clone().into());
-        m.insert("wall_time_s".into(), wall_s.into());
-    }
-    let results = run.results;
-    let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
-    write_results(&out, &results, &sc.effective_toml(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    let (results, meta) = run_real(&args.backend, sc, net, &out)?;
+    let wall_s = meta["wall_time_s"].as_f64().unwrap_or(0.0);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&results.summary).unwrap_or_default());
     } else if !args.quiet {
@@ -217,6 +191,38 @@ fn run_kernel(args: &RunArgs, sc: &Scenario, net: Network) -> Result<Summary, Ru
         return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
     }
     Ok(results.summary)
+}
+
+/// Runs `net` on a real backend (`kernel`: Linux's stack; `userspace`:
+/// mplab's stack on TUN) and writes the results directory `out`.
+pub fn run_real(backend: &str, sc: &Scenario, net: Network, out: &Path) -> Result<(RunResults, serde_json::Value), RunError> {
+    use mplab_emu::kernel::{self, KernelError, KernelOptions};
+    kernel::preflight().map_err(|e| RunError::Usage(e.to_string()))?;
+    let userspace = backend == "userspace";
+    let errs = if userspace { mplab_emu::userspace::unsupported(sc, &net) } else { mplab_emu::kconf::unsupported(sc, &net) };
+    if let Some(e) = errs.into_iter().next() {
+        return Err(RunError::Usage(e));
+    }
+    std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    let pcap_dir = (!net.probes.pcap.is_empty()).then(|| out.join("pcap"));
+    let opts = KernelOptions { pcap_dir, abort: mplab_emu::signal::install(), prefix: None };
+    let wall = WallClock::now();
+    let run = if userspace { mplab_emu::userspace::run(&net, &opts) } else { kernel::run(&net, &opts) };
+    let run = run.map_err(|e| match e {
+        KernelError::Usage(m) => RunError::Usage(m),
+        KernelError::Failed(m) => RunError::Failed(m),
+        KernelError::Interrupted => RunError::Failed("interrupted: the run's namespaces were removed".into()),
+    })?;
+    let wall_s = wall.elapsed().as_secs_f64();
+    let mut meta = run.meta.clone();
+    if let Some(m) = meta.as_object_mut() {
+        m.insert("mplab_version".into(), env!("CARGO_PKG_VERSION").into());
+        m.insert("backend".into(), backend.into());
+        m.insert("wall_time_s".into(), wall_s.into());
+    }
+    let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
+    write_results(out, &run.results, &sc.effective_toml(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    Ok((run.results, meta))
 }
 
 fn progress_bar(duration: Instant, quiet: bool) -> Option<ProgressBar> {

@@ -1115,7 +1115,9 @@ impl Connection {
     /// subflows, path manager.
     fn after_input(&mut self, now: Instant) {
         if let Some(a) = &mut self.autotune {
-            let rtt = self.subflows.iter().filter(|s| s.usable()).filter_map(|s| s.tcp.stats().srtt).min();
+            // The slowest subflow's round trip, as Linux (the window must
+            // cover data still on its way over the longest path).
+            let rtt = self.subflows.iter().filter(|s| s.usable()).filter_map(|s| s.tcp.rcv_rtt()).max();
             a.on_read(now, self.read_off, rtt, self.cfg.rcv_buf);
         }
         self.update_subflows();

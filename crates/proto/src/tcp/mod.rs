@@ -194,6 +194,9 @@ pub struct Connection {
     window_cap: Option<u64>,
     unacked_segments: u32,
     ts_recent: u32,
+    /// The receiver's RTT estimate from the timestamps echoed on arriving
+    /// data (Linux's `rcv_rtt_est`), for receive-window autotuning.
+    rcv_rtt: Option<Duration>,
     /// Right edge of the window last advertised (never shrinks).
     adv_right: u64,
     stats: TcpStats,
@@ -267,6 +270,7 @@ impl Connection {
             window_cap: None,
             unacked_segments: 0,
             ts_recent: 0,
+            rcv_rtt: None,
             adv_right: 0,
             stats: TcpStats::default(),
             cfg,
@@ -349,6 +353,11 @@ impl Connection {
     pub fn cc_state(&self) -> &CcState {
         &self.cc_state
     }
+    /// The receiver-side RTT (timestamps echoed on data), else the srtt.
+    pub fn rcv_rtt(&self) -> Option<Duration> {
+        self.rcv_rtt.or(self.rtt.srtt())
+    }
+
     pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
     }
@@ -765,6 +774,15 @@ impl Connection {
         if let (Some(ts), true) = (h.options.timestamps, self.ts_ok) {
             if seg_start <= self.rcv.nxt() {
                 self.ts_recent = ts.tsval;
+            }
+            // Data echoing one of our timestamps: the time since we sent it
+            // is a round trip through the data's queues (tcp_rcv_rtt_measure_ts).
+            if len > 0 && ts.tsecr != 0 {
+                let ms = now_ms(now).wrapping_sub(ts.tsecr);
+                if (1..=60_000).contains(&ms) {
+                    let m = Duration::from_millis(u64::from(ms));
+                    self.rcv_rtt = Some(self.rcv_rtt.map_or(m, |r| (r * 7 + m) / 8));
+                }
             }
         }
         let mut placed = None;

@@ -1,0 +1,54 @@
+//! A metric's value on one run, from its results.
+
+use mplab_sim::RunResults;
+
+use super::suite::Metric;
+
+/// The flow a metric names, or None for "every flow" (its summary index).
+fn flow_index(r: &RunResults, flow: &Option<String>) -> Result<Option<usize>, String> {
+    match flow {
+        None => Ok(None),
+        Some(name) => r.summary.flows.iter().position(|f| &f.name == name).map(Some).ok_or_else(|| format!("the run has no flow {name:?}")),
+    }
+}
+
+/// The value of `m` on the run `r` (None: not reached, e.g. a subflow that
+/// never recovered, a transfer that did not complete).
+pub fn value(m: &Metric, r: &RunResults) -> Result<Option<f64>, String> {
+    match m {
+        Metric::Goodput { flow, window, .. } => {
+            let idx = flow_index(r, flow)?;
+            let Some((a, b)) = *window else {
+                let sum: f64 = r.summary.flows.iter().enumerate().filter(|(i, _)| idx.is_none_or(|j| j == *i)).map(|(_, f)| f.goodput_bps).sum();
+                return Ok(Some(sum / 1e6));
+            };
+            // Per sampling time, the connections' totals summed; then the
+            // mean over the window.
+            let mut by_time: std::collections::BTreeMap<i64, f64> = std::collections::BTreeMap::new();
+            for s in r.flows.iter().filter(|s| s.subflow == "all" && s.time_s > a + 1e-9 && s.time_s <= b + 1e-9) {
+                if flow.as_ref().is_none_or(|f| *f == s.flow) {
+                    *by_time.entry((s.time_s * 1e6).round() as i64).or_default() += s.goodput_bps;
+                }
+            }
+            if by_time.is_empty() {
+                return Err(format!("no goodput samples in {a}-{b} s"));
+            }
+            Ok(Some(by_time.values().sum::<f64>() / by_time.len() as f64 / 1e6))
+        }
+        Metric::Recovery { flow, subflow, after, threshold_mbps, .. } => {
+            let idx = flow_index(r, flow)?.unwrap_or(0);
+            let name = &r.summary.flows.get(idx).ok_or("the run has no flows")?.name;
+            let sf = subflow.to_string();
+            let back = r.flows.iter().filter(|s| &s.flow == name && s.subflow == sf && s.time_s > *after && s.goodput_bps > threshold_mbps * 1e6).map(|s| s.time_s).next();
+            Ok(back.map(|t| t - after))
+        }
+        Metric::Completion { flow, .. } => {
+            let idx = flow_index(r, flow)?.unwrap_or(0);
+            Ok(r.summary.flows.get(idx).ok_or("the run has no flows")?.completion_time_s)
+        }
+        Metric::Fallback { flow } => {
+            let idx = flow_index(r, flow)?.unwrap_or(0);
+            Ok(Some(if r.summary.flows.get(idx).ok_or("the run has no flows")?.fallback { 1.0 } else { 0.0 }))
+        }
+    }
+}

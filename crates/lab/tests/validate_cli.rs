@@ -1,0 +1,88 @@
+//! `mplab validate`: suite errors name their line, the simulator's two
+//! profiles side by side, and (as root) the quick suite against the kernel
+//! backend, whose every case must pass.
+
+mod lab_common;
+mod support;
+
+use lab_common::{mplab, read_csv, repo, Scratch};
+
+fn col(h: &[String], name: &str) -> usize {
+    h.iter().position(|c| c == name).unwrap_or_else(|| panic!("no column {name} in {h:?}"))
+}
+
+#[test]
+fn bad_suites_name_their_line_and_field() {
+    let tmp = Scratch::new("validate-bad");
+    let write = |body: &str| {
+        let p = tmp.join("s.toml");
+        std::fs::write(&p, body).unwrap();
+        p
+    };
+    let scen = repo().join("scenarios/tcp-single.toml");
+    let head = format!("[suite]\nname = \"t\"\n\n[[case]]\nname = \"a\"\nscenario = \"{}\"\n", scen.display());
+    // An unknown metric kind.
+    let p = write(&format!("{head}[[case.metric]]\nkind = \"jitter\"\n"));
+    let o = mplab(&tmp.0, &["validate".as_ref(), p.as_os_str(), "--backends".as_ref(), "sim".as_ref()]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("s.toml:8:8: unknown variant `jitter`, expected one of `goodput`, `recovery`, `completion`, `fallback`"), "{}", o.stderr);
+    // A bad tolerance.
+    let p = write(&format!("{head}[[case.metric]]\nkind = \"goodput\"\ntolerance = \"five\"\n"));
+    let o = mplab(&tmp.0, &["validate".as_ref(), p.as_os_str(), "--backends".as_ref(), "sim".as_ref()]);
+    assert!(o.stderr.contains("s.toml:5:8: case[0].metric[0].tolerance: invalid rate \"five\""), "{}", o.stderr);
+    // A missing scenario, an unknown case, an unknown backend.
+    let p = write("[suite]\nname = \"t\"\n\n[[case]]\nname = \"a\"\nscenario = \"nope.toml\"\n[[case.metric]]\nkind = \"fallback\"\n");
+    let o = mplab(&tmp.0, &["validate".as_ref(), p.as_os_str()]);
+    assert!(o.stderr.contains("s.toml:6:12: case[0].scenario: no such scenario file"), "{}", o.stderr);
+    let quick = repo().join("scenarios/validate/quick.toml");
+    let o = mplab(&tmp.0, &["validate".as_ref(), quick.as_os_str(), "--case".as_ref(), "nope".as_ref(), "--backends".as_ref(), "sim".as_ref()]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("no case \"nope\" (cases: tcp-10mbit, two-equal-paths, seed000-cut, seed000-firewall)"), "{}", o.stderr);
+    let o = mplab(&tmp.0, &["validate".as_ref(), quick.as_os_str(), "--backends".as_ref(), "ns3".as_ref()]);
+    assert!(o.stderr.contains("unknown backend \"ns3\""), "{}", o.stderr);
+}
+
+/// The simulator alone: both profiles for every case, no verdict without
+/// the kernel as reference, and the recovery of seed 000's lab as the
+/// profiles make it (mplab within a second and a half of the restore, Linux
+/// after its backed-off timer).
+#[test]
+fn simulator_profiles_side_by_side() {
+    let tmp = Scratch::new("validate-sim");
+    let full = repo().join("scenarios/validate/full.toml");
+    let out = tmp.join("v");
+    let o = mplab(&tmp.0, &["validate".as_ref(), full.as_os_str(), "--backends".as_ref(), "sim".as_ref(), "--case".as_ref(), "seed000-cut".as_ref(), "--runs".as_ref(), "1".as_ref(), "--out".as_ref(), out.as_os_str()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("sim linux") && o.stdout.contains("sim mplab") && o.stdout.contains("no reference"), "{}", o.stdout);
+    let (h, rows) = read_csv(&out.join("validate.csv"));
+    let rec: Vec<&Vec<String>> = rows.iter().filter(|r| r[col(&h, "metric")].starts_with("recovery")).collect();
+    assert_eq!(rec.len(), 2);
+    let mean = |backend: &str| -> f64 { rec.iter().find(|r| r[col(&h, "backend")] == backend).unwrap()[col(&h, "mean")].parse().unwrap() };
+    assert!(mean("sim mplab") <= 1.5, "{}", mean("sim mplab"));
+    assert!(mean("sim linux") >= 5.0, "{}", mean("sim linux"));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("validate.json")).unwrap()).unwrap();
+    assert_eq!(json["suite"], "full");
+    assert_eq!(json["rows"].as_array().unwrap().len(), 4);
+}
+
+/// The quick suite against Linux: every case within its tolerance, three
+/// kernel runs each. Root only (CI is root); about five minutes.
+#[test]
+fn quick_suite_agrees_with_the_kernel() {
+    if !support::netns::is_root() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI must run this test as root");
+        }
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let tmp = Scratch::new("validate-kernel");
+    let out = tmp.join("v");
+    let o = mplab(&repo(), &["validate".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let (h, rows) = read_csv(&out.join("validate.csv"));
+    let kernel: Vec<&Vec<String>> = rows.iter().filter(|r| r[col(&h, "backend")] == "kernel").collect();
+    assert_eq!(kernel.len(), 6, "{rows:?}");
+    assert!(kernel.iter().all(|r| r[col(&h, "runs")] == "3" && r[col(&h, "missing")].is_empty()), "{kernel:?}");
+    assert!(rows.iter().all(|r| r[col(&h, "verdict")] == "pass"), "{}", o.stdout);
+}
