@@ -241,10 +241,48 @@ fn sweep_body(o: &mut String, dir: &Path) -> io::Result<String> {
     Ok(name)
 }
 
+/// A `mplab validate` directory: the table of every case and metric, the
+/// simulator's two profiles and the real backends side by side.
+fn validate_body(o: &mut String, dir: &Path) -> io::Result<String> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("validate.json"))?).map_err(io::Error::other)?;
+    let name = format!("validate {}", v["suite"].as_str().unwrap_or("?"));
+    let _ = writeln!(o, "<h1>mplab {}</h1><p>Suite file {}; the simulator with <code>profile = \"linux\"</code> against the kernel backend (docs/validation.md).</p>", esc(&name), esc(v["file"].as_str().unwrap_or("")));
+    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+    let cols: Vec<String> = rows.first().and_then(|r| r["cells"].as_array()).into_iter().flatten().filter_map(|c| c["column"].as_str().map(String::from)).collect();
+    let _ = write!(o, "<h2>Cases</h2><table><tr><th class=\"l\">case</th><th class=\"l\">metric</th>");
+    for c in &cols {
+        let _ = write!(o, "<th>{}</th>", esc(c));
+    }
+    let _ = writeln!(o, "<th>diff</th><th>tolerance</th><th class=\"l\">verdict</th></tr>");
+    let f = |x: &serde_json::Value| x.as_f64().map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+    for r in &rows {
+        let unit = r["unit"].as_str().unwrap_or("");
+        let _ = write!(o, "<tr><td class=\"l\" title=\"{}\">{}</td><td class=\"l\">{}{}</td>", esc(r["description"].as_str().unwrap_or("")), esc(r["case"].as_str().unwrap_or("")), esc(r["metric"].as_str().unwrap_or("")), if unit.is_empty() { String::new() } else { format!(" ({})", esc(unit)) });
+        for c in r["cells"].as_array().into_iter().flatten() {
+            let cell = match c["missing"].as_str() {
+                Some(m) => format!("missing: {}", esc(m)),
+                None => format!("{} [{}–{}]", f(&c["mean"]), f(&c["min"]), f(&c["max"])),
+            };
+            let _ = write!(o, "<td>{cell}</td>");
+        }
+        let verdict = r["verdict"].as_str().unwrap_or("");
+        let cls = if verdict == "pass" { "l" } else { "l bad" };
+        let _ = writeln!(o, "<td>{}</td><td>{} {}</td><td class=\"{cls}\">{}</td></tr>", f(&r["diff"]), f(&r["tolerance"]), esc(r["tolerance_from"].as_str().unwrap_or("")), esc(verdict));
+    }
+    let _ = writeln!(o, "</table>");
+    Ok(name)
+}
+
 /// Writes the report; returns its path (`DIR/report.html` unless `out` is given).
 pub fn write_report(dir: &Path, out: Option<&Path>) -> io::Result<std::path::PathBuf> {
     let mut body = String::new();
-    let name = if figures::is_sweep(dir) { sweep_body(&mut body, dir)? } else { run_body(&mut body, dir)? };
+    let name = if dir.join("validate.json").exists() {
+        validate_body(&mut body, dir)?
+    } else if figures::is_sweep(dir) {
+        sweep_body(&mut body, dir)?
+    } else {
+        run_body(&mut body, dir)?
+    };
     let html = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>mplab report: {}</title><style>{CSS}</style></head><body>\n{body}<p style=\"color:#888;font-size:12px\">mplab {} report, self-contained (no external resources).</p></body></html>\n",
         esc(&name),

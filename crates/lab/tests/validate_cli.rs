@@ -63,6 +63,11 @@ fn simulator_profiles_side_by_side() {
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("validate.json")).unwrap()).unwrap();
     assert_eq!(json["suite"], "full");
     assert_eq!(json["rows"].as_array().unwrap().len(), 4);
+    // And its section in `mplab report`.
+    let o = mplab(&tmp.0, &["report".as_ref(), out.as_os_str()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("mplab validate full") && html.contains("recovery sf1 after 40s") && html.contains("sim linux"), "{html}");
 }
 
 /// The quick suite against Linux: every case within its tolerance, three
