@@ -93,6 +93,12 @@ pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
         print!("{}", render_summary(&results.summary));
         println!("{} events in {:.2} s wall ({:.1} M events/s); results in {}", events, wall_s, events as f64 / wall_s.max(1e-9) / 1e6, out.display());
     }
+    check(&results)?;
+    Ok(results.summary)
+}
+
+/// Fails a run that had errors or a flow whose data did not verify.
+pub fn check(results: &RunResults) -> Result<(), RunError> {
     if !results.errors.is_empty() {
         return Err(RunError::Failed(results.errors.join("; ")));
     }
@@ -100,7 +106,7 @@ pub fn run(args: &RunArgs) -> Result<Summary, RunError> {
     if !bad.is_empty() {
         return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
     }
-    Ok(results.summary)
+    Ok(())
 }
 
 /// Checks that the simulator can run this network: an unsupported congestion
@@ -183,13 +189,7 @@ fn run_kernel(args: &RunArgs, sc: &Scenario, net: Network) -> Result<Summary, Ru
         print!("{}", render_summary(&results.summary));
         println!("{:.2} s wall; results in {}", wall_s, out.display());
     }
-    if !results.errors.is_empty() {
-        return Err(RunError::Failed(results.errors.join("; ")));
-    }
-    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
-    if !bad.is_empty() {
-        return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
-    }
+    check(&results)?;
     Ok(results.summary)
 }
 

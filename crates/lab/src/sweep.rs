@@ -100,7 +100,8 @@ struct PlotTable {
     flow: Option<String>,
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+/// Line and column (1-based) of a byte offset, for errors.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;

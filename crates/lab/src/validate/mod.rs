@@ -179,9 +179,9 @@ fn run_case(case: &Case, col: Column, runs: u32, out: &Path, quiet: bool) -> Res
         let r = r.map_err(|e| match e {
             RunError::Usage(m) | RunError::Failed(m) => m,
         })?;
-        if let Some(f) = r.0.summary.flows.iter().find(|f| !f.verified) {
-            return Err(format!("run {run}: flow {} did not deliver its data intact", f.name));
-        }
+        run::check(&r.0).map_err(|e| match e {
+            RunError::Usage(m) | RunError::Failed(m) => format!("run {run}: {m}"),
+        })?;
         results.push(r.0);
     }
     Ok(results)

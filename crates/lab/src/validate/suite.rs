@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use mplab_scenario::units::{Duration, Rate};
 use serde::Deserialize;
 
+use crate::sweep::line_col;
+
 /// A parsed suite.
 #[derive(Debug, Clone)]
 pub struct Suite {
@@ -158,13 +160,6 @@ enum MetricSpec {
         #[serde(default)]
         flow: Option<String>,
     },
-}
-
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
-    (line, col)
 }
 
 /// `"5%"`, or an amount in the metric's unit (`"1s"` for times, `"0.5Mbit"`
