@@ -176,7 +176,7 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
         ("default", mptcp::Profile::Linux) => profile.default_scheduler(),
         (s, _) => s,
     };
-    Ok(MptcpConfig {
+    let mut cfg = MptcpConfig {
         tcp,
         checksum: m.checksum,
         snd_buf: f.tcp.snd_buf.unwrap_or(4 << 20),
@@ -189,7 +189,16 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
         penalize: m.penalize,
         ..MptcpConfig::default()
     }
-    .with_profile(profile))
+    .with_profile(profile);
+    cfg.tcp.timer_clock = profile.timer_clock(jiffies_phase(net.seed));
+    Ok(cfg)
+}
+
+/// Where the `linux` profile's jiffies counter stands at time zero: one
+/// value per run (all hosts of a kernel run share one kernel), drawn from
+/// the seed, below 4096 jiffies (the bucket width of the longest RTO).
+fn jiffies_phase(seed: u64) -> u32 {
+    (seed.wrapping_add(0x9E37_79B9_7F4A_7C15).wrapping_mul(0xBF58_476D_1CE4_E5B9) >> 52) as u32
 }
 
 /// Uniform jitter up to `ns` (0: none).

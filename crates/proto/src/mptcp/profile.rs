@@ -6,6 +6,8 @@
 
 use core::time::Duration;
 
+use crate::tcp::TimerClock;
+
 /// Which stack's choices an mplab connection makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Profile {
@@ -62,6 +64,19 @@ impl Profile {
         match self {
             Profile::Mplab => 2,
             Profile::Linux => 5,
+        }
+    }
+
+    /// How subflow timers are quantised. mplab: exactly. Linux: on
+    /// jiffies at HZ = 250 (this machine's CONFIG_HZ) through the timer
+    /// wheel, whose coarse buckets delay a long backed-off RTO by up to
+    /// 2 s (tcp/timer_clock.rs). `phase` is where the jiffies counter
+    /// stands at time zero: arbitrary on a real machine, drawn from the
+    /// seed in the simulator.
+    pub fn timer_clock(self, phase: u32) -> TimerClock {
+        match self {
+            Profile::Mplab => TimerClock::Exact,
+            Profile::Linux => TimerClock::Jiffies { hz: 250, phase },
         }
     }
 

@@ -4,6 +4,7 @@
 use core::time::Duration;
 
 use crate::cc::CcChoice;
+use super::TimerClock;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TcpConfig {
@@ -33,6 +34,9 @@ pub struct TcpConfig {
     /// Option bytes kept free in every data segment for a layer above
     /// (MPTCP's DSS): the payload per segment shrinks by this much.
     pub option_reserve: u16,
+    /// Whether timers fire exactly when asked or on Linux's jiffies and
+    /// timer wheel (the `linux` stack profile).
+    pub timer_clock: TimerClock,
 }
 
 impl Default for TcpConfig {
@@ -55,6 +59,7 @@ impl Default for TcpConfig {
             option_reserve: 0,
             max_backoff: Duration::from_secs(120),
             user_timeout: Duration::from_secs(900),
+            timer_clock: TimerClock::Exact,
         }
     }
 }

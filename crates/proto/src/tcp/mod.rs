@@ -15,6 +15,7 @@
 //! zero-window probing, congestion control behind a trait, FIN and RST.
 
 mod config;
+pub mod timer_clock;
 pub mod reassembly;
 pub mod rtt;
 pub mod scoreboard;
@@ -31,6 +32,7 @@ use crate::cc::{AckEvent, CcState, CongestionControl, Coupling, PathState};
 use crate::time::Instant;
 
 pub use config::TcpConfig;
+pub use timer_clock::TimerClock;
 use reassembly::Reassembly;
 use rtt::RttEstimator;
 use scoreboard::Scoreboard;
@@ -414,7 +416,7 @@ impl Connection {
         s.ssthresh = self.cc_state.ssthresh;
         s.srtt = self.rtt.srtt();
         s.min_rtt = self.rtt.min_rtt();
-        s.rto = self.rtt.backed_off(self.backoff);
+        s.rto = self.cfg.timer_clock.backed_off(self.rtt.rto(), self.backoff, self.rtt.max_backoff());
         s.in_flight = self.in_flight();
         s.peer_window = self.peer_wnd;
         s
@@ -594,10 +596,16 @@ impl Connection {
             pto = pto.max(srtt * 3 / 2 + self.cfg.delayed_ack_timeout);
         }
         let pto = pto.max(Duration::from_micros(200));
-        let at = now + pto;
+        let at = self.cfg.timer_clock.fires(now, pto);
         if self.rto_at.is_none_or(|r| at < r) {
             self.tlp_at = Some(at);
         }
+    }
+
+    /// When a timer armed now for the RTO after `backoff` doublings fires.
+    fn timer_after_rto(&self, now: Instant, backoff: u32) -> Instant {
+        let clock = self.cfg.timer_clock;
+        clock.fires(now, clock.backed_off(self.rtt.rto(), backoff, self.rtt.max_backoff()))
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -624,7 +632,7 @@ impl Connection {
                 self.tlp_due = true;
                 self.stats.tail_loss_probes += 1;
                 // The probe restarts the retransmission timer.
-                self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+                self.rto_at = Some(self.timer_after_rto(now, self.backoff));
             }
         }
         if self.rto_at.is_some_and(|t| t <= now) {
@@ -677,7 +685,7 @@ impl Connection {
                     self.reset = true;
                     return;
                 }
-                self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+                self.rto_at = Some(self.timer_after_rto(now, self.backoff));
             }
         }
     }
@@ -1098,7 +1106,7 @@ impl Connection {
             options: o,
         };
         self.adv_right = self.cfg.rcv_buf.min(65535);
-        self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+        self.rto_at = Some(self.timer_after_rto(now, self.backoff));
         self.stats.segments_sent += 1;
         *t = Transmit { header, payload: 0..0, retransmission: self.syn_tries > 0 };
     }
@@ -1117,7 +1125,7 @@ impl Connection {
         self.stats.segments_retransmitted += 1;
         self.stats.bytes_retransmitted += payload;
         if self.rto_at.is_none() {
-            self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+            self.rto_at = Some(self.timer_after_rto(now, self.backoff));
         }
         let fl = flags::ACK | if r.fin { flags::FIN } else { 0 };
         self.segment(now, r.range.start, payload, fl, true, t);
@@ -1143,7 +1151,7 @@ impl Connection {
                 // Receiver-limited. With nothing in flight no ACK will come
                 // to reopen the window: probe it when the persist timer fires.
                 if self.board.is_empty() && self.persist_at.is_none() {
-                    self.persist_at = Some(now + self.rtt.backed_off(self.backoff));
+                    self.persist_at = Some(self.timer_after_rto(now, self.backoff));
                 }
                 return false;
             }
@@ -1163,7 +1171,7 @@ impl Connection {
             self.fin_sent = true;
         }
         if self.rto_at.is_none() {
-            self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+            self.rto_at = Some(self.timer_after_rto(now, self.backoff));
         }
         self.arm_tlp(now);
         let fl = flags::ACK | if fin { flags::FIN } else { 0 } | if len > 0 && self.snd_nxt >= self.app_end { flags::PSH } else { 0 };
@@ -1174,13 +1182,13 @@ impl Connection {
     /// One byte beyond a zero window (RFC 9293 3.8.6.1); it is sent as new
     /// data and retransmitted like any other when the window reopens.
     fn zero_window_probe(&mut self, now: Instant, t: &mut Transmit) {
-        self.persist_at = Some(now + self.rtt.backed_off(self.backoff + 1));
+        self.persist_at = Some(self.timer_after_rto(now, self.backoff + 1));
         self.backoff = (self.backoff + 1).min(15);
         if self.snd_nxt < self.app_end && self.board.is_empty() {
             let start = self.snd_nxt;
             self.board.push(start..start + 1, false, now);
             self.snd_nxt += 1;
-            self.rto_at = Some(now + self.rtt.backed_off(self.backoff));
+            self.rto_at = Some(self.timer_after_rto(now, self.backoff));
             return self.segment(now, start, 1, flags::ACK, false, t);
         }
         self.segment(now, self.snd_nxt, 0, flags::ACK, false, t);

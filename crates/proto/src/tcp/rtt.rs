@@ -60,8 +60,12 @@ impl RttEstimator {
 
     /// The RTO after `backoff` consecutive timeouts (doubling, capped).
     pub fn backed_off(&self, backoff: u32) -> Duration {
-        let rto = self.rto();
-        rto.saturating_mul(1u32 << backoff.min(16)).min(self.max_rto.max(rto))
+        super::TimerClock::Exact.backed_off(self.rto(), backoff, self.max_rto)
+    }
+
+    /// The ceiling of the backoff.
+    pub fn max_backoff(&self) -> Duration {
+        self.max_rto
     }
 
     /// Limits how far backoff can push the timeout (not below the RTO).
