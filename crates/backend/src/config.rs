@@ -191,6 +191,9 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
     }
     .with_profile(profile);
     cfg.tcp.timer_clock = profile.timer_clock(jiffies_phase(net.seed));
+    // A buffer the scenario sets is fixed (SO_SNDBUF / SO_RCVBUF lock it).
+    cfg.snd_autotune &= f.tcp.snd_buf.is_none();
+    cfg.rcv_autotune &= f.tcp.rcv_buf.is_none();
     Ok(cfg)
 }
 

@@ -13,6 +13,7 @@
 //! what [`Connection::poll_transmit`] returns, each with its own 4-tuple.
 
 mod autotune;
+pub mod sndbuf;
 pub mod path_manager;
 pub mod profile;
 pub mod scheduler;
@@ -76,6 +77,10 @@ pub struct MptcpConfig {
     /// The receive window starts small and grows with what the application
     /// reads per RTT (Linux's autotuning), up to `rcv_buf`.
     pub rcv_autotune: bool,
+    /// The send buffer is the sum of the subflows' buffers, each growing
+    /// with its congestion window up to `snd_buf` (Linux's autotuning,
+    /// `sndbuf.rs`); else it is `snd_buf`.
+    pub snd_autotune: bool,
 }
 
 impl Default for MptcpConfig {
@@ -95,6 +100,7 @@ impl Default for MptcpConfig {
             stale_after: Profile::Mplab.stale_after(),
             head_retransmit_on_idle: false,
             rcv_autotune: false,
+            snd_autotune: false,
         }
     }
 }
@@ -107,6 +113,7 @@ impl MptcpConfig {
         self.stale_after = p.stale_after();
         self.head_retransmit_on_idle = p.retransmits_head_on_idle_subflow();
         self.rcv_autotune = p.autotunes_receive_buffer();
+        self.snd_autotune = p.autotunes_send_buffer();
         if !p.has_opportunistic_retransmit() {
             self.opportunistic_retransmit = false;
             self.penalize = false;
@@ -517,8 +524,17 @@ impl Connection {
         if self.fin_queued || self.reset {
             return 0;
         }
-        self.cfg.snd_buf.saturating_sub(self.app_end - self.data_una)
+        self.snd_buf().saturating_sub(self.app_end - self.data_una)
     }
+
+    /// The most data written and not yet DATA_ACKed the connection holds.
+    pub fn snd_buf(&self) -> u64 {
+        if !self.cfg.snd_autotune {
+            return self.cfg.snd_buf;
+        }
+        sndbuf::connection_sndbuf(self.subflows.iter().filter(|s| !s.is_closed()).map(|s| s.sndbuf))
+    }
+
     pub fn send(&mut self, n: u64) -> u64 {
         // The subflows' cached timeouts stay valid: writing (or reading)
         // at the data level changes no subflow until the next pass.
@@ -1183,6 +1199,10 @@ impl Connection {
                     newly_established = true;
                 }
             }
+            if self.cfg.snd_autotune && s.tcp.is_established() {
+                let segs = s.tcp.cc_state().cwnd / s.tcp.mss().max(1);
+                s.sndbuf = sndbuf::subflow_sndbuf(s.sndbuf, segs, self.cfg.snd_buf);
+            }
             // Stale after `stale_after` timeouts in a row: its data goes
             // elsewhere.
             let stale = s.tcp.backoff() >= self.cfg.stale_after;
@@ -1458,7 +1478,7 @@ impl Connection {
                 reinjection: reinjected,
                 queued: self.app_end - self.sched_nxt,
                 outstanding: self.sched_nxt - self.data_una,
-                send_window: self.peer_wnd.min(self.cfg.snd_buf),
+                send_window: self.peer_wnd.min(self.snd_buf()),
                 window_blocked: self.stats.window_blocked,
             };
             self.scheduler.schedule(&infos, &cx, &mut picks);
@@ -1519,7 +1539,7 @@ impl Connection {
     fn window_limited(&self, mss: u64) -> bool {
         let una = self.data_una;
         let rwnd_limited = self.app_end > self.sched_nxt && self.sched_nxt + mss > una + self.peer_wnd;
-        let sndbuf_limited = self.sched_nxt == self.app_end && self.cfg.snd_buf.saturating_sub(self.app_end - una) < mss;
+        let sndbuf_limited = self.sched_nxt == self.app_end && self.snd_buf().saturating_sub(self.app_end - una) < mss;
         rwnd_limited || sndbuf_limited
     }
 

@@ -80,6 +80,14 @@ impl Profile {
         }
     }
 
+    /// Whether the send buffer follows the subflows' congestion windows
+    /// (Linux, `__mptcp_sync_sndbuf` over `tcp_sndbuf_expand`; see
+    /// `sndbuf.rs`) or is `snd_buf` from the start (mplab). Setting the
+    /// buffer in the scenario (SO_SNDBUF on the kernel) turns it off.
+    pub fn autotunes_send_buffer(self) -> bool {
+        self == Profile::Linux
+    }
+
     /// Whether the profile has opportunistic retransmission and
     /// penalisation at all (Linux 6.18 has neither; mplab has both, off
     /// unless the scenario asks).

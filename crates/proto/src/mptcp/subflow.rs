@@ -80,6 +80,8 @@ pub struct Subflow {
     pub announced_down: bool,
     /// When penalisation last halved its window.
     pub penalized_at: Option<Instant>,
+    /// Its send buffer under send-buffer autotuning (`sndbuf.rs`).
+    pub sndbuf: u64,
 }
 
 impl Subflow {
@@ -105,6 +107,7 @@ impl Subflow {
             announced_up: false,
             announced_down: false,
             penalized_at: None,
+            sndbuf: super::sndbuf::WMEM_DEFAULT,
         }
     }
 

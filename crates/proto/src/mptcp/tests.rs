@@ -529,3 +529,22 @@ fn change_tracking_matches_full_sweeps_with(rcv_buf: u64) {
     }
     assert_eq!(inc.len(), full.len());
 }
+
+/// Under send-buffer autotuning the connection holds tcp_wmem[0] plus its
+/// subflows' buffers: 4096 + 16384 before the handshake, then at least
+/// two initial windows' worth per subflow, growing with the windows.
+#[test]
+fn linux_send_buffer_follows_the_subflows_windows() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.client.cfg.snd_autotune = true;
+    assert_eq!(n.client.snd_buf(), sndbuf::WMEM_MIN + sndbuf::WMEM_DEFAULT);
+    n.to_send = 3_000_000;
+    n.run(100);
+    let early = n.client.snd_buf();
+    n.run(30_000);
+    assert_eq!(n.received, 3_000_000);
+    let subflows = n.client.subflows().iter().filter(|s| !s.is_closed()).count() as u64;
+    let floor = sndbuf::WMEM_MIN + subflows * 2 * 10 * sndbuf::TRUESIZE_PER_MSS;
+    let b = n.client.snd_buf();
+    assert!(subflows == 2 && early < b && b > floor && b <= sndbuf::WMEM_MIN + subflows * n.client.cfg.snd_buf, "{subflows} subflows, {early} then {b} bytes");
+}
