@@ -166,7 +166,10 @@ fn run_case(case: &Case, col: Column, runs: u32, out: &Path, quiet: bool) -> Res
             Column::Kernel | Column::Userspace => {}
         }
         sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
-        let net = sc.resolve().map_err(|e| e.to_string())?;
+        let mut net = sc.resolve().map_err(|e| e.to_string())?;
+        if col == Column::Userspace {
+            receivers_on_the_kernel(&mut net);
+        }
         let dir = out.join(&case.name).join(format!("{}-{run}", col.dir()));
         if !quiet {
             eprintln!("validate: {} on {} (run {run}/{runs}) ...", case.name, col.name());
@@ -185,6 +188,25 @@ fn run_case(case: &Case, col: Column, runs: u32, out: &Path, quiet: bool) -> Res
         results.push(r.0);
     }
     Ok(results)
+}
+
+/// The userspace column compares mplab's stack with Linux's where it
+/// sends: every host that only receives keeps the kernel's stack (an
+/// explicit `stack` in the scenario wins), so mplab's sender talks to a
+/// Linux receiver, as beside a kernel-to-kernel run.
+fn receivers_on_the_kernel(net: &mut mplab_scenario::network::Network) {
+    use mplab_emu::kconf::end_sends;
+    let mut sends = vec![false; net.nodes.len()];
+    for f in &net.flows {
+        sends[f.from] |= end_sends(&f.app, true);
+        sends[f.to] |= end_sends(&f.app, false);
+    }
+    let ends: Vec<usize> = net.flows.iter().flat_map(|f| [f.from, f.to]).collect();
+    for n in ends {
+        if !sends[n] && net.nodes[n].stack.is_none() {
+            net.nodes[n].stack = Some("kernel".into());
+        }
+    }
 }
 
 /// Runs the suite; the rows of the table.

@@ -68,8 +68,12 @@ pub struct MptcpConfig {
     pub penalize: bool,
     /// How far a subflow's retransmission timer backs off, at most.
     pub subflow_max_backoff: Duration,
-    /// Consecutive timeouts after which a subflow is stale.
+    /// Consecutive timeouts (or, with `stale_by_periods`, connection-level
+    /// retransmission periods without progress) after which a subflow is
+    /// stale.
     pub stale_after: u32,
+    /// Linux's staleness rule (see [`Profile::stale_after`]).
+    pub stale_by_periods: bool,
     /// The connection-level retransmission sends the first unacknowledged
     /// chunk again as soon as one subflow is idle (Linux), rather than
     /// everything once all are (mplab); see [`Profile`].
@@ -98,6 +102,7 @@ impl Default for MptcpConfig {
             penalize: false,
             subflow_max_backoff: Profile::Mplab.subflow_max_backoff(),
             stale_after: Profile::Mplab.stale_after(),
+            stale_by_periods: false,
             head_retransmit_on_idle: false,
             rcv_autotune: false,
             snd_autotune: false,
@@ -111,6 +116,7 @@ impl MptcpConfig {
     pub fn with_profile(mut self, p: Profile) -> Self {
         self.subflow_max_backoff = p.subflow_max_backoff();
         self.stale_after = p.stale_after();
+        self.stale_by_periods = p.stale_by_retransmission_periods();
         self.head_retransmit_on_idle = p.retransmits_head_on_idle_subflow();
         self.rcv_autotune = p.autotunes_receive_buffer();
         self.snd_autotune = p.autotunes_send_buffer();
@@ -1151,7 +1157,11 @@ impl Connection {
         // The cheap conditions first: the subflow sweep only when needed.
         let idle = |s: &Subflow| s.tcp.in_flight() == 0 && s.tcp.unsent() == 0;
         let ready = || {
-            if self.cfg.head_retransmit_on_idle {
+            if self.cfg.stale_by_periods {
+                // Linux's timer runs whenever the data level makes no
+                // progress: it also counts stale periods.
+                true
+            } else if self.cfg.head_retransmit_on_idle {
                 self.subflows.iter().any(|s| s.usable() && idle(s))
             } else {
                 self.subflows.iter().filter(|s| !s.is_closed()).all(idle)
@@ -1160,7 +1170,15 @@ impl Connection {
         if !(self.established && self.fallback.is_none() && self.data_una < self.sched_nxt && self.reinject.is_empty() && ready()) {
             self.data_rto = None;
         } else if self.data_rto.is_none_or(|(_, una)| una != self.data_una) {
-            let rto = self.subflows.iter().filter(|s| s.usable()).map(|s| s.tcp.stats().rto).min().unwrap_or(Duration::from_secs(1));
+            let rto = if self.cfg.stale_by_periods {
+                // Linux's `timer_ival` (`mptcp_set_timeout`): the longest
+                // time left on the timer of a subflow not yet counting
+                // stale periods, else TCP_RTO_MIN.
+                let left = self.subflows.iter().filter(|s| s.usable() && s.stale_count == 0).filter_map(|s| s.tcp.rto_deadline()).map(|t| t.saturating_since(now)).max();
+                left.filter(|d| !d.is_zero()).unwrap_or(self.cfg.tcp.min_rto)
+            } else {
+                self.subflows.iter().filter(|s| s.usable()).map(|s| s.tcp.stats().rto).min().unwrap_or(Duration::from_secs(1))
+            };
             self.data_rto = Some((now + rto, self.data_una));
         }
     }
@@ -1204,8 +1222,16 @@ impl Connection {
                 s.sndbuf = sndbuf::subflow_sndbuf(s.sndbuf, segs, self.cfg.snd_buf);
             }
             // Stale after `stale_after` timeouts in a row: its data goes
-            // elsewhere.
-            let stale = s.tcp.backoff() >= self.cfg.stale_after;
+            // elsewhere. (Linux's rule runs with the connection-level
+            // timer, `count_stale_periods`; anything received ends it.)
+            let stale = if self.cfg.stale_by_periods {
+                s.stale && s.tcp.segments_received() == s.stale_rx
+            } else {
+                s.tcp.backoff() >= self.cfg.stale_after
+            };
+            if self.cfg.stale_by_periods && s.stale && !stale {
+                s.stale_count = 0;
+            }
             if stale && !s.stale {
                 s.stale = true;
                 let ranges: Vec<Range<u64>> = s.tx.iter().map(|m| m.data..m.data + m.len).collect();
@@ -1379,11 +1405,55 @@ impl Connection {
         }
         if self.data_rto.is_some_and(|(t, una)| t <= now && una == self.data_una) {
             self.data_rto = None;
-            let r = self.data_rto_range();
-            self.reinject.push_back(r);
+            let idle = |s: &Subflow| s.usable() && s.tcp.in_flight() == 0 && s.tcp.unsent() == 0;
+            if self.cfg.stale_by_periods {
+                self.count_stale_periods();
+            }
+            // Linux resends the head only on a subflow with nothing queued
+            // (`mptcp_subflow_get_retrans`).
+            if !self.cfg.head_retransmit_on_idle || self.subflows.iter().any(idle) {
+                let r = self.data_rto_range();
+                self.reinject.push_back(r);
+            }
         }
         self.update_subflows();
         self.arm_data_rto(now);
+    }
+
+    /// Linux's staleness (`mptcp_pm_subflow_chk_stale`, run from the
+    /// connection-level retransmission): each period a subflow spends with
+    /// data outstanding and nothing received counts; past `stale_after`,
+    /// if another subflow is healthy (fewer than `stale_after - 2` such
+    /// periods), it is stale and everything unacknowledged at the data
+    /// level is sent again.
+    fn count_stale_periods(&mut self) {
+        for s in &mut self.subflows {
+            if !s.usable() || (s.tcp.in_flight() == 0 && s.tcp.unsent() == 0) {
+                continue;
+            }
+            let rx = s.tcp.segments_received();
+            if s.stale_count == 0 {
+                s.stale_rx = rx;
+                s.stale_count = 1;
+            } else if s.stale_rx == rx {
+                s.stale_count = s.stale_count.saturating_add(1);
+            } else {
+                s.stale_count = 0;
+            }
+        }
+        let healthy = self.cfg.stale_after.saturating_sub(2).max(1);
+        for i in 0..self.subflows.len() {
+            let s = &self.subflows[i];
+            if !s.usable() || s.stale_count < self.cfg.stale_after || (s.tcp.in_flight() == 0 && s.tcp.unsent() == 0) {
+                continue;
+            }
+            let alternative = self.subflows.iter().enumerate().any(|(j, o)| j != i && o.usable() && o.stale_count < healthy);
+            if alternative {
+                self.subflows[i].stale = true;
+                self.changed(i);
+                self.push_reinject(self.data_una..self.sched_nxt);
+            }
+        }
     }
 
     // ------------------------------------------------------------- transmit

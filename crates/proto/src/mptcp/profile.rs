@@ -55,11 +55,16 @@ impl Profile {
         }
     }
 
-    /// Consecutive retransmission timeouts without an ACK after which a
-    /// subflow is stale: left out of scheduling and its data sent again
-    /// elsewhere. mplab: 2. Linux: more than `net.mptcp.stale_loss_cnt`
-    /// (default 4) retransmission periods without progress
-    /// (`mptcp_pm_subflows_chk_stale`, net/mptcp/pm.c), so 5.
+    /// When a subflow is stale: left out of scheduling and data sent
+    /// again elsewhere. mplab: after 2 of its own retransmission timeouts
+    /// in a row; its own data is sent again. Linux: after more than
+    /// `net.mptcp.stale_loss_cnt` (default 4) connection-level
+    /// retransmission periods (each 200 ms when no healthy subflow has a
+    /// timer pending) in which it had data outstanding and received
+    /// nothing, while another subflow makes progress
+    /// (`mptcp_pm_subflow_chk_stale`, net/mptcp/pm.c); the whole
+    /// unacknowledged stream is then sent again
+    /// (`__mptcp_retransmit_pending_data`). So 5, counted in periods.
     pub fn stale_after(self) -> u32 {
         match self {
             Profile::Mplab => 2,
@@ -93,6 +98,12 @@ impl Profile {
     /// unless the scenario asks).
     pub fn has_opportunistic_retransmit(self) -> bool {
         self == Profile::Mplab
+    }
+
+    /// Whether staleness counts connection-level retransmission periods
+    /// without progress (Linux) or the subflow's own timeouts (mplab).
+    pub fn stale_by_retransmission_periods(self) -> bool {
+        self == Profile::Linux
     }
 
     /// What the connection-level retransmission timer does when the peer

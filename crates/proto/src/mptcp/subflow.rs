@@ -82,6 +82,11 @@ pub struct Subflow {
     pub penalized_at: Option<Instant>,
     /// Its send buffer under send-buffer autotuning (`sndbuf.rs`).
     pub sndbuf: u64,
+    /// Connection-level retransmission periods it spent with data
+    /// outstanding and nothing received, and what it had received when
+    /// the count started (the `linux` profile's staleness).
+    pub stale_count: u32,
+    pub stale_rx: u64,
 }
 
 impl Subflow {
@@ -108,6 +113,8 @@ impl Subflow {
             announced_down: false,
             penalized_at: None,
             sndbuf: super::sndbuf::WMEM_DEFAULT,
+            stale_count: 0,
+            stale_rx: 0,
         }
     }
 

@@ -548,3 +548,34 @@ fn linux_send_buffer_follows_the_subflows_windows() {
     let b = n.client.snd_buf();
     assert!(subflows == 2 && early < b && b > floor && b <= sndbuf::WMEM_MIN + subflows * n.client.cfg.snd_buf, "{subflows} subflows, {early} then {b} bytes");
 }
+
+/// The `linux` profile's staleness: a path that dies is stale after five
+/// connection-level retransmission periods without anything received on
+/// it (well before its own backed-off timer would get there), and the
+/// whole unacknowledged stream goes out again on the other subflow.
+#[test]
+fn linux_profile_marks_a_dead_subflow_stale_by_retransmission_periods() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.client.cfg = n.client.cfg.clone().with_profile(Profile::Linux);
+    n.client.cfg.snd_autotune = false;
+    n.to_send = 4_000_000;
+    n.drop = Box::new(move |s| {
+        let c = if s.to_server { s.t.local.ip() } else { s.t.remote.ip() };
+        c == ip(2, 1) && s.now >= Instant(1000 * MS)
+    });
+    let mut stale_at = None;
+    for ms in (1000..20_000).step_by(50) {
+        n.run(ms);
+        if stale_at.is_none() && n.client.subflows().iter().any(|s| s.local.ip() == ip(2, 1) && s.stale) {
+            stale_at = Some(ms);
+        }
+    }
+    n.run(60_000);
+    assert_eq!(n.received, 4_000_000);
+    assert_eq!(n.misplaced, 0);
+    let dead = n.client.subflows().iter().find(|s| s.local.ip() == ip(2, 1)).unwrap();
+    // Its own timer has backed off only a few times by then.
+    let at = stale_at.expect("the dead subflow became stale");
+    assert!(at < 4_000, "stale at {at} ms");
+    assert!(dead.stale_count >= n.client.cfg.stale_after);
+}

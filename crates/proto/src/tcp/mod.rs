@@ -513,6 +513,17 @@ impl Connection {
     }
 
     /// Consecutive retransmission timeouts without progress.
+    /// When the retransmission timer fires, if it is armed.
+    pub fn rto_deadline(&self) -> Option<Instant> {
+        self.rto_at
+    }
+
+    /// Segments received so far: unchanged over a period means nothing
+    /// came back (Linux's `rcv_tstamp` serves the same purpose).
+    pub fn segments_received(&self) -> u64 {
+        self.stats.segments_received
+    }
+
     pub fn backoff(&self) -> u32 {
         self.backoff
     }

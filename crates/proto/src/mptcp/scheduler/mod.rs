@@ -133,7 +133,7 @@ pub static REGISTRY: &[Entry<dyn Scheduler>] = &[
     // docs/schedulers.md).
     Entry { name: "default", aliases: &[], params: "", kernel: KernelMap::Linux("default"), build: |p| no_param(|| MinRtt)(p) },
     Entry { name: "minrtt", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux's in-kernel scheduler is not plain minRTT (`linux` models it, `default` runs it)"), build: |p| no_param(|| MinRtt)(p) },
-    Entry { name: "linux", aliases: &[], params: "", kernel: KernelMap::Linux("default"), build: |p| no_param(|| Linux)(p) },
+    Entry { name: "linux", aliases: &[], params: "", kernel: KernelMap::Linux("default"), build: |p| no_param(Linux::default)(p) },
     Entry { name: "roundrobin", aliases: &["rr"], params: "", kernel: KernelMap::Refuse("Linux has no round-robin MPTCP scheduler (only BPF ones, none registered here)"), build: |p| no_param(RoundRobin::default)(p) },
     Entry {
         name: "kbest",
