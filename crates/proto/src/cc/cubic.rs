@@ -3,6 +3,7 @@
 //! that loss happened, so it regains its old rate quickly on long fat
 //! paths, with a Reno-friendly lower bound on short ones.
 
+use super::hystart::{HyStart, RttSample};
 use super::{avoidance_bytes, AckEvent, CcState, CongestionControl};
 use crate::time::Instant;
 
@@ -23,6 +24,8 @@ pub struct Cubic {
     w_est: f64,
     /// Byte accumulator for fractional increases.
     acc: f64,
+    /// Leaves slow start before the first loss (on in Linux's CUBIC).
+    hystart: HyStart,
 }
 
 impl Cubic {
@@ -34,6 +37,15 @@ impl Cubic {
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
         "cubic"
+    }
+
+    fn on_rtt_sample(&mut self, s: &mut CcState, x: &RttSample) {
+        // Linux ignores the samples of the first second of an avoidance
+        // epoch (right after a recovery).
+        if self.epoch.is_some_and(|e| x.now.saturating_since(e) < core::time::Duration::from_secs(1)) {
+            return;
+        }
+        self.hystart.on_sample(s, x);
     }
 
     fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent<'_>) {
@@ -88,6 +100,7 @@ impl CongestionControl for Cubic {
     fn on_rto(&mut self, s: &mut CcState, now: Instant, in_flight: u64) {
         self.on_congestion_event(s, now, in_flight);
         s.cwnd = s.mss;
+        self.hystart.restart(now);
     }
 }
 

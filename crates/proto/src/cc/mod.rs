@@ -15,6 +15,7 @@ use crate::time::Instant;
 pub mod balia;
 mod coupled;
 mod cubic;
+pub mod hystart;
 pub mod lia;
 pub mod olia;
 mod reno;
@@ -104,6 +105,9 @@ pub trait CongestionControl: Debug {
     fn coupled(&self) -> bool {
         false
     }
+    /// An RTT sample taken from an ACK (Linux's `pkts_acked`), before
+    /// `on_ack` and also during recovery.
+    fn on_rtt_sample(&mut self, _s: &mut CcState, _x: &hystart::RttSample) {}
     /// Grow the window on new acknowledged data (outside loss recovery).
     fn on_ack(&mut self, s: &mut CcState, ev: &AckEvent<'_>);
     /// Loss detected by duplicate ACKs / SACK: set ssthresh and cwnd for the

@@ -763,6 +763,7 @@ impl Connection {
         self.syn_due = false;
         if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
             self.rtt.sample(now - t);
+            self.cc_rtt_sample(now, now - t);
         }
         self.backoff = 0;
         self.rto_at = None;
@@ -901,6 +902,7 @@ impl Connection {
             self.dup_credit = self.dup_credit.saturating_sub(a.bytes);
             if let Some(t) = a.rtt_from {
                 self.rtt.sample(now - t);
+                self.cc_rtt_sample(now, now - t);
             }
             self.backoff = 0;
             self.stalled_since = None;
@@ -938,6 +940,11 @@ impl Connection {
                 s => s,
             };
         }
+    }
+
+    fn cc_rtt_sample(&mut self, now: Instant, rtt: Duration) {
+        let x = crate::cc::hystart::RttSample { now, rtt, snd_una: self.snd_una, snd_nxt: self.snd_nxt };
+        self.cc.on_rtt_sample(&mut self.cc_state, &x);
     }
 
     fn after_new_ack(&mut self, now: Instant, acked: u64) {
