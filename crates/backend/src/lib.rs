@@ -12,9 +12,12 @@
 //! * [`apps`]: the applications as state machines over a stream socket,
 //!   and the byte pattern every sender writes and every receiver checks;
 //! * [`results`] and [`summary`]: the results types and the one summary
-//!   computation every backend feeds.
+//!   computation every backend feeds;
+//! * [`balancer`]: the load balancer's decisions (modes, tables), which
+//!   the simulator's middlebox and the kernel backend's forwarder share.
 
 pub mod apps;
+pub mod balancer;
 pub mod config;
 pub mod link;
 pub mod results;

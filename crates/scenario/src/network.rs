@@ -131,6 +131,9 @@ pub struct Node {
     pub stack: Option<String>,
     /// In the order of the links that create them; `index` is the position.
     pub interfaces: Vec<Interface>,
+    /// Addresses on no link (`lo`): the virtual address of the load
+    /// balancers this host is a backend of.
+    pub loopback: Vec<Ipv4Addr>,
     pub routing: Routing,
 }
 
@@ -139,7 +142,7 @@ impl Node {
         self.interfaces.iter().find(|i| i.name == name)
     }
     pub fn owns(&self, addr: Ipv4Addr) -> bool {
-        self.interfaces.iter().any(|i| i.addr == addr)
+        self.interfaces.iter().any(|i| i.addr == addr) || self.loopback.contains(&addr)
     }
     /// The route a packet from `src` (if bound) to `dst` takes: policy rules
     /// in priority order, then the main table; longest prefix wins.
@@ -324,6 +327,9 @@ pub struct Flow {
     pub from_name: String,
     pub to: NodeId,
     pub to_name: String,
+    /// The hosts that may accept the connection: `to` alone, or a load
+    /// balancer's backends when `dst` is its VIP (`to` is then the first).
+    pub servers: Vec<NodeId>,
     pub src: Ipv4Addr,
     pub dst: Ipv4Addr,
     /// Client port: 49152 + flow id (backends that let the OS pick may ignore it).
@@ -434,6 +440,41 @@ pub enum MiddleboxAction {
     /// Changes the first payload byte of every data segment that holds a
     /// stream offset multiple of `every` (retransmissions of it too).
     Rewrite { every: u64 },
+    /// A layer-4 load balancer for `vip` in front of `backends` (hosts
+    /// linked to its router, each holding `vip` on its loopback).
+    LoadBalancer { mode: BalancerMode, vip: Ipv4Addr, backends: Vec<String>, table: u64, idle_ns: u64 },
+}
+
+/// How a load balancer picks a backend (see mplab-backend's `balancer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BalancerMode {
+    /// Hash of (source IP, destination IP): unaware of MPTCP.
+    IpHash,
+    /// Maglev consistent hashing of the 5-tuple and a connection table.
+    FiveTuple,
+    /// MPTCP-aware: MP_JOINs by the token of the server's key.
+    Token,
+    /// Joins bypass the balancer: backends refuse joins to the VIP (the C
+    /// flag) and announce their own address.
+    Stateless,
+}
+
+impl BalancerMode {
+    pub const ALL: [BalancerMode; 4] = [BalancerMode::IpHash, BalancerMode::FiveTuple, BalancerMode::Token, BalancerMode::Stateless];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BalancerMode::IpHash => "iphash",
+            BalancerMode::FiveTuple => "fivetuple",
+            BalancerMode::Token => "token",
+            BalancerMode::Stateless => "stateless",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<BalancerMode> {
+        BalancerMode::ALL.into_iter().find(|m| m.name() == s)
+    }
 }
 
 impl MiddleboxAction {
@@ -444,6 +485,7 @@ impl MiddleboxAction {
             MiddleboxAction::Nat { .. } => "nat",
             MiddleboxAction::Resegment { .. } => "resegment",
             MiddleboxAction::Rewrite { .. } => "rewrite",
+            MiddleboxAction::LoadBalancer { .. } => "load_balancer",
         }
     }
 }

@@ -26,7 +26,8 @@ pub(crate) fn resolve(spec: &Spec) -> Result<Network, Diag> {
         draft.links.push(link_from_spec(l, &format!("links[{i}]"))?);
     }
     let (mut nodes, links) = build(&draft)?;
-    routing::compute(&mut nodes, &links);
+    let anycast = crate::balancer::place(spec, &mut nodes)?;
+    routing::compute(&mut nodes, &links, &anycast);
     routing::apply_static(&spec.routes, &mut nodes)?;
     let mut net = Network {
         name: spec.name.clone(),
@@ -211,7 +212,7 @@ fn build(d: &Draft) -> Result<(Vec<Node>, Vec<Link>), Diag> {
                     Interface { index, name: name.clone(), addr: me.addr, prefix: link.subnet.len, link: *lid, peer: peer.node, peer_iface: peer.iface, mtu: link.mtu }
                 })
                 .collect();
-            Node { id, name: n.name.clone(), kind: n.kind, stack: n.stack.clone(), interfaces, routing: Routing::default() }
+            Node { id, name: n.name.clone(), kind: n.kind, stack: n.stack.clone(), interfaces, loopback: Vec::new(), routing: Routing::default() }
         })
         .collect();
     Ok((nodes, links))

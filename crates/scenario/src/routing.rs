@@ -32,49 +32,39 @@ use crate::schema::{RouteSpec, TableRef};
 
 const UNREACHED: u32 = u32::MAX;
 
-pub(crate) fn compute(nodes: &mut [Node], links: &[Link]) {
+/// A virtual address announced by routers (load balancers' VIP, as BGP
+/// anycast would): routes to it lead to the nearest of `at`; `at` itself
+/// sends it on to `owners` (its directly linked backends, by ECMP unless a
+/// balancer picks), and the owners hold it on their loopback.
+#[derive(Debug, Clone)]
+pub(crate) struct Anycast {
+    pub dst: Prefix,
+    pub at: Vec<usize>,
+    pub owners: Vec<usize>,
+}
+
+pub(crate) fn compute(nodes: &mut [Node], links: &[Link], anycast: &[Anycast]) {
     let n = nodes.len();
     let is_router: Vec<bool> = nodes.iter().map(|x| x.kind == NodeKind::Router).collect();
     let mut computed: Vec<Vec<Route>> = vec![Vec::new(); n];
-    let mut dist = vec![UNREACHED; n];
-    let mut queue = VecDeque::new();
+    let mut bfs = Bfs { dist: vec![UNREACHED; n], queue: VecDeque::new() };
 
     for link in links {
-        dist.iter_mut().for_each(|d| *d = UNREACHED);
-        queue.clear();
-        for end in [&link.a, &link.b] {
-            if is_router[end.node] {
-                dist[end.node] = 0;
-                queue.push_back(end.node);
-            }
-        }
-        while let Some(y) = queue.pop_front() {
-            // Only routers forward, and only routers are in the queue.
-            for iface in &nodes[y].interfaces {
-                let x = iface.peer;
-                if dist[x] == UNREACHED {
-                    dist[x] = dist[y] + 1;
-                    if is_router[x] {
-                        queue.push_back(x);
-                    }
-                }
-            }
-        }
-        for (x, node) in nodes.iter().enumerate() {
-            if x == link.a.node || x == link.b.node || dist[x] == UNREACHED {
-                continue;
-            }
-            let mut hops: Vec<NextHop> = node
+        let sources: Vec<usize> = [link.a.node, link.b.node].into_iter().filter(|&x| is_router[x]).collect();
+        bfs.routes_to(nodes, links, &is_router, &sources, link.subnet, |x| x == link.a.node || x == link.b.node, &mut computed);
+    }
+    for a in anycast {
+        bfs.routes_to(nodes, links, &is_router, &a.at, a.dst, |x| a.at.contains(&x) || a.owners.contains(&x), &mut computed);
+        for &lb in &a.at {
+            let mut hops: Vec<NextHop> = nodes[lb]
                 .interfaces
                 .iter()
-                .filter(|i| is_router[i.peer] && dist[i.peer] != UNREACHED && dist[i.peer] + 1 == dist[x])
-                .map(|i| NextHop { iface: i.index, iface_name: i.name.clone(), gateway: Some(peer_addr(links, i.link, x)) })
+                .filter(|i| a.owners.contains(&i.peer))
+                .map(|i| NextHop { iface: i.index, iface_name: i.name.clone(), gateway: Some(peer_addr(links, i.link, lb)) })
                 .collect();
             hops.sort();
-            if !is_router[x] {
-                hops.truncate(1);
-            }
-            computed[x].push(Route { dst: link.subnet, nexthops: hops, metric: dist[x], origin: RouteOrigin::Computed });
+            hops.dedup_by_key(|h| h.iface);
+            computed[lb].push(Route { dst: a.dst, nexthops: hops, metric: 1, origin: RouteOrigin::Computed });
         }
     }
 
@@ -123,6 +113,56 @@ pub(crate) fn compute(nodes: &mut [Node], links: &[Link]) {
             }
         }
         node.routing.main = main;
+    }
+}
+
+struct Bfs {
+    dist: Vec<u32>,
+    queue: VecDeque<usize>,
+}
+
+impl Bfs {
+    /// Routes towards `dst`, reachable at the routers `sources`, for every
+    /// node but those `skip` names: hop counts by breadth-first search
+    /// through routers; routers keep every neighbour one hop closer (ECMP),
+    /// hosts the first.
+    #[allow(clippy::too_many_arguments)]
+    fn routes_to(&mut self, nodes: &[Node], links: &[Link], is_router: &[bool], sources: &[usize], dst: Prefix, skip: impl Fn(usize) -> bool, computed: &mut [Vec<Route>]) {
+        let dist = &mut self.dist;
+        dist.iter_mut().for_each(|d| *d = UNREACHED);
+        self.queue.clear();
+        for &x in sources {
+            dist[x] = 0;
+            self.queue.push_back(x);
+        }
+        while let Some(y) = self.queue.pop_front() {
+            // Only routers forward, and only routers are in the queue.
+            for iface in &nodes[y].interfaces {
+                let x = iface.peer;
+                if dist[x] == UNREACHED {
+                    dist[x] = dist[y] + 1;
+                    if is_router[x] {
+                        self.queue.push_back(x);
+                    }
+                }
+            }
+        }
+        for (x, node) in nodes.iter().enumerate() {
+            if skip(x) || dist[x] == UNREACHED {
+                continue;
+            }
+            let mut hops: Vec<NextHop> = node
+                .interfaces
+                .iter()
+                .filter(|i| is_router[i.peer] && dist[i.peer] != UNREACHED && dist[i.peer] + 1 == dist[x])
+                .map(|i| NextHop { iface: i.index, iface_name: i.name.clone(), gateway: Some(peer_addr(links, i.link, x)) })
+                .collect();
+            hops.sort();
+            if !is_router[x] {
+                hops.truncate(1);
+            }
+            computed[x].push(Route { dst, nexthops: hops, metric: dist[x], origin: RouteOrigin::Computed });
+        }
     }
 }
 

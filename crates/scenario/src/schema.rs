@@ -726,6 +726,8 @@ pub enum MiddleboxKind {
     /// Changes payload bytes and fixes the TCP checksum (an application
     /// gateway editing content): only MPTCP's DSS checksum can tell.
     Rewrite,
+    /// A layer-4 load balancer in front of backends sharing a VIP.
+    LoadBalancer,
 }
 
 impl MiddleboxKind {
@@ -736,6 +738,7 @@ impl MiddleboxKind {
             MiddleboxKind::Nat => "nat",
             MiddleboxKind::Resegment => "resegment",
             MiddleboxKind::Rewrite => "rewrite",
+            MiddleboxKind::LoadBalancer => "load_balancer",
         }
     }
 }
@@ -772,9 +775,10 @@ pub struct MiddleboxSpec {
     /// strip_mptcp: which segments lose the option (default all).
     #[serde(default)]
     pub on: Option<StripOn>,
-    /// resegment: coalesce or split.
+    /// resegment: "coalesce" or "split"; load_balancer: "iphash",
+    /// "fivetuple", "token" or "stateless".
     #[serde(default)]
-    pub mode: Option<ResegmentMode>,
+    pub mode: Option<String>,
     /// resegment: largest coalesced / split segment payload.
     #[serde(default)]
     pub size: Option<Size>,
@@ -789,6 +793,19 @@ pub struct MiddleboxSpec {
     /// interface's address).
     #[serde(default)]
     pub addr: Option<Ipv4Addr>,
+    /// load_balancer: the virtual address clients connect to.
+    #[serde(default)]
+    pub vip: Option<Ipv4Addr>,
+    /// load_balancer: the hosts behind it (each linked to its router).
+    #[serde(default)]
+    pub backends: Option<Vec<String>>,
+    /// load_balancer: entries of its connection table and of its token
+    /// table, each (default 1048576).
+    #[serde(default)]
+    pub table: Option<u64>,
+    /// load_balancer: how long an unused entry stays (default 300s).
+    #[serde(default)]
+    pub idle: Option<Duration>,
 }
 
 // ----------------------------------------------------------------- probes

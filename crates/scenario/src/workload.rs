@@ -3,6 +3,7 @@
 //! nodes and links.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
 
 use crate::error::{diag, Diag};
 use crate::network::{
@@ -194,14 +195,23 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
             return diag(format!("{path}.name"), format!("duplicate flow name {name:?} (also flows[{first}])"));
         }
         let from = flow_host(&net.nodes, &f.from, &format!("{path}.from"))?;
-        let to = flow_host(&net.nodes, &f.to, &format!("{path}.to"))?;
-        if from.id == to.id {
+        // `to` may name a load balancer's router: the flow goes to its VIP
+        // and whichever backend the balancer picks serves it.
+        let service = balanced_service(spec, net, &f.to);
+        let to = match &service {
+            Some((_, backends)) => &net.nodes[backends[0]],
+            None => flow_host(&net.nodes, &f.to, &format!("{path}.to"))?,
+        };
+        let servers = service.as_ref().map_or_else(|| vec![to.id], |(_, b)| b.clone());
+        if servers.contains(&from.id) {
             return diag(format!("{path}.to"), "a flow needs two different hosts");
         }
-        let dst = match f.to_addr {
-            Some(a) if !to.owns(a) => return diag(format!("{path}.to_addr"), format!("{a} is not an address of {}", to.name)),
-            Some(a) => a,
-            None => to.interfaces[0].addr,
+        let dst = match (f.to_addr, &service) {
+            (Some(a), Some((vip, _))) if a != *vip => return diag(format!("{path}.to_addr"), format!("{} balances {vip}; leave `to_addr` out or give that", f.to)),
+            (_, Some((vip, _))) => *vip,
+            (Some(a), None) if !to.owns(a) => return diag(format!("{path}.to_addr"), format!("{a} is not an address of {}", to.name)),
+            (Some(a), None) => a,
+            (None, None) => to.interfaces[0].addr,
         };
         let src = match f.from_addr {
             Some(a) if !from.owns(a) => return diag(format!("{path}.from_addr"), format!("{a} is not an address of {}", from.name)),
@@ -248,7 +258,8 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
             from: from.id,
             from_name: from.name.clone(),
             to: to.id,
-            to_name: to.name.clone(),
+            to_name: if service.is_some() { f.to.clone() } else { to.name.clone() },
+            servers,
             src,
             dst,
             sport,
@@ -261,6 +272,14 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         });
     }
     Ok(out)
+}
+
+/// The VIP and backends of the load balancer on router `name`, if any.
+fn balanced_service(spec: &Spec, net: &Network, name: &str) -> Option<(Ipv4Addr, Vec<NodeId>)> {
+    let m = spec.middleboxes.iter().find(|m| m.kind == crate::schema::MiddleboxKind::LoadBalancer && m.node.as_deref() == Some(name))?;
+    let vip = m.vip?;
+    let backends: Option<Vec<NodeId>> = m.backends.as_ref()?.iter().map(|b| net.node(b).map(|n| n.id)).collect();
+    backends.filter(|b| !b.is_empty()).map(|b| (vip, b))
 }
 
 /// `[transport]` defaults with the flow's overrides applied.

@@ -7,7 +7,7 @@
 
 use super::{About, OnKernel};
 use crate::error::{diag, Diag};
-use crate::network::MiddleboxAction;
+use crate::network::{BalancerMode, MiddleboxAction};
 use crate::schema::{MiddleboxSpec, ResegmentMode, StripOn};
 
 /// One middlebox kind.
@@ -62,6 +62,17 @@ pub const REGISTRY: &[MiddleboxEntry] = &[
         on_router: true,
         resolve: rewrite,
     },
+    MiddleboxEntry {
+        about: About {
+            name: "load_balancer",
+            params: &["mode", "vip", "backends", "table", "idle"],
+            what: "a layer-4 load balancer for `vip` in front of `backends`: iphash, fivetuple (Maglev), token (MPTCP-aware) or stateless (joins to the backends' own addresses)",
+            kernel: OnKernel::Refuses("load balancers run on the simulator only for now"),
+        },
+        on_link: false,
+        on_router: true,
+        resolve: load_balancer,
+    },
 ];
 
 /// The entry of a kind.
@@ -77,7 +88,18 @@ pub fn of(action: &MiddleboxAction) -> &'static MiddleboxEntry {
 /// Checks a middlebox's fields (not its placement) and builds its action.
 pub(crate) fn resolve(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag> {
     let e = entry(m.kind.name());
-    let given = [("on", m.on.is_some()), ("addr", m.addr.is_some()), ("mode", m.mode.is_some()), ("size", m.size.is_some()), ("hold", m.hold.is_some()), ("every", m.every.is_some())];
+    let given = [
+        ("on", m.on.is_some()),
+        ("addr", m.addr.is_some()),
+        ("mode", m.mode.is_some()),
+        ("size", m.size.is_some()),
+        ("hold", m.hold.is_some()),
+        ("every", m.every.is_some()),
+        ("vip", m.vip.is_some()),
+        ("backends", m.backends.is_some()),
+        ("table", m.table.is_some()),
+        ("idle", m.idle.is_some()),
+    ];
     super::only_its_fields(&e.about, &given, path, "kind")?;
     (e.resolve)(m, path)
 }
@@ -91,7 +113,12 @@ fn nat(m: &MiddleboxSpec, _: &str) -> Result<MiddleboxAction, Diag> {
 }
 
 fn resegment(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag> {
-    let mode = m.mode.ok_or_else(|| Diag::new(path, "kind = \"resegment\" needs `mode` (\"coalesce\" or \"split\")"))?;
+    let mode = match m.mode.as_deref() {
+        Some("coalesce") => ResegmentMode::Coalesce,
+        Some("split") => ResegmentMode::Split,
+        Some(other) => return diag(format!("{path}.mode"), format!("unknown mode {other:?} for kind = \"resegment\" (\"coalesce\" or \"split\")")),
+        None => return diag(path, "kind = \"resegment\" needs `mode` (\"coalesce\" or \"split\")"),
+    };
     if m.size.is_some_and(|s| s.bytes() == 0) {
         return diag(format!("{path}.size"), "must be greater than 0");
     }
@@ -109,4 +136,27 @@ fn rewrite(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag> {
         return diag(format!("{path}.every"), "must be greater than 0");
     }
     Ok(MiddleboxAction::Rewrite { every: m.every.map_or(1_000_000, |s| s.bytes()) })
+}
+
+fn load_balancer(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag> {
+    let names = || BalancerMode::ALL.map(|m| format!("{:?}", m.name())).join(", ");
+    let mode = match m.mode.as_deref() {
+        Some(s) => BalancerMode::from_name(s).ok_or_else(|| Diag::new(format!("{path}.mode"), format!("unknown mode {s:?} for kind = \"load_balancer\" ({})", names())))?,
+        None => return diag(path, format!("kind = \"load_balancer\" needs `mode` ({})", names())),
+    };
+    let vip = m.vip.ok_or_else(|| Diag::new(path, "kind = \"load_balancer\" needs `vip`, the address clients connect to"))?;
+    let backends = m.backends.clone().unwrap_or_default();
+    if backends.is_empty() {
+        return diag(format!("{path}.backends"), "a load balancer needs at least one backend host");
+    }
+    if backends.len() > 1000 {
+        return diag(format!("{path}.backends"), "at most 1000 backends");
+    }
+    if m.table.is_some_and(|t| t == 0 || t > 1 << 26) {
+        return diag(format!("{path}.table"), "must be between 1 and 67108864 entries");
+    }
+    if m.idle.is_some_and(|d| d.as_nanos() == 0) {
+        return diag(format!("{path}.idle"), "must be greater than 0");
+    }
+    Ok(MiddleboxAction::LoadBalancer { mode, vip, backends, table: m.table.unwrap_or(1 << 20), idle_ns: m.idle.map_or(300_000_000_000, |d| d.as_nanos()) })
 }
