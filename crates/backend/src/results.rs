@@ -19,6 +19,34 @@ pub struct Summary {
     pub links: Vec<LinkSummary>,
     /// Things the backend could not honour exactly (e.g. a CC it lacks).
     pub notes: Vec<String>,
+    /// Load balancers' counters, and the hosts behind them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub balancers: Vec<BalancerSummary>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerSummary>,
+}
+
+/// One load balancer instance.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct BalancerSummary {
+    /// Its router.
+    pub node: String,
+    pub mode: String,
+    pub vip: String,
+    #[serde(flatten)]
+    pub stats: crate::balancer::BalancerStats,
+}
+
+/// A backend host behind a load balancer: what it accepted and refused.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerSummary {
+    pub node: String,
+    /// Connections (initial subflows) it accepted.
+    pub connections: u64,
+    /// MP_JOINs it accepted, and refused with a reset (a token it does not
+    /// hold: the join reached the wrong backend).
+    pub joins_accepted: u64,
+    pub joins_refused: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

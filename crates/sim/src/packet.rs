@@ -42,6 +42,10 @@ pub struct Packet {
     /// sequence ranges): the payload from byte `.0` on is the pattern at
     /// stream offset `.1`.
     pub tail: Option<(u32, u64)>,
+    /// The egress interface a middlebox at the current node chose (a load
+    /// balancer's backend, as a fwmark routing rule would): routing takes
+    /// it instead of looking the destination up, once.
+    pub via: Option<u16>,
     pub tcp: TcpHeader,
 }
 
@@ -57,7 +61,7 @@ pub const NO_ADDR: u32 = u32::MAX;
 
 impl Packet {
     pub fn new(src: Ipv4Addr, dst: Ipv4Addr, tcp: TcpHeader, payload_len: u32, tag: u64) -> Packet {
-        Packet { src, dst, ttl: 64, size: wire_size(&tcp, payload_len), tcp, payload_len, tag, dst_idx: NO_ADDR, corrupted: false, tail: None }
+        Packet { src, dst, ttl: 64, size: wire_size(&tcp, payload_len), tcp, payload_len, tag, dst_idx: NO_ADDR, corrupted: false, tail: None, via: None }
     }
 
     /// Makes `self` what [`Packet::new`] would return, in place (a reused
@@ -72,6 +76,7 @@ impl Packet {
         self.tag = tag;
         self.dst_idx = NO_ADDR;
         self.corrupted = false;
+        self.via = None;
         self.tail = None;
     }
 

@@ -17,7 +17,7 @@ pub mod table;
 use std::net::Ipv4Addr;
 
 use mplab_wire::crypto;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use mptcp_option::MptcpSeen;
 use maglev::Maglev;
@@ -91,7 +91,7 @@ pub enum Verdict {
 }
 
 /// What a balancer counted (the run's results).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BalancerStats {
     /// Segments towards the VIP, and per backend.
     pub packets: u64,
@@ -122,7 +122,7 @@ pub struct BalancerStats {
 }
 
 /// [`TableCounters`] plus the size at the end, for the results.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableCountersOut {
     pub size: u64,
     pub peak: u64,

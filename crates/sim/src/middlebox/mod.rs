@@ -10,6 +10,7 @@ use mplab_scenario::network::{Direction, MiddleboxAction, Network, Placement, Re
 
 use crate::packet::{Packet, IPV4_HEADER};
 
+pub mod balancer;
 pub mod coalesce;
 pub mod nat;
 pub mod rewrite;
@@ -51,6 +52,10 @@ pub trait Middlebox {
     fn note(&self, _at: &str) -> Option<String> {
         None
     }
+    /// A load balancer's counters, for the results.
+    fn balancer_stats(&self) -> Option<mplab_backend::balancer::BalancerStats> {
+        None
+    }
 }
 
 /// Where a box sits.
@@ -76,6 +81,10 @@ pub fn build(action: &MiddleboxAction, net: &Network, place: Place) -> Box<dyn M
             Place::Node(n) => n,
             Place::Link(_) => unreachable!("transport::unsupported_middleboxes refuses a middlebox where its registry entry says it cannot sit"),
         }, addr)),
+        MiddleboxAction::LoadBalancer { mode, vip, ref backends, table, idle_ns } => match place {
+            Place::Node(n) => Box::new(balancer::LoadBalancer::new(net, n, mode, vip, backends, table, idle_ns)),
+            Place::Link(_) => unreachable!("the scenario puts a load balancer on a router"),
+        },
     }
 }
 

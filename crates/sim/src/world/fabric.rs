@@ -291,8 +291,14 @@ impl World {
         self.deliver_or_forward(node, h);
     }
 
+    /// Whether `node` holds the address of index `idx`.
+    fn owns(&self, node: usize, idx: u32) -> bool {
+        let o = self.addr_owner[idx as usize];
+        o == node as u32 || (o == super::SHARED && self.shared.contains(&(node as u32, idx)))
+    }
+
     fn deliver_or_forward(&mut self, node: usize, mut h: Hop) {
-        if h.dst_idx != NO_ADDR && self.addr_owner[h.dst_idx as usize] == node as u32 {
+        if h.dst_idx != NO_ADDR && self.owns(node, h.dst_idx) {
             self.deliver_local(node, h.id);
             self.pool.release(h);
             return;
@@ -318,6 +324,12 @@ impl World {
     /// choice) and transmits.
     pub(super) fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, h: Hop) {
         let (flow_hash, dst_idx, id) = (h.flow_hash(), h.dst_idx, h.id);
+        if let Some(iface) = self.pool.pkts[id as usize].via.take() {
+            // A middlebox here chose the interface (a balancer's backend).
+            let (link, dir) = self.nodes[node].egress[iface as usize];
+            self.transmit(node, Egress { link: link as u32, iface, dir }, h);
+            return;
+        }
         let spec = &self.net.nodes[node];
         let n = &mut self.nodes[node];
         let dst = || self.pool.pkts[id as usize].dst;

@@ -24,6 +24,7 @@ impl World {
         let dur = self.now.as_secs_f64();
         let mut s = Summary { scenario: self.net.name.clone(), backend: backend.into(), seed: self.net.seed, duration_s: dur, ..Default::default() };
         s.notes.extend(self.boxes.notes(&self.net));
+        self.balancer_summaries(&mut s);
         for (fi, f) in self.flows.iter().enumerate() {
             let spec = &self.net.flows[fi];
             let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
@@ -54,6 +55,30 @@ impl World {
         }
         self.results.summary = s;
         self.results
+    }
+
+    /// The load balancers' counters and what each backend accepted.
+    fn balancer_summaries(&self, s: &mut Summary) {
+        let mut backends: Vec<usize> = Vec::new();
+        for (node, stats) in self.boxes.balancer_stats() {
+            let m = self.net.middleboxes.iter().find_map(|m| match (&m.action, &m.placement) {
+                (network::MiddleboxAction::LoadBalancer { mode, vip, backends, .. }, network::Placement::Node { node: n, .. }) if *n == node => Some((*mode, *vip, backends)),
+                _ => None,
+            });
+            let Some((mode, vip, names)) = m else { continue };
+            for name in names {
+                if let Some(b) = self.net.node(name) {
+                    if !backends.contains(&b.id) {
+                        backends.push(b.id);
+                    }
+                }
+            }
+            s.balancers.push(BalancerSummary { node: self.net.nodes[node].name.clone(), mode: mode.name().into(), vip: vip.to_string(), stats });
+        }
+        for b in backends {
+            let c = self.host_counters[b];
+            s.servers.push(ServerSummary { node: self.net.nodes[b].name.clone(), connections: c.connections, joins_accepted: c.joins_accepted, joins_refused: c.joins_refused });
+        }
     }
 
     pub(super) fn receiver_done_at(&self, flow: usize) -> Option<Instant> {

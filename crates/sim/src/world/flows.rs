@@ -22,6 +22,9 @@ pub(super) struct End {
 
 pub(super) struct FlowRt {
     pub(super) ends: [End; 2],
+    /// The node of the server end: `to`, or the backend a load balancer
+    /// sent the connection to.
+    pub(super) server: usize,
     pub(super) start: Instant,
     pub(super) last_delivered: u64,
     pub(super) srtt_sum_ns: f64,
@@ -76,7 +79,7 @@ impl World {
     /// Lets the application read/write, sends what the endpoint has, and
     /// re-arms the end's single timer.
     pub(super) fn service(&mut self, flow: usize, end: usize) {
-        let node = if end == 0 { self.net.flows[flow].from } else { self.net.flows[flow].to };
+        let node = if end == 0 { self.net.flows[flow].from } else { self.flows[flow].server };
         let mut out = std::mem::take(&mut self.out_buf);
         {
             let e = &mut self.flows[flow].ends[end];

@@ -41,11 +41,16 @@ impl World {
         if let Some(token) = join_token {
             // The token names the connection (a per-host token table, as in
             // Linux); a wrong one, or a refused join, gets a reset.
-            let &(flow, end) = self.tokens.get(&(node as u32, token))?;
-            let ep = self.flows[flow as usize].ends[end as usize].ep.as_mut()?;
-            if !ep.accept_join(self.now, pkt) {
+            let accepted = match self.tokens.get(&(node as u32, token)) {
+                Some(&(flow, end)) => self.flows[flow as usize].ends[end as usize].ep.as_mut().is_some_and(|ep| ep.accept_join(self.now, pkt)).then_some((flow, end)),
+                None => None,
+            };
+            let c = &mut self.host_counters[node];
+            let Some((flow, end)) = accepted else {
+                c.joins_refused += 1;
                 return None;
-            }
+            };
+            c.joins_accepted += 1;
             self.demux.insert(key, (flow, end));
             return Some((flow, end));
         }
@@ -55,7 +60,18 @@ impl World {
         }
         let f = &self.net.flows[flow as usize];
         let seed = self.rng.stream(0x155_0000 + 2 * flow as u64 + 1).next_u64();
-        let ep = self.factory.accept(&self.net, f, pkt.dst, pkt.src, pkt, seed, self.now)?;
+        let ep = if f.to == node {
+            self.factory.accept(&self.net, f, pkt.dst, pkt.src, pkt, seed, self.now)?
+        } else {
+            // Another backend of a balanced service took the connection:
+            // its own configuration (path manager, addresses) applies.
+            let mut here = f.clone();
+            here.to = node;
+            here.to_name.clone_from(&self.net.nodes[node].name);
+            self.factory.accept(&self.net, &here, pkt.dst, pkt.src, pkt, seed, self.now)?
+        };
+        self.flows[flow as usize].server = node;
+        self.host_counters[node].connections += 1;
         if let Some(t) = ep.token() {
             self.tokens.insert((node as u32, t), (flow, 1));
         }

@@ -99,6 +99,19 @@ impl Boxes {
     }
 }
 
+impl Boxes {
+    /// The load balancers' counters: (router, counters).
+    pub(super) fn balancer_stats(&self) -> Vec<(usize, mplab_backend::balancer::BalancerStats)> {
+        self.all
+            .iter()
+            .filter_map(|b| match b.place {
+                Place::Node(n) => b.mb.balancer_stats().map(|s| (n, s)),
+                Place::Link(_) => None,
+            })
+            .collect()
+    }
+}
+
 impl World {
     /// Places a middlebox of the caller's own (one the scenario format does
     /// not know) after the scenario's boxes at `place`; call it before the

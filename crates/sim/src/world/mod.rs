@@ -63,6 +63,14 @@ pub struct RunStats {
     pub resets_sent: u64,
 }
 
+/// What a host accepted and refused (reported for load balancers' backends).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct HostCounters {
+    connections: u64,
+    joins_accepted: u64,
+    joins_refused: u64,
+}
+
 pub struct World {
     now: Instant,
     end: Instant,
@@ -89,12 +97,20 @@ pub struct World {
     /// Every interface address -> dense index; and the node owning each.
     addr_idx: HashMap<u32, u32>,
     addr_owner: Vec<u32>,
+    /// (node, address index) of addresses several hosts hold on their
+    /// loopback (a load balancer's VIP); their `addr_owner` is `SHARED`.
+    shared: std::collections::HashSet<(u32, u32)>,
+    /// Per node.
+    host_counters: Vec<HostCounters>,
     boxes: middleboxes::Boxes,
     /// Reused buffer for packets a link discarded.
     dropped: Vec<Hop>,
     /// Reused for the segments one endpoint emits in one service call.
     out_buf: Vec<(Hop, Ipv4Addr)>,
 }
+
+/// `addr_owner` of an address held by several nodes.
+const SHARED: u32 = u32::MAX - 1;
 
 /// (node, local ip, local port, remote ip, remote port).
 type DemuxKey = (u32, u32, u16, u32, u16);
@@ -155,10 +171,13 @@ impl World {
         let mut listeners = HashMap::default();
         let mut flows = Vec::with_capacity(net.flows.len());
         for f in &net.flows {
-            listeners.insert((f.to as u32, f.dport), f.id as u32);
+            for &server in &f.servers {
+                listeners.insert((server as u32, f.dport), f.id as u32);
+            }
             let stop = Some(Instant(f.stop_ns));
             let kind = config::app_kind(&f.app);
             flows.push(FlowRt {
+                server: f.to,
                 ends: [
                     End { ep: None, app: App::new(kind.clone(), true, stop), timer_at: None, connected_at: None, misplaced: false, corrupted: false },
                     End { ep: None, app: App::new(kind, false, stop), timer_at: None, connected_at: None, misplaced: false, corrupted: false },
@@ -190,6 +209,16 @@ impl World {
                 });
             }
         }
+        let mut shared = std::collections::HashSet::new();
+        for n in &net.nodes {
+            for a in &n.loopback {
+                let idx = *addr_idx.entry(u32::from(*a)).or_insert_with(|| {
+                    addr_owner.push(SHARED);
+                    (addr_owner.len() - 1) as u32
+                });
+                shared.insert((n.id as u32, idx));
+            }
+        }
         let interval = Instant(net.probes.interval_ns.max(1));
         let mut w = World {
             now: Instant::ZERO,
@@ -211,6 +240,8 @@ impl World {
             pool: Pool::default(),
             addr_idx,
             addr_owner,
+            shared,
+            host_counters: vec![HostCounters::default(); net.nodes.len()],
             dropped: Vec::new(),
             boxes,
             out_buf: Vec::new(),
