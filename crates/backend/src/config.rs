@@ -168,6 +168,14 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
         }
         locals.push(l);
     }
+    // A backend of a stateless load balancer refuses joins to the VIP (the
+    // C flag) and announces its own addresses, which route to it directly.
+    let stateless_backend = stateless_backend(net, node);
+    if stateless_backend {
+        for l in locals.iter_mut().filter(|l| l.addr != std::net::IpAddr::from(first)) {
+            l.signal = true;
+        }
+    }
     let (pm, limits) = path_manager(net, f, &m);
     let path_manager: PmChoice = mplab_proto::mptcp::path_manager::lookup(&pm)?;
     let profile = profile(f, &m, node);
@@ -194,7 +202,14 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
     // A buffer the scenario sets is fixed (SO_SNDBUF / SO_RCVBUF lock it).
     cfg.snd_autotune &= f.tcp.snd_buf.is_none();
     cfg.rcv_autotune &= f.tcp.rcv_buf.is_none();
+    cfg.deny_join_initial = stateless_backend;
     Ok(cfg)
+}
+
+/// Whether `node` is a backend of a load balancer in `stateless` mode.
+pub fn stateless_backend(net: &Network, node: usize) -> bool {
+    let name = &net.nodes[node].name;
+    net.middleboxes.iter().any(|m| matches!(&m.action, network::MiddleboxAction::LoadBalancer { mode: network::BalancerMode::Stateless, backends, .. } if backends.contains(name)))
 }
 
 /// Where the `linux` profile's jiffies counter stands at time zero: one

@@ -85,6 +85,11 @@ pub struct MptcpConfig {
     /// with its congestion window up to `snd_buf` (Linux's autotuning,
     /// `sndbuf.rs`); else it is `snd_buf`.
     pub snd_autotune: bool,
+    /// This end refuses joins to the address and port of the initial
+    /// subflow: MP_CAPABLE's C flag (RFC 8684 3.1), Linux's
+    /// `net.mptcp.allow_join_initial_addr_port = 0`. A load-balanced
+    /// server sets it and announces an address of its own instead.
+    pub deny_join_initial: bool,
 }
 
 impl Default for MptcpConfig {
@@ -106,6 +111,7 @@ impl Default for MptcpConfig {
             head_retransmit_on_idle: false,
             rcv_autotune: false,
             snd_autotune: false,
+            deny_join_initial: false,
         }
     }
 }
@@ -259,6 +265,9 @@ pub struct Connection {
     scheduler: Box<dyn Scheduler>,
     pm: Box<dyn PathManager>,
     remotes: Vec<RemoteAddr>,
+    /// The peer's MP_CAPABLE had the C flag: no joins to its initial
+    /// address (remote id 0).
+    peer_denies_initial: bool,
     add_addr_accepted: u32,
     announces: Vec<Announce>,
     /// ADD_ADDR echoes to send.
@@ -378,6 +387,7 @@ impl Connection {
             scheduler,
             pm,
             remotes: Vec::new(),
+            peer_denies_initial: false,
             add_addr_accepted: 0,
             announces: Vec::new(),
             echoes: VecDeque::new(),
@@ -849,6 +859,7 @@ impl Connection {
                 Some(m) if m.sender_key.is_some() => {
                     self.remote = m.sender_key.map(KeyMaterial::from_key);
                     self.checksum |= m.checksum_required();
+                    self.peer_denies_initial = m.flags & capable_flags::C != 0;
                 }
                 _ => self.fall_back(Fallback::NoMpCapable),
             },
@@ -1076,9 +1087,16 @@ impl Connection {
         self.events.push_back(Event::AddressAnnounced(r));
         let mut out = Vec::new();
         let tuples: Vec<_> = self.subflows.iter().filter(|s| !s.is_closed()).map(|s| (s.local, s.remote)).collect();
-        let v = PmView { client: self.client, locals: &self.cfg.locals, remotes: &self.remotes, subflows: &tuples, limits: self.cfg.limits };
+        let remotes = self.join_remotes();
+        let v = PmView { client: self.client, locals: &self.cfg.locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
         self.pm.on_add_addr(&v, r, &mut out);
         self.apply(out);
+    }
+
+    /// The peer addresses joins may go to: all but the initial one when the
+    /// peer set the C flag.
+    fn join_remotes(&self) -> Vec<RemoteAddr> {
+        self.remotes.iter().filter(|r| !(self.peer_denies_initial && r.id == 0)).copied().collect()
     }
 
     fn on_remove_addr(&mut self, ids: &[u8]) {
@@ -1262,7 +1280,8 @@ impl Connection {
             self.pm_started = true;
             let mut out = Vec::new();
             let tuples: Vec<_> = self.subflows.iter().map(|s| (s.local, s.remote)).collect();
-            let v = PmView { client: self.client, locals: &self.cfg.locals, remotes: &self.remotes, subflows: &tuples, limits: self.cfg.limits };
+            let remotes = self.join_remotes();
+            let v = PmView { client: self.client, locals: &self.cfg.locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
             self.pm.on_established(&v, &mut out);
             self.apply(out);
         }
@@ -1805,7 +1824,7 @@ impl Connection {
             }
             return data;
         }
-        let cap_flags = capable_flags::H | if self.cfg.checksum || self.checksum { capable_flags::A } else { 0 };
+        let cap_flags = capable_flags::H | if self.cfg.checksum || self.checksum { capable_flags::A } else { 0 } | if self.cfg.deny_join_initial { capable_flags::C } else { 0 };
         let s = &self.subflows[i];
         if h.syn() {
             let o = match s.origin {
