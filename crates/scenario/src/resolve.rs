@@ -25,6 +25,17 @@ pub(crate) fn resolve(spec: &Spec) -> Result<Network, Diag> {
     for (i, l) in spec.links.iter().enumerate() {
         draft.links.push(link_from_spec(l, &format!("links[{i}]"))?);
     }
+    // A generator's middleboxes join the file's, after them (so the
+    // file's keep their indices in error messages).
+    let merged;
+    let spec = if draft.middleboxes.is_empty() {
+        spec
+    } else {
+        let mut s = spec.clone();
+        s.middleboxes.extend(draft.middleboxes.iter().cloned());
+        merged = s;
+        &merged
+    };
     let (mut nodes, links) = build(&draft)?;
     let anycast = crate::balancer::place(spec, &mut nodes)?;
     routing::compute(&mut nodes, &links, &anycast);

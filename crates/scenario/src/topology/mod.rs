@@ -5,12 +5,14 @@
 mod dumbbell;
 mod fattree;
 mod khalili;
+mod load_balanced;
 mod parallel;
 mod star;
 
 pub use dumbbell::DumbbellSpec;
 pub use fattree::FatTreeSpec;
 pub use khalili::KhaliliSpec;
+pub use load_balanced::LoadBalancedSpec;
 pub use parallel::ParallelSpec;
 pub use star::StarSpec;
 
@@ -33,6 +35,7 @@ pub const REGISTRY: &[GeneratorEntry] = &[
     entry::<KhaliliSpec>("khalili", "the shared-bottleneck topology of Khalili et al. (OLIA) with its two user types"),
     entry::<FatTreeSpec>("fattree", "a k-ary fat tree (Al-Fares et al.) of k^3/4 hosts"),
     entry::<StarSpec>("star", "N hosts around one router (incast, many-to-one)"),
+    entry::<LoadBalancedSpec>("load_balanced", "clients with several access links, load-balancer instances behind ECMP sharing a VIP, and their backends"),
 ];
 
 /// What a generator does: expand its parameters into nodes and links,
@@ -111,6 +114,8 @@ impl PartialEq for Topology {
 pub(crate) struct Draft {
     pub nodes: Vec<DraftNode>,
     pub links: Vec<DraftLink>,
+    /// Middleboxes a generator places (after the file's own).
+    pub middleboxes: Vec<crate::schema::MiddleboxSpec>,
 }
 
 #[derive(Debug, Clone)]
