@@ -221,8 +221,8 @@ fn ecmp_errors_name_the_field() {
 #[test]
 fn topology_errors() {
     let t = |body: &str| error(&format!("name = \"t\"\n\n[topology]\n{body}"));
-    assert_eq!(t("kind = \"ring\"\n"), r#"scenario.toml:4:8: topology.kind: unknown topology kind "ring": expected one of parallel, dumbbell, khalili, fattree, star"#);
-    assert_eq!(t("paths = 2\n"), "scenario.toml:3:1: topology: missing field `kind` (one of parallel, dumbbell, khalili, fattree, star)");
+    assert_eq!(t("kind = \"ring\"\n"), r#"scenario.toml:4:8: topology.kind: unknown topology kind "ring": expected one of parallel, dumbbell, khalili, fattree, star, load_balanced"#);
+    assert_eq!(t("paths = 2\n"), "scenario.toml:3:1: topology: missing field `kind` (one of parallel, dumbbell, khalili, fattree, star, load_balanced)");
     assert_eq!(t("kind = \"star\"\n"), "scenario.toml:3:1: topology: missing field `hosts`");
     assert_eq!(t("kind = \"star\"\nhosts = 1\nrate = \"1Mbit\"\n"), "scenario.toml:5:9: topology.hosts: hosts must be between 2 and 1024, got 1");
     assert_eq!(t("kind = \"parallel\"\npaths = 2\n"), "scenario.toml:3:1: topology: missing field `rate`");
@@ -307,4 +307,49 @@ fn rewrite_every_must_be_positive_and_only_for_rewrite() {
     assert!(e.ends_with("middleboxes[0].every: must be greater than 0"), "{e}");
     let e = error(&with("\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"c-s\"\nevery = \"1MB\"\n"));
     assert!(e.ends_with("middleboxes[0].every: does not apply to kind = \"strip_mptcp\""), "{e}");
+}
+
+/// A client, a router and two servers, the router linked to each: lines
+/// 1-29; cases append a load balancer from line 30 on.
+const LB_BASE: &str = r#"name = "lb"
+
+[[nodes]]
+name = "c"
+
+[[nodes]]
+name = "r"
+kind = "router"
+
+[[nodes]]
+name = "s0"
+
+[[nodes]]
+name = "s1"
+
+[[links]]
+a = "c"
+b = "r"
+rate = "1Gbit"
+
+[[links]]
+a = "r"
+b = "s0"
+rate = "1Gbit"
+
+[[links]]
+a = "r"
+b = "s1"
+rate = "1Gbit"
+"#;
+
+#[test]
+fn load_balancer_errors_name_the_field() {
+    let lb = |fields: &str| error(&format!("{LB_BASE}\n[[middleboxes]]\nkind = \"load_balancer\"\nnode = \"r\"\n{fields}"));
+    assert_eq!(lb("mode = \"round\"\nvip = \"10.100.0.1\"\nbackends = [\"s0\"]\n"), r#"scenario.toml:34:8: middleboxes[0].mode: unknown mode "round" for kind = "load_balancer" ("iphash", "fivetuple", "token", "stateless")"#);
+    assert_eq!(lb("mode = \"token\"\nbackends = [\"s0\"]\n"), r#"scenario.toml:31:1: middleboxes[0]: kind = "load_balancer" needs `vip`, the address clients connect to"#);
+    assert_eq!(lb("mode = \"token\"\nvip = \"10.100.0.1\"\nbackends = [\"s0\", \"r\"]\n"), r#"scenario.toml:36:19: middleboxes[0].backends[1]: "r" is a router; backends are hosts"#);
+    assert_eq!(lb("mode = \"token\"\nvip = \"10.100.0.1\"\nbackends = [\"s0\", \"nope\"]\n"), r#"scenario.toml:36:19: middleboxes[0].backends[1]: unknown node "nope""#);
+    assert_eq!(lb("mode = \"token\"\nvip = \"10.0.0.1\"\nbackends = [\"s0\"]\n"), r#"scenario.toml:35:7: middleboxes[0].vip: 10.0.0.1 is on a link subnet of c; a VIP must be an address of its own"#);
+    assert_eq!(lb("mode = \"token\"\nvip = \"10.100.0.1\"\nbackends = []\n"), r#"scenario.toml:36:12: middleboxes[0].backends: a load balancer needs at least one backend host"#);
+    assert_eq!(lb("mode = \"token\"\nvip = \"10.100.0.1\"\nbackends = [\"s0\"]\nsize = \"1KB\"\n"), r#"scenario.toml:37:8: middleboxes[0].size: does not apply to kind = "load_balancer""#);
 }
