@@ -438,6 +438,7 @@ mod tests {
                 "nat" => "kind = \"nat\"\nnode = \"left\"",
                 "resegment" => "kind = \"resegment\"\nmode = \"split\"\nnode = \"left\"",
                 "rewrite" => "kind = \"rewrite\"\nnode = \"left\"",
+                "load_balancer" => "kind = \"load_balancer\"\nnode = \"left\"\nmode = \"token\"\nvip = \"10.100.0.1\"\nbackends = [\"l0\"]",
                 other => panic!("add a case for the new middlebox kind {other}"),
             };
             let errs = with_box(body);
