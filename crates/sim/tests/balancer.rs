@@ -133,3 +133,28 @@ fn the_same_seed_gives_the_same_run() {
     let b = bundled("seed003-lb-ecmp.toml", &[("topology.mode", "token"), ("topology.balancers", "2")]);
     assert_eq!(a.summary, b.summary);
 }
+
+#[test]
+fn a_backend_that_disappears_gets_no_new_connections() {
+    // srv0's link to the balancer fails at 1 s; four clients start at 3 s.
+    let mut sets = vec![("topology.balancers", "1"), ("events", r#"[{ at = "1s", link = "lb0-srv0", action = "down" }]"#)];
+    for f in 4..8 {
+        sets.push((["flows.4.start", "flows.5.start", "flows.6.start", "flows.7.start"][f - 4], "3s"));
+    }
+    let r = bundled("seed003-lb-ecmp.toml", &sets);
+    let b = &r.summary.balancers[0];
+    let late = &r.summary.flows[4..];
+    for f in late {
+        assert!(f.completed && f.verified && f.goodput_bps > 1.85 * ONE_LINK * 1e6, "{f:?}");
+    }
+    // The late connections all went to srv1; segments of connections that
+    // were on srv0 were sent to srv1 instead (which resets them), and none
+    // of the flows cut short delivered a wrong byte.
+    let on_srv0 = b.stats.connections_to[0];
+    assert_eq!(b.stats.connections_to[1], 8 - on_srv0);
+    assert!(on_srv0 >= 1 && on_srv0 <= 4, "{:?}", b.stats.connections_to);
+    assert!(b.stats.rerouted > 0, "{b:?}");
+    let cut = r.summary.flows.iter().filter(|f| !f.completed).count() as u64;
+    assert_eq!(cut, on_srv0, "the connections on srv0 are lost");
+    assert!(r.summary.flows.iter().all(|f| f.verified));
+}

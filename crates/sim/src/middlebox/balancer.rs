@@ -22,6 +22,8 @@ pub struct LoadBalancer {
     iface_of: Vec<u16>,
     /// The backend behind each of the router's interfaces.
     backend_at: Vec<Option<usize>>,
+    /// The link to backend `i` (its health: up or down).
+    link_of: Vec<usize>,
     seen: u64,
 }
 
@@ -31,7 +33,7 @@ impl LoadBalancer {
     pub fn new(net: &Network, node: usize, mode: BalancerMode, vip: Ipv4Addr, backends: &[String], table: u64, idle_ns: u64) -> Self {
         let router = &net.nodes[node];
         let mut backend_at = vec![None; router.interfaces.len()];
-        let iface_of = backends
+        let iface_of: Vec<u16> = backends
             .iter()
             .enumerate()
             .map(|(b, name)| {
@@ -41,6 +43,7 @@ impl LoadBalancer {
                 i as u16
             })
             .collect();
+        let link_of = iface_of.iter().map(|&i| router.interfaces[usize::from(i)].link).collect();
         let mut cfg = BalancerConfig::new(mode, backends.len());
         cfg.conn_capacity = table as usize;
         cfg.token_capacity = table as usize;
@@ -48,7 +51,7 @@ impl LoadBalancer {
         // Every instance of one scenario hashes alike: ECMP may send a
         // connection's segments through any of them.
         cfg.seed = net.seed;
-        LoadBalancer { lb: Balancer::new(cfg), vip, iface_of, backend_at, seen: 0 }
+        LoadBalancer { lb: Balancer::new(cfg), vip, iface_of, backend_at, link_of, seen: 0 }
     }
 
     pub fn stats(&self) -> BalancerStats {
@@ -114,6 +117,16 @@ impl Middlebox for LoadBalancer {
             s.conn_table.evicted,
             s.conn_table.expired
         ))
+    }
+
+    /// A health check that sees a backend's link state at once (real ones
+    /// take a few probe intervals).
+    fn on_link_state(&mut self, link: usize, up: bool) {
+        for (b, &l) in self.link_of.iter().enumerate() {
+            if l == link {
+                self.lb.set_up(b, up);
+            }
+        }
     }
 
     fn balancer_stats(&self) -> Option<BalancerStats> {

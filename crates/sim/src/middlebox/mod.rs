@@ -52,6 +52,9 @@ pub trait Middlebox {
     fn note(&self, _at: &str) -> Option<String> {
         None
     }
+    /// Link `link` of the network went down (`up` false) or came back: a
+    /// load balancer's health check takes a backend out or back.
+    fn on_link_state(&mut self, _link: usize, _up: bool) {}
     /// A load balancer's counters, for the results.
     fn balancer_stats(&self) -> Option<mplab_backend::balancer::BalancerStats> {
         None

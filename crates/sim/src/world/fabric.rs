@@ -425,6 +425,10 @@ impl World {
             self.reclaim(ev.link, d);
             self.schedule_link(ev.link, d);
         }
+        if let network::LinkAction::Down | network::LinkAction::Up = ev.action {
+            // What a router's health checks would see.
+            self.boxes.link_state(ev.link, matches!(ev.action, network::LinkAction::Up));
+        }
     }
 
 }

@@ -100,6 +100,13 @@ impl Boxes {
 }
 
 impl Boxes {
+    /// Tells every box that `link` went down or came back.
+    pub(super) fn link_state(&mut self, link: usize, up: bool) {
+        for b in &mut self.all {
+            b.mb.on_link_state(link, up);
+        }
+    }
+
     /// The load balancers' counters: (router, counters).
     pub(super) fn balancer_stats(&self) -> Vec<(usize, mplab_backend::balancer::BalancerStats)> {
         self.all
