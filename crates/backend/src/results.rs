@@ -237,7 +237,55 @@ impl RunResults {
         s
     }
 
-    /// Writes summary.json, flows.csv, interfaces.csv and queues.csv into `dir`.
+    /// One row per load-balancer instance (empty without balancers).
+    pub fn balancers_csv(&self) -> String {
+        let mut s = String::from(
+            "node,mode,vip,packets,connections,joins,joins_by_token,joins_unknown_token,tokens_learned,token_collisions,conn_misses,rerouted,malformed_options,dropped,conn_table_size,conn_table_peak,conn_table_evicted,conn_table_expired,token_table_size,token_table_peak,token_table_evicted,token_table_expired\n",
+        );
+        for b in &self.summary.balancers {
+            let t = &b.stats;
+            let (c, k) = (&t.conn_table, &t.token_table);
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                b.node,
+                b.mode,
+                b.vip,
+                t.packets,
+                t.connections_to.iter().sum::<u64>(),
+                t.joins,
+                t.joins_by_token,
+                t.joins_unknown_token,
+                t.tokens_learned,
+                t.token_collisions,
+                t.conn_misses,
+                t.rerouted,
+                t.malformed_options,
+                t.dropped,
+                c.size,
+                c.peak,
+                c.evicted,
+                c.expired,
+                k.size,
+                k.peak,
+                k.evicted,
+                k.expired
+            );
+        }
+        s
+    }
+
+    /// One row per backend host behind a balancer.
+    pub fn servers_csv(&self) -> String {
+        let mut s = String::from("node,connections,joins_accepted,joins_refused\n");
+        for v in &self.summary.servers {
+            let _ = writeln!(s, "{},{},{},{}", v.node, v.connections, v.joins_accepted, v.joins_refused);
+        }
+        s
+    }
+
+    /// Writes summary.json, flows.csv, interfaces.csv and queues.csv into
+    /// `dir` (and balancers.csv, servers.csv when the run has balancers).
     pub fn write_dir(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let json = serde_json::to_string_pretty(&self.summary).map_err(io::Error::other)?;
@@ -245,6 +293,10 @@ impl RunResults {
         std::fs::write(dir.join("flows.csv"), self.flows_csv())?;
         std::fs::write(dir.join("interfaces.csv"), self.interfaces_csv())?;
         std::fs::write(dir.join("queues.csv"), self.queues_csv())?;
+        if !self.summary.balancers.is_empty() {
+            std::fs::write(dir.join("balancers.csv"), self.balancers_csv())?;
+            std::fs::write(dir.join("servers.csv"), self.servers_csv())?;
+        }
         Ok(())
     }
 }

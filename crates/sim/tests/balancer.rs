@@ -158,3 +158,17 @@ fn a_backend_that_disappears_gets_no_new_connections() {
     assert_eq!(cut, on_srv0, "the connections on srv0 are lost");
     assert!(r.summary.flows.iter().all(|f| f.verified));
 }
+
+#[test]
+fn balancer_counters_are_written_as_csv() {
+    let r = bundled("seed003-lb-ecmp.toml", &[("topology.balancers", "2")]);
+    let b = r.balancers_csv();
+    let lines: Vec<&str> = b.lines().collect();
+    assert_eq!(lines.len(), 3, "{b}");
+    assert!(lines[0].starts_with("node,mode,vip,packets,connections,joins,joins_by_token"));
+    assert!(lines[1].starts_with("lb0,token,10.100.0.1,") && lines[2].starts_with("lb1,token,"), "{b}");
+    let s = r.servers_csv();
+    assert_eq!(s.lines().count(), 3, "{s}");
+    let accepted: u64 = s.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(accepted, joins(&r).0);
+}
