@@ -357,6 +357,17 @@ impl World {
                     _ => Some(n.ecmp.pick(flow_hash, hops, |e| e.iface)),
                 }
             }
+            // An address no node has (a reset to a spoofed source): looked up
+            // afresh, not cached, so it leaves by the route to it and the
+            // next router drops it.
+            _ if dst_idx == NO_ADDR => {
+                let hops = lookup(None);
+                match hops.len() {
+                    0 => None,
+                    1 => Some(hops[0]),
+                    _ => Some(n.ecmp.pick(flow_hash, &hops, |e| e.iface)),
+                }
+            }
             _ => {
                 let di = dst_idx as usize;
                 if n.fib.len() <= di {

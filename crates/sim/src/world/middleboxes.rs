@@ -47,7 +47,7 @@ impl Boxes {
     }
 
     /// Adds a box after those already at `place`.
-    pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox>) {
+    pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox>) -> u32 {
         let id = self.all.len() as u32;
         self.all.push(BoxRt { mb, place, armed: None });
         match place {
@@ -56,6 +56,7 @@ impl Boxes {
         }
         self.any_on_links |= matches!(place, Place::Link(_));
         self.any_on_nodes |= matches!(place, Place::Node(_));
+        id
     }
 
     #[inline]
@@ -124,7 +125,10 @@ impl World {
     /// not know) after the scenario's boxes at `place`; call it before the
     /// run starts.
     pub fn add_middlebox(&mut self, place: Place, mb: Box<dyn Middlebox>) {
-        self.boxes.insert(place, mb);
+        // A box with a deadline of its own (one that injects packets) gets
+        // its timer now, not when a first packet passes it.
+        let id = self.boxes.insert(place, mb);
+        self.arm(id);
     }
 
     /// Runs a packet through the boxes at `place`, seen at hook `at`;
@@ -175,9 +179,12 @@ impl World {
     fn arm(&mut self, b: u32) {
         let rt = &mut self.boxes.all[b as usize];
         if let Some(d) = rt.mb.next_deadline() {
+            // A deadline already past fires now, and is remembered as now,
+            // or `box_timer` would never clear it and no later one arm.
+            let d = d.max(self.now);
             if rt.armed.map_or(true, |a| d < a) {
                 rt.armed = Some(d);
-                self.queue.schedule(d.max(self.now), Ev::BoxTimer { boxid: b });
+                self.queue.schedule(d, Ev::BoxTimer { boxid: b });
             }
         }
     }
