@@ -160,6 +160,8 @@ pub struct FlowState {
     pub completed_ns: AtomicU64,
     pub client: OnceLock<Arc<OwnedFd>>,
     pub server: OnceLock<Arc<OwnedFd>>,
+    /// The node whose listener accepted (a balanced flow has several).
+    pub server_node: OnceLock<usize>,
     /// The client's TCP_IS_MPTCP was seen 0 after the connection was up.
     pub fell_back: AtomicBool,
     pub connected: AtomicBool,
@@ -461,15 +463,26 @@ pub fn run_client(f: Flow, sock: OwnedFd, st: Arc<FlowState>, clk: Clock) {
     check_fallback(&f, &st);
 }
 
-/// The server end: accepts one connection and runs its side of the app.
-pub fn run_server(f: Flow, listener: Arc<OwnedFd>, st: Arc<FlowState>, clk: Clock) {
+/// The server end on `node`: accepts one connection and runs its side of
+/// the app. A balanced flow listens on every backend; the one a balancer
+/// sends the connection to serves it, the others time out at the end.
+pub fn run_server(f: Flow, listener: Arc<OwnedFd>, node: usize, st: Arc<FlowState>, clk: Clock) {
     latency_priority(&f);
     let lfd = listener.as_raw_fd();
     let conn = loop {
         if clk.over() {
             return;
         }
-        // SAFETY: accept on a valid listening socket (SO_RCVTIMEO bounds it).
+        // Wait for a connection in bounded steps: an MPTCP listener's
+        // accept does not honour SO_RCVTIMEO (the timeout stays on the
+        // MPTCP socket, the wait happens on its subflow listener), and a
+        // balanced flow's other backends never get one.
+        let mut pfd = libc::pollfd { fd: lfd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, 100) } <= 0 {
+            continue;
+        }
+        // SAFETY: accept on a valid listening socket with a connection ready.
         let c = unsafe { libc::accept4(lfd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
         if c >= 0 {
             // SAFETY: fresh fd.
@@ -482,9 +495,14 @@ pub fn run_server(f: Flow, listener: Arc<OwnedFd>, st: Arc<FlowState>, clk: Cloc
         }
     };
     let conn = Arc::new(conn);
+    if st.server.set(conn.clone()).is_err() {
+        // Another backend holds this flow's connection: one per flow.
+        abortive_close(&conn);
+        return;
+    }
+    let _ = st.server_node.set(node);
     let fd = conn.as_raw_fd();
     let _ = configure(fd, &f);
-    let _ = st.server.set(conn.clone());
     run_app(&f, fd, false, &st, &clk);
 }
 

@@ -188,6 +188,13 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             err(&format!("middleboxes[{i}].kind"), why.into());
         }
     }
+    // A balanced flow runs on kernel hosts only (mplab's hosts do not hold
+    // a VIP yet).
+    for f in net.flows.iter().filter(|f| f.servers.len() > 1) {
+        if !is_k(f.from) || f.servers.iter().any(|&n| !is_k(n)) {
+            err(&format!("flows[{}].to", f.id), format!("flow {:?} goes through a load balancer: its client and backends must run the kernel's stack here", f.name));
+        }
+    }
     if net.ecmp == mplab_scenario::network::EcmpMode::Random {
         let has_ecmp = net.nodes.iter().any(|n| n.routing.main.iter().chain(n.routing.tables.iter().flat_map(|t| &t.routes)).any(|r| r.nexthops.len() > 1));
         if has_ecmp {
@@ -237,7 +244,7 @@ pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, M
     let mut plan: BTreeMap<usize, (MptcpNode, String)> = BTreeMap::new();
     for f in net.flows.iter().filter(|f| f.transport == TransportKind::Mptcp) {
         let Some(m) = &f.mptcp else { continue };
-        let (cli, srv) = (&net.nodes[f.from], &net.nodes[f.to]);
+        let cli = &net.nodes[f.from];
         // The limits every backend uses for this flow (mplab_backend::config).
         let (_, lim) = mplab_backend::config::path_manager(net, f, m);
         if lim.subflows > LINUX_PM_MAX || lim.add_addr_accepted > LINUX_PM_MAX {
@@ -248,7 +255,7 @@ pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, M
         }
         let limits = Some((lim.subflows, lim.add_addr_accepted));
         let mut c = MptcpNode { limits, ..Default::default() };
-        let mut s = MptcpNode { limits, ..Default::default() };
+        let mut servers: Vec<(usize, MptcpNode)> = f.servers.iter().map(|&n| (n, MptcpNode { limits, ..Default::default() })).collect();
         match m.path_manager {
             PathManager::Default | PathManager::Ndiffports => {}
             PathManager::Fullmesh => {
@@ -260,8 +267,10 @@ pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, M
                 for i in &cli.interfaces {
                     c.endpoints.push(format!("endpoint add {} subflow fullmesh", i.addr));
                 }
-                for i in srv.interfaces.iter().filter(|i| i.addr != f.dst) {
-                    s.endpoints.push(format!("endpoint add {} signal", i.addr));
+                for (srv, s) in servers.iter_mut() {
+                    for i in net.nodes[*srv].interfaces.iter().filter(|i| i.addr != f.dst) {
+                        s.endpoints.push(format!("endpoint add {} signal", i.addr));
+                    }
                 }
             }
             PathManager::Endpoints => {
@@ -269,8 +278,8 @@ pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, M
                 // a join from eth1 to the server's eth0 address is reset
                 // when its SYN/ACK comes back on eth0 (measured on four
                 // direct paths, docs/validation.md).
-                for (node, plan) in [(cli, &mut c), (srv, &mut s)] {
-                    for e in net.mptcp_endpoints.iter().filter(|e| e.node == node.id) {
+                for (node, plan) in std::iter::once((cli.id, &mut c)).chain(servers.iter_mut().map(|(n, s)| (*n, s))) {
+                    for e in net.mptcp_endpoints.iter().filter(|e| e.node == node) {
                         plan.endpoints.push(format!("endpoint add {} id {} {}", e.addr, e.id, flags_str(&e.flags)));
                         if e.flags.contains(&EndpointFlag::Backup) {
                             plan.backup_addrs.push(e.addr);
@@ -279,7 +288,19 @@ pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, M
                 }
             }
         }
-        for (node, want) in [(f.from, c), (f.to, s)] {
+        // A stateless balancer's backends announce their own addresses
+        // (mplab_backend::config does the same for mplab's stack).
+        for (srv, s) in servers.iter_mut() {
+            if mplab_backend::config::stateless_backend(net, *srv) {
+                for i in &net.nodes[*srv].interfaces {
+                    let e = format!("endpoint add {} signal", i.addr);
+                    if !s.endpoints.iter().any(|x| x.starts_with(&format!("endpoint add {} ", i.addr))) {
+                        s.endpoints.push(e);
+                    }
+                }
+            }
+        }
+        for (node, want) in std::iter::once((f.from, c)).chain(servers) {
             if !kernel.get(node).copied().unwrap_or(true) {
                 continue;
             }
@@ -357,6 +378,26 @@ pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMa
                     }
                     a.extend(["-j", "TCPOPTSTRIP", "--strip-options", "30"]);
                     sys::run(&a)?;
+                }
+            }
+            MiddleboxAction::LoadBalancer { .. } => {
+                // The forwarder thread starts with the run (kernel.rs);
+                // here: its routing tables, its queue rule, the VIP on the
+                // backends' loopback, and the stateless mode's sysctl.
+                for p in crate::balancer::plans(net).into_iter().filter(|p| p.node == *node) {
+                    ip_batch(Some(nsn), &crate::balancer::ip_commands(&p))?;
+                    for rule in crate::balancer::iptables_rules(&p) {
+                        let mut a = vec!["ip", "netns", "exec", nsn.as_str(), "iptables"];
+                        a.extend(rule.iter().map(String::as_str));
+                        sys::run(&a)?;
+                    }
+                    for (b, _, _) in &p.backends {
+                        let bns = &ns[*b];
+                        let _ = ip_batch(Some(bns), &[format!("addr add {}/32 dev lo", p.vip)]);
+                        if p.cfg.mode == mplab_scenario::network::BalancerMode::Stateless {
+                            sys::in_netns(bns, || sys::sysctl_write("net.mptcp.allow_join_initial_addr_port", "0")).map_err(|e| format!("namespace {bns}: {e}"))?;
+                        }
+                    }
                 }
             }
             MiddleboxAction::Nat { addr } => {

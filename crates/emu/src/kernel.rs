@@ -136,6 +136,9 @@ struct FlowTrack {
     subs: Vec<SubTrack>,
     /// The sender namespace's sock_diag socket (MPTCP flows on kernel hosts).
     diag: Option<probes::SockDiag>,
+    /// A balanced download's backends, (node, namespace): the diag socket
+    /// opens in the one that accepts.
+    diag_at: Vec<(usize, String)>,
     /// Whether the subflows came from MPTCP_FULL_INFO / flags from sock_diag (meta.json).
     full_info: bool,
     diag_flags: bool,
@@ -156,6 +159,12 @@ fn sender_fd(f: &network::Flow, st: &FlowState) -> Option<std::os::fd::RawFd> {
 fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpInfo> {
     if !st.connected.load(Ordering::Relaxed) {
         return None;
+    }
+    if tr.diag.is_none() && f.transport == TransportKind::Mptcp {
+        if let Some(ns) = st.server_node.get().and_then(|n| tr.diag_at.iter().find(|(k, _)| k == n)).map(|(_, ns)| ns.clone()) {
+            tr.diag = probes::SockDiag::open(&ns).ok();
+            tr.diag_at.clear();
+        }
     }
     let stack = st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.0.clone()));
     // mplab's stack lists its subflows with their state, as the kernel's
@@ -267,6 +276,12 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     check()?;
     let plan = kconf::apply_on(net, &topo.node_ns, &on_kernel).map_err(|e| KernelError::Failed(format!("configuring the kernel: {e}")))?;
     check()?;
+    // Load balancers: their forwarders serve the queues kconf set up.
+    let mut forwarders = Vec::new();
+    for p in crate::balancer::plans(net) {
+        let fw = crate::balancer::Forwarder::start(&topo.node_ns[p.node], &p).map_err(|e| KernelError::Failed(format!("load balancer on {}: {e}", net.nodes[p.node].name)))?;
+        forwarders.push((p, fw));
+    }
     let mut tuns: Vec<(usize, Tun)> = Vec::new();
     for n in net.nodes.iter().filter(|n| mplab[n.id]) {
         tuns.push((n.id, Tun::attach(net, n.id, &topo.node_ns[n.id]).map_err(|e| KernelError::Failed(format!("mplab stack on {}: {e}", n.name)))?));
@@ -279,15 +294,17 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     for n in &net.nodes {
         netdev.push(NetDev::open(&topo.node_ns[n.id]).map_err(|e| KernelError::Failed(format!("counters of {}: {e}", n.name)))?);
     }
-    let mut listeners = Vec::new();
+    let mut listeners: Vec<Vec<(usize, Arc<std::os::fd::OwnedFd>)>> = Vec::new();
     let mut clients = Vec::new();
     for f in &net.flows {
-        if mplab[f.to] {
-            listeners.push(None);
-        } else {
-            let l = apps::listen(&topo.node_ns[f.to], f).map_err(|e| KernelError::Failed(format!("flow {}: listening on {}:{}: {e}", f.name, f.to_name, f.dport)))?;
-            listeners.push(Some(Arc::new(l)));
+        let mut ls = Vec::new();
+        // Every server of the flow (a balanced flow's backends) listens.
+        for &srv in f.servers.iter().filter(|&&srv| !mplab[srv]) {
+            let name = &net.nodes[srv].name;
+            let l = apps::listen(&topo.node_ns[srv], f).map_err(|e| KernelError::Failed(format!("flow {}: listening on {name}:{}: {e}", f.name, f.dport)))?;
+            ls.push((srv, Arc::new(l)));
         }
+        listeners.push(ls);
         clients.push(if mplab[f.from] { None } else { Some(apps::client_socket(&topo.node_ns[f.from], f).map_err(|e| KernelError::Failed(format!("flow {}: socket on {}: {e}", f.name, f.from_name)))?) });
     }
     let t0 = Wall::now() + LEAD;
@@ -305,9 +322,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     let states: Vec<Arc<FlowState>> = net.flows.iter().map(|_| Arc::new(FlowState::default())).collect();
     let mut threads = Vec::new();
     for (i, f) in net.flows.iter().enumerate() {
-        if let Some(l) = listeners[i].clone() {
+        for (node, l) in listeners[i].clone() {
             let (ff, st, c) = (f.clone(), states[i].clone(), clk.clone());
-            threads.push(std::thread::Builder::new().name(format!("srv-{}", f.name)).spawn(move || apps::run_server(ff, l, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+            threads.push(std::thread::Builder::new().name(format!("srv-{}", f.name)).spawn(move || apps::run_server(ff, l, node, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
         }
         if let Some(s) = clients[i].take() {
             let (ff, st, c) = (f.clone(), states[i].clone(), clk.clone());
@@ -364,6 +381,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         .map(|f| {
             // The data sender's namespace holds the subflows whose flags we read.
             let sender = if matches!(f.app, App::Download { .. }) { f.to } else { f.from };
+            if f.servers.len() > 1 && sender != f.from {
+                let diag_at = f.servers.iter().filter(|&&n| !mplab[n]).map(|&n| (n, topo.node_ns[n].clone())).collect();
+                return FlowTrack { diag_at, ..Default::default() };
+            }
             let diag = (f.transport == TransportKind::Mptcp && !mplab[sender]).then(|| probes::SockDiag::open(&topo.node_ns[sender]).ok()).flatten();
             FlowTrack { diag, ..Default::default() }
         })
@@ -466,6 +487,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         }
     }
     let report = emu.stop();
+    let balancer_stats: Vec<(crate::balancer::Plan, std::io::Result<mplab_backend::balancer::BalancerStats>)> = forwarders.into_iter().map(|(p, fw)| (p, fw.stop())).collect();
     for st in &states {
         for s in [st.client.get(), st.server.get()].into_iter().flatten() {
             apps::abortive_close(s);
@@ -499,6 +521,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             fell_back: st.fell_back.load(Ordering::Relaxed),
         })
         .collect();
+    let server_nodes: Vec<Option<usize>> = states.iter().map(|st| st.server_node.get().copied()).collect();
     drop(states);
     drop(listeners);
     drop(netdev);
@@ -513,6 +536,30 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     // ---- results -----------------------------------------------------------
     let dur = net.duration_ns as f64 / 1e9;
     let mut s = Summary { scenario: net.name.clone(), backend: if userspace { "userspace" } else { "kernel" }.into(), seed: net.seed, duration_s: dur, ..Default::default() };
+    let mut backends: Vec<usize> = Vec::new();
+    for (p, st) in balancer_stats {
+        let name = net.nodes[p.node].name.clone();
+        match st {
+            Ok(stats) => s.balancers.push(mplab_backend::results::BalancerSummary { node: name, mode: p.cfg.mode.name().into(), vip: p.vip.to_string(), stats }),
+            Err(e) => s.notes.push(format!("load balancer on {name}: {e}")),
+        }
+        for (b, _, _) in p.backends {
+            if !backends.contains(&b) {
+                backends.push(b);
+            }
+        }
+    }
+    for b in backends {
+        let name = &net.nodes[b].name;
+        let c = counters.get(name);
+        let mib = |k: &str| c.and_then(|m| m.get(k)).copied().unwrap_or(0);
+        s.servers.push(mplab_backend::results::ServerSummary {
+            node: name.clone(),
+            connections: server_nodes.iter().filter(|&&n| n == Some(b)).count() as u64,
+            joins_accepted: mib("MPJoinAckRx"),
+            joins_refused: mib("MPJoinNoTokenFound"),
+        });
+    }
     for (fi, f) in net.flows.iter().enumerate() {
         let st = &outs[fi];
         let tr = &tracks[fi];

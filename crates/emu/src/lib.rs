@@ -19,9 +19,11 @@
 //! ```
 
 pub mod apps;
+pub mod balancer;
 pub mod emulator;
 pub mod kconf;
 pub mod kernel;
+pub mod nfqueue;
 pub mod probes;
 pub mod signal;
 pub mod strip;

@@ -67,7 +67,7 @@ pub const REGISTRY: &[MiddleboxEntry] = &[
             name: "load_balancer",
             params: &["mode", "vip", "backends", "table", "idle"],
             what: "a layer-4 load balancer for `vip` in front of `backends`: iphash, fivetuple (Maglev), token (MPTCP-aware) or stateless (joins to the backends' own addresses)",
-            kernel: OnKernel::Refuses("load balancers run on the simulator only for now"),
+            kernel: OnKernel::Runs("an NFQUEUE forwarder in the router's namespace marks each segment to the VIP for its backend's routing table; the VIP on the backends' lo"),
         },
         on_link: false,
         on_router: true,
