@@ -324,11 +324,15 @@ impl World {
     /// choice) and transmits.
     pub(super) fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, h: Hop) {
         let (flow_hash, dst_idx, id) = (h.flow_hash(), h.dst_idx, h.id);
-        if let Some(iface) = self.pool.pkts[id as usize].via.take() {
-            // A middlebox here chose the interface (a balancer's backend).
-            let (link, dir) = self.nodes[node].egress[iface as usize];
-            self.transmit(node, Egress { link: link as u32, iface, dir }, h);
-            return;
+        // A middlebox here may have chosen the interface (a balancer's
+        // backend); only nodes with boxes look, so plain hops never touch
+        // the packet.
+        if self.boxes.on_node(node) {
+            if let Some(iface) = self.pool.pkts[id as usize].via.take() {
+                let (link, dir) = self.nodes[node].egress[iface as usize];
+                self.transmit(node, Egress { link: link as u32, iface, dir }, h);
+                return;
+            }
         }
         let spec = &self.net.nodes[node];
         let n = &mut self.nodes[node];
