@@ -188,11 +188,11 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             err(&format!("middleboxes[{i}].kind"), why.into());
         }
     }
-    // A balanced flow runs on kernel hosts only (mplab's hosts do not hold
-    // a VIP yet).
+    // A balanced flow's backends run the kernel's stack (mplab's hosts do
+    // not hold a VIP yet); its client may run either.
     for f in net.flows.iter().filter(|f| f.servers.len() > 1) {
-        if !is_k(f.from) || f.servers.iter().any(|&n| !is_k(n)) {
-            err(&format!("flows[{}].to", f.id), format!("flow {:?} goes through a load balancer: its client and backends must run the kernel's stack here", f.name));
+        if f.servers.iter().any(|&n| !is_k(n)) {
+            err(&format!("flows[{}].to", f.id), format!("flow {:?} goes through a load balancer: its backends must run the kernel's stack here", f.name));
         }
     }
     if net.ecmp == mplab_scenario::network::EcmpMode::Random {

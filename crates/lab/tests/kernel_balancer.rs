@@ -59,3 +59,35 @@ fn kernel_seed003_aware_balancer_doubles_throughput() {
     assert_eq!(joins(&stateless), (1, 0));
     g.assert_clean();
 }
+
+/// mplab's stack as the client (userspace backend) against Linux backends
+/// behind the same balancer: its join goes by token, and it honours the
+/// C flag Linux sets for the stateless design (no join to the VIP, one to
+/// the address the server announces).
+#[test]
+fn userspace_mplab_client_behind_the_balancer() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("lbus");
+    let base = [("duration", "12s"), ("flows.0.bytes", "20MB"), ("nodes.1.stack", "kernel"), ("nodes.2.stack", "kernel"), ("nodes.3.stack", "kernel")];
+    for (i, mode) in ["token", "stateless"].into_iter().enumerate() {
+        let mut sets = base.to_vec();
+        sets.push(("middleboxes.0.mode", mode));
+        let (sc, net) = kernel_support::resolve(&scenario("seed003-lb.toml", &sets));
+        let errs = mplab_emu::userspace::unsupported(&sc, &net);
+        assert!(errs.is_empty(), "{errs:?}");
+        let opts = mplab_emu::kernel::KernelOptions { prefix: Some(g.run_prefix(i)), ..Default::default() };
+        let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
+        assert_eq!(r.meta["mplab_hosts"].as_object().map(|h| h.len()), Some(1), "{}", r.meta["mplab_hosts"]);
+        let f = &r.results.summary.flows[0];
+        eprintln!("mplab client, {mode}: {:.1} Mbit/s, {:?}, servers {:?}", mbps(&r), f.subflows, r.results.summary.servers);
+        assert!(f.completed && f.verified && !f.fallback, "{mode}: {f:?}");
+        assert!(mbps(&r) > 1.7 * ONE_LINK, "{mode}: {:.1}", mbps(&r));
+        assert_eq!(joins(&r), (1, 0), "{mode}");
+        let to_vip = f.subflows.iter().filter(|s| s.local.starts_with("10.100.0.1:")).count();
+        assert_eq!(to_vip, if mode == "stateless" { 1 } else { 2 }, "{mode}: {:?}", f.subflows);
+    }
+    g.assert_clean();
+}
