@@ -7,7 +7,7 @@ use std::io;
 use std::path::Path;
 
 use crate::grid;
-use crate::plot::{LinePlot, Plot, Series};
+use crate::plot::{BarPlot, LinePlot, Plot, Series};
 use crate::table::Table;
 
 /// A named figure: `name` is the file stem under `plots/`.
@@ -183,6 +183,7 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
             .collect();
         out.extend(line("queues_time", "Queue occupancy".into(), "time (s)", "queue (KB)", s, &ev, true));
     }
+    out.extend(balancer_figure(dir));
     if let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
             let g: Vec<f64> = v["flows"].as_array().into_iter().flatten().filter_map(|f| f["goodput_bps"].as_f64()).map(|x| x / 1e6).collect();
@@ -192,6 +193,31 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
         }
     }
     Ok(out)
+}
+
+/// Where a run's load balancers sent connections and joins, and what each
+/// backend made of them (balancers.csv, servers.csv): one bar per count.
+fn balancer_figure(dir: &Path) -> Option<Figure> {
+    let b = Table::read_csv(&dir.join("balancers.csv")).ok()?;
+    let s = Table::read_csv(&dir.join("servers.csv")).ok()?;
+    let mut bars = Vec::new();
+    for r in 0..b.rows.len() {
+        let node = b.str(r, "node");
+        for (col, what) in [("connections", "connections"), ("joins_by_token", "joins by token"), ("joins_unknown_token", "joins, unknown token"), ("token_collisions", "token collisions")] {
+            if let Some(v) = b.num(r, col) {
+                bars.push((format!("{node}: {what}"), v));
+            }
+        }
+    }
+    for r in 0..s.rows.len() {
+        let node = s.str(r, "node");
+        for (col, what) in [("connections", "connections"), ("joins_accepted", "joins accepted"), ("joins_refused", "joins refused")] {
+            if let Some(v) = s.num(r, col) {
+                bars.push((format!("{node}: {what}"), v));
+            }
+        }
+    }
+    (!bars.is_empty()).then(|| Figure { name: "load_balancing".into(), plot: Plot::Bar(BarPlot { title: "Load balancers and their backends: connections and joins".into(), x_label: "count".into(), bars }) })
 }
 
 /// Empirical CDFs, one line per sample set (goodputs in Mbit/s).
@@ -394,5 +420,29 @@ mod column_tests {
         let names: Vec<String> = run_figures(&d).unwrap().into_iter().map(|f| f.name).collect();
         let _ = std::fs::remove_dir_all(&d);
         assert_eq!(names, ["goodput_time"], "absent columns are skipped");
+    }
+}
+
+#[cfg(test)]
+mod balancer_tests {
+    use super::*;
+
+    /// A run with load balancers gets a bar chart of its connections and
+    /// joins; a run without gets none.
+    #[test]
+    fn balancer_counts_are_plotted_when_present() {
+        let d = std::env::temp_dir().join(format!("mplab-figlb-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("flows.csv"), "time_s,flow,subflow,goodput_bps\n0.1,f,all,1000000\n").unwrap();
+        assert!(run_figures(&d).unwrap().iter().all(|f| f.name != "load_balancing"));
+        std::fs::write(d.join("balancers.csv"), "node,mode,vip,packets,connections,joins,joins_by_token,joins_unknown_token,tokens_learned,token_collisions\nlb0,token,10.100.0.1,10,1,1,1,0,1,0\n").unwrap();
+        std::fs::write(d.join("servers.csv"), "node,connections,joins_accepted,joins_refused\nsrv0,1,1,0\nsrv1,0,0,1\n").unwrap();
+        let figs = run_figures(&d).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        let f = figs.iter().find(|f| f.name == "load_balancing").expect("a load-balancing figure");
+        let Plot::Bar(b) = &f.plot else { panic!("a bar chart") };
+        assert!(b.bars.contains(&("srv1: joins refused".to_string(), 1.0)), "{:?}", b.bars);
+        assert!(b.bars.contains(&("lb0: joins by token".to_string(), 1.0)), "{:?}", b.bars);
+        assert_eq!(b.bars.len(), 4 + 6);
     }
 }

@@ -272,8 +272,10 @@ fn draw_bar<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, p: &BarPlot) -> R
     let n = p.bars.len().max(1);
     let lim = p.bars.iter().map(|(_, v)| v.abs()).filter(|v| v.is_finite()).fold(1.0f64, f64::max) * 1.15;
     let label_w = p.bars.iter().map(|(l, _)| l.len()).max().unwrap_or(10).clamp(10, 48) as u32 * 8;
+    // Counts never go below zero: no empty negative half then.
+    let low = if p.bars.iter().all(|(_, v)| *v >= 0.0) { 0.0 } else { -lim };
     let mut chart =
-        ChartBuilder::on(root).caption(&p.title, ("sans-serif", 22)).margin(14).x_label_area_size(50).y_label_area_size(label_w).build_cartesian_2d(-lim..lim, -0.5f64..(n as f64 - 0.5))?;
+        ChartBuilder::on(root).caption(&p.title, ("sans-serif", 22)).margin(14).x_label_area_size(50).y_label_area_size(label_w).build_cartesian_2d(low..lim, -0.5f64..(n as f64 - 0.5))?;
     let labels: Vec<String> = p.bars.iter().map(|(l, _)| l.clone()).collect();
     let yfmt = move |v: &f64| {
         let i = v.round();
