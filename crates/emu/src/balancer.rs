@@ -37,6 +37,11 @@ pub struct Plan {
     /// Per backend: its node, the balancer's interface towards it and the
     /// backend's address on that link (the next hop).
     pub backends: Vec<(usize, String, Ipv4Addr)>,
+    /// The backends' link states over the run: (ns since the start,
+    /// backend, up), in time order, the initial states at 0. The
+    /// simulator's balancer takes a backend out of service when its link
+    /// goes down; this one does the same at the same scenario times.
+    pub link_states: Vec<(u64, usize, bool)>,
 }
 
 /// The balancers of `net`.
@@ -46,18 +51,31 @@ pub fn plans(net: &Network) -> Vec<Plan> {
         let (MiddleboxAction::LoadBalancer { mode, vip, backends, table, idle_ns }, Placement::Node { node, .. }) = (&m.action, &m.placement) else { continue };
         let router = &net.nodes[*node];
         let mut bs = Vec::new();
+        let mut link_states = Vec::new();
         for name in backends {
             let Some(b) = net.node(name) else { continue };
             let Some(i) = router.interfaces.iter().find(|i| i.peer == b.id) else { continue };
             let addr = b.interfaces[i.peer_iface].addr;
+            let k = bs.len();
             bs.push((b.id, i.name.clone(), addr));
+            if net.links.get(i.link).is_some_and(|l| !l.up) {
+                link_states.push((0, k, false));
+            }
+            for e in net.events.iter().filter(|e| e.link == i.link) {
+                match e.action {
+                    mplab_scenario::network::LinkAction::Down => link_states.push((e.at_ns, k, false)),
+                    mplab_scenario::network::LinkAction::Up => link_states.push((e.at_ns, k, true)),
+                    _ => {}
+                }
+            }
         }
+        link_states.sort_by_key(|x| x.0);
         let mut cfg = BalancerConfig::new(*mode, bs.len());
         cfg.conn_capacity = *table as usize;
         cfg.token_capacity = *table as usize;
         cfg.idle_ns = *idle_ns;
         cfg.seed = net.seed;
-        out.push(Plan { node: *node, cfg, vip: *vip, backends: bs });
+        out.push(Plan { node: *node, cfg, vip: *vip, backends: bs, link_states });
     }
     out
 }
@@ -118,16 +136,36 @@ fn segment(ip: &[u8]) -> Option<Segment> {
 /// A running balancer.
 pub struct Forwarder {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<std::io::Result<BalancerStats>>>,
+    /// The run's time zero, once known: link states apply from it.
+    epoch: Arc<std::sync::OnceLock<Wall>>,
+    handle: Option<JoinHandle<std::io::Result<(BalancerStats, ForwarderLoad)>>>,
+}
+
+/// What forwarding cost on real packets: every segment the queue handed
+/// over (to the VIP and the backends' replies) and the forwarder thread's
+/// CPU time, user and system (the netlink round trip included; the
+/// kernel's queueing in softirq context is not).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ForwarderLoad {
+    pub segments: u64,
+    pub cpu_ns: u64,
+}
+
+impl ForwarderLoad {
+    /// CPU per segment (ns), 0 without segments.
+    pub fn ns_per_segment(&self) -> f64 {
+        if self.segments == 0 { 0.0 } else { self.cpu_ns as f64 / self.segments as f64 }
+    }
 }
 
 impl Forwarder {
     /// Starts serving `ns`'s queue; returns once the queue is bound.
     pub fn start(ns: &str, p: &Plan) -> std::io::Result<Forwarder> {
         let stop = Arc::new(AtomicBool::new(false));
+        let epoch: Arc<std::sync::OnceLock<Wall>> = Arc::new(std::sync::OnceLock::new());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (ns, p, stop2) = (ns.to_string(), p.clone(), stop.clone());
-        let handle = std::thread::Builder::new().name("mplab-balancer".into()).spawn(move || -> std::io::Result<BalancerStats> {
+        let (ns, p, stop2, epoch2) = (ns.to_string(), p.clone(), stop.clone(), epoch.clone());
+        let handle = std::thread::Builder::new().name("mplab-balancer".into()).spawn(move || -> std::io::Result<(BalancerStats, ForwarderLoad)> {
             let setup = (|| {
                 sys::enter_netns(&ns)?;
                 let q = NfQueue::open(QUEUE, COPY)?;
@@ -156,8 +194,23 @@ impl Forwarder {
             let mut lb = Balancer::new(p.cfg);
             let t0 = Wall::now();
             let mut seen = 0u64;
+            let mut segments = 0u64;
+            let cpu0 = sys::thread_cpu_ns();
+            let mut next_state = 0;
             while !stop2.load(Ordering::Relaxed) {
+                // Backends whose link went down (or came back) by now; the
+                // queue is served at least every 50 ms.
+                if let Some(e) = epoch2.get() {
+                    while let Some(&(at, b, up)) = p.link_states.get(next_state) {
+                        if Wall::now() < *e + std::time::Duration::from_nanos(at) {
+                            break;
+                        }
+                        lb.set_up(b, up);
+                        next_state += 1;
+                    }
+                }
                 q.serve(50, |pkt| {
+                    segments += 1;
                     let Some(seg) = segment(pkt.payload) else { return NfVerdict::Accept(None) };
                     let now = t0.elapsed().as_nanos() as u64;
                     if seg.key.dst == p.vip {
@@ -177,14 +230,19 @@ impl Forwarder {
                     }
                 })?;
             }
-            Ok(lb.stats())
+            Ok((lb.stats(), ForwarderLoad { segments, cpu_ns: sys::thread_cpu_ns() - cpu0 }))
         })?;
         ready_rx.recv().map_err(|_| std::io::Error::other("balancer thread ended before binding its queue"))??;
-        Ok(Forwarder { stop, handle: Some(handle) })
+        Ok(Forwarder { stop, epoch, handle: Some(handle) })
     }
 
-    /// Stops serving and returns the counters.
-    pub fn stop(mut self) -> std::io::Result<BalancerStats> {
+    /// The run starts at `t0`: the plan's link states apply from then on.
+    pub fn start_clock(&self, t0: Wall) {
+        let _ = self.epoch.set(t0);
+    }
+
+    /// Stops serving and returns the counters and the load.
+    pub fn stop(mut self) -> std::io::Result<(BalancerStats, ForwarderLoad)> {
         self.stop.store(true, Ordering::Relaxed);
         let h = self.handle.take().expect("started");
         h.join().map_err(|_| std::io::Error::other("balancer thread panicked"))?

@@ -188,13 +188,6 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             err(&format!("middleboxes[{i}].kind"), why.into());
         }
     }
-    // A balanced flow's backends run the kernel's stack (mplab's hosts do
-    // not hold a VIP yet); its client may run either.
-    for f in net.flows.iter().filter(|f| f.servers.len() > 1) {
-        if f.servers.iter().any(|&n| !is_k(n)) {
-            err(&format!("flows[{}].to", f.id), format!("flow {:?} goes through a load balancer: its backends must run the kernel's stack here", f.name));
-        }
-    }
     if net.ecmp == mplab_scenario::network::EcmpMode::Random {
         let has_ecmp = net.nodes.iter().any(|n| n.routing.main.iter().chain(n.routing.tables.iter().flat_map(|t| &t.routes)).any(|r| r.nexthops.len() > 1));
         if has_ecmp {

@@ -310,6 +310,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     let t0 = Wall::now() + LEAD;
     let t0_real = sys::realtime_ns() + LEAD.as_nanos() as u64;
     let emu = Emulator::start(emu_config(net, &topo.wire_ns), t0).map_err(KernelError::Failed)?;
+    for (_, fw) in &forwarders {
+        fw.start_clock(t0);
+    }
     let mut captures = Vec::new();
     if let Some(dir) = &opts.pcap_dir {
         std::fs::create_dir_all(dir).map_err(|e| KernelError::Failed(format!("{}: {e}", dir.display())))?;
@@ -339,7 +342,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             if f.from == node {
                 ends.push((fi, host::Role::Client));
             }
-            if f.to == node {
+            // Every backend of a balanced flow listens; the one the
+            // balancer picks takes the connection.
+            if f.servers.contains(&node) {
                 ends.push((fi, host::Role::Server));
             }
         }
@@ -487,7 +492,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         }
     }
     let report = emu.stop();
-    let balancer_stats: Vec<(crate::balancer::Plan, std::io::Result<mplab_backend::balancer::BalancerStats>)> = forwarders.into_iter().map(|(p, fw)| (p, fw.stop())).collect();
+    let balancer_stats: Vec<(crate::balancer::Plan, std::io::Result<(mplab_backend::balancer::BalancerStats, crate::balancer::ForwarderLoad)>)> = forwarders.into_iter().map(|(p, fw)| (p, fw.stop())).collect();
     for st in &states {
         for s in [st.client.get(), st.server.get()].into_iter().flatten() {
             apps::abortive_close(s);
@@ -540,7 +545,15 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     for (p, st) in balancer_stats {
         let name = net.nodes[p.node].name.clone();
         match st {
-            Ok(stats) => s.balancers.push(mplab_backend::results::BalancerSummary { node: name, mode: p.cfg.mode.name().into(), vip: p.vip.to_string(), stats }),
+            Ok((stats, load)) => {
+                s.notes.push(format!(
+                    "load balancer on {name}: {} segments through NFQUEUE, {:.1} us of the forwarder thread's CPU each ({:.0} k segments/s per core)",
+                    load.segments,
+                    load.ns_per_segment() / 1e3,
+                    if load.segments > 0 { 1e6 / load.ns_per_segment() } else { 0.0 }
+                ));
+                s.balancers.push(mplab_backend::results::BalancerSummary { node: name, mode: p.cfg.mode.name().into(), vip: p.vip.to_string(), stats })
+            }
             Err(e) => s.notes.push(format!("load balancer on {name}: {e}")),
         }
         for (b, _, _) in p.backends {
@@ -551,6 +564,12 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     }
     for b in backends {
         let name = &net.nodes[b].name;
+        if let Some((_, _, hc)) = host_counters.iter().find(|(n, _, _)| n == name) {
+            // mplab's stack counts what it accepted and refused itself.
+            let hc = hc.lock().map(|g| (g.connections, g.joins_accepted, g.joins_refused)).unwrap_or_default();
+            s.servers.push(mplab_backend::results::ServerSummary { node: name.clone(), connections: hc.0, joins_accepted: hc.1, joins_refused: hc.2 });
+            continue;
+        }
         let c = counters.get(name);
         let mib = |k: &str| c.and_then(|m| m.get(k)).copied().unwrap_or(0);
         s.servers.push(mplab_backend::results::ServerSummary {

@@ -157,19 +157,36 @@ impl NfQueue {
         Ok(())
     }
 
-    fn verdict(&mut self, id: u32, v: NfVerdict) -> io::Result<()> {
-        self.header(NFQNL_MSG_VERDICT, 0);
-        let (code, mark) = match v {
-            NfVerdict::Accept(m) => (NF_ACCEPT, m),
-            NfVerdict::Drop => (NF_DROP, None),
-        };
-        let mut vh = code.to_be_bytes().to_vec();
-        vh.extend_from_slice(&id.to_be_bytes());
-        attr(&mut self.out, NFQA_VERDICT_HDR, &vh);
-        if let Some(m) = mark {
-            attr(&mut self.out, NFQA_MARK, &m.to_be_bytes());
+    /// Several verdicts in one datagram (the kernel walks every netlink
+    /// message of it): one system call per burst instead of one per segment.
+    fn verdicts(&mut self, vs: Vec<(u32, NfVerdict)>) -> io::Result<()> {
+        let mut batch = Vec::with_capacity(vs.len() * 40);
+        for (id, v) in vs {
+            self.header(NFQNL_MSG_VERDICT, 0);
+            let (code, mark) = match v {
+                NfVerdict::Accept(m) => (NF_ACCEPT, m),
+                NfVerdict::Drop => (NF_DROP, None),
+            };
+            let mut vh = code.to_be_bytes().to_vec();
+            vh.extend_from_slice(&id.to_be_bytes());
+            attr(&mut self.out, NFQA_VERDICT_HDR, &vh);
+            if let Some(m) = mark {
+                attr(&mut self.out, NFQA_MARK, &m.to_be_bytes());
+            }
+            let len = self.out.len() as u32;
+            self.out[..4].copy_from_slice(&len.to_ne_bytes());
+            batch.extend_from_slice(&self.out);
+            batch.resize(align4(batch.len()), 0);
         }
-        self.send()
+        if batch.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: sending our own buffer on our socket (to the kernel: pid 0).
+        let n = unsafe { libc::send(self.fd.as_raw_fd(), batch.as_ptr().cast(), batch.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// Waits up to `timeout_ms` for packets and gives each the verdict `f`
@@ -185,41 +202,46 @@ impl NfQueue {
         if r == 0 {
             return Ok(0);
         }
-        // SAFETY: receiving into our buffer.
-        let n = unsafe { libc::recv(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), libc::MSG_DONTWAIT) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            // ENOBUFS: the kernel dropped messages for a full socket buffer.
-            return if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) || e.raw_os_error() == Some(libc::ENOBUFS) { Ok(0) } else { Err(e) };
-        }
+        // Up to 64 queued messages per wake-up: under load the poll is
+        // paid once per burst, not once per segment.
         let mut verdicts = Vec::new();
-        let mut b = &self.buf[..n as usize];
-        while b.len() >= NLMSG_HDRLEN {
-            let len = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize;
-            if len < NLMSG_HDRLEN || len > b.len() {
-                break;
+        for _ in 0..64 {
+            // SAFETY: receiving into our buffer.
+            let n = unsafe { libc::recv(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), libc::MSG_DONTWAIT) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                // ENOBUFS: the kernel dropped messages for a full socket buffer.
+                if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) || e.raw_os_error() == Some(libc::ENOBUFS) {
+                    break;
+                }
+                return Err(e);
             }
-            let ty = u16::from_ne_bytes([b[4], b[5]]);
-            if ty == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET && len >= NLMSG_HDRLEN + NFGEN_HDRLEN {
-                let (mut id, mut indev, mut payload) = (None, 0, &[][..]);
-                for (t, d) in attrs(&b[NLMSG_HDRLEN + NFGEN_HDRLEN..len]) {
-                    match t {
-                        NFQA_PACKET_HDR if d.len() >= 4 => id = Some(u32::from_be_bytes([d[0], d[1], d[2], d[3]])),
-                        NFQA_IFINDEX_INDEV if d.len() >= 4 => indev = u32::from_be_bytes([d[0], d[1], d[2], d[3]]),
-                        NFQA_PAYLOAD => payload = d,
-                        _ => {}
+            let mut b = &self.buf[..n as usize];
+            while b.len() >= NLMSG_HDRLEN {
+                let len = u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize;
+                if len < NLMSG_HDRLEN || len > b.len() {
+                    break;
+                }
+                let ty = u16::from_ne_bytes([b[4], b[5]]);
+                if ty == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET && len >= NLMSG_HDRLEN + NFGEN_HDRLEN {
+                    let (mut id, mut indev, mut payload) = (None, 0, &[][..]);
+                    for (t, d) in attrs(&b[NLMSG_HDRLEN + NFGEN_HDRLEN..len]) {
+                        match t {
+                            NFQA_PACKET_HDR if d.len() >= 4 => id = Some(u32::from_be_bytes([d[0], d[1], d[2], d[3]])),
+                            NFQA_IFINDEX_INDEV if d.len() >= 4 => indev = u32::from_be_bytes([d[0], d[1], d[2], d[3]]),
+                            NFQA_PAYLOAD => payload = d,
+                            _ => {}
+                        }
+                    }
+                    if let Some(id) = id {
+                        verdicts.push((id, f(&Queued { id, indev, payload })));
                     }
                 }
-                if let Some(id) = id {
-                    verdicts.push((id, f(&Queued { id, indev, payload })));
-                }
+                b = &b[align4(len).min(b.len())..];
             }
-            b = &b[align4(len).min(b.len())..];
         }
         let k = verdicts.len();
-        for (id, v) in verdicts {
-            self.verdict(id, v)?;
-        }
+        self.verdicts(verdicts)?;
         Ok(k)
     }
 }

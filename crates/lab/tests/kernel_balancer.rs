@@ -91,3 +91,119 @@ fn userspace_mplab_client_behind_the_balancer() {
     }
     g.assert_clean();
 }
+
+/// The reverse: Linux's client against mplab's stack on both backends,
+/// which hold the VIP (packets to it reach their TUN like any other) and
+/// count the connections and joins they accept and refuse themselves.
+/// The aware balancer doubles the throughput, the unaware one gets a join
+/// refused by the backend that does not know the token.
+#[test]
+fn userspace_mplab_backends_behind_the_balancer() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("lbub");
+    let base = [("duration", "12s"), ("flows.0.bytes", "20MB"), ("nodes.0.stack", "kernel")];
+    for (i, mode) in ["token", "stateless", "iphash"].into_iter().enumerate() {
+        let mut sets = base.to_vec();
+        sets.push(("middleboxes.0.mode", mode));
+        let (sc, net) = kernel_support::resolve(&scenario("seed003-lb.toml", &sets));
+        let errs = mplab_emu::userspace::unsupported(&sc, &net);
+        assert!(errs.is_empty(), "{errs:?}");
+        let opts = mplab_emu::kernel::KernelOptions { prefix: Some(g.run_prefix(i)), ..Default::default() };
+        let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
+        assert_eq!(r.meta["mplab_hosts"].as_object().map(|h| h.len()), Some(2), "{}", r.meta["mplab_hosts"]);
+        let f = &r.results.summary.flows[0];
+        let servers = &r.results.summary.servers;
+        eprintln!("mplab backends, {mode}: {:.1} Mbit/s, {:?}, servers {servers:?}", mbps(&r), f.subflows);
+        assert!(f.completed && f.verified && !f.fallback, "{mode}: {f:?}");
+        assert_eq!(servers.iter().map(|s| s.connections).sum::<u64>(), 1, "{mode}: {servers:?}");
+        if mode == "iphash" {
+            assert!(mbps(&r) < 1.05 * ONE_LINK, "{mode}: {:.1}", mbps(&r));
+            assert_eq!(joins(&r), (0, 1), "the other backend refused the join");
+        } else {
+            assert!(mbps(&r) > 1.7 * ONE_LINK, "{mode}: {:.1}", mbps(&r));
+            assert_eq!(joins(&r), (1, 0), "{mode}");
+            let owner = servers.iter().find(|s| s.connections == 1).unwrap();
+            assert_eq!(owner.joins_accepted, 1, "the join reached the connection's backend: {servers:?}");
+        }
+    }
+    g.assert_clean();
+}
+
+/// The ECMP scenario at 10 Mbit/s access links (160 Mbit/s in all, what
+/// the emulator carries here), `sets` added.
+fn ecmp(sets: &[(&str, &str)]) -> String {
+    let mut all: Vec<(String, String)> = vec![("topology.access_rate".into(), "10Mbit".into()), ("duration".into(), "8s".into())];
+    for i in 0..8 {
+        all.push((format!("flows.{i}.bytes"), "5MB".into()));
+    }
+    all.extend(sets.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let v: Vec<(&str, &str)> = all.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    scenario("seed003-lb-ecmp.toml", &v)
+}
+
+/// Four balancer instances behind the kernel's ECMP: the stateless design
+/// gets every join through; the token design without shared state loses
+/// the joins hashed to an instance that never saw their connection (the
+/// joins' random source ports spread them: all eight on the right
+/// instance has probability 4^-8).
+#[test]
+fn kernel_parallel_instances_break_only_the_token_design() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("lbpar");
+    let stateless = run(&g, 0, &ecmp(&[("topology.balancers", "4"), ("topology.mode", "stateless")]));
+    let token = run(&g, 1, &ecmp(&[("topology.balancers", "4"), ("topology.mode", "token")]));
+    for r in [&stateless, &token] {
+        assert!(r.results.summary.flows.iter().all(|f| f.verified), "{:?}", r.results.summary.flows);
+        assert_eq!(r.results.summary.servers.iter().map(|s| s.connections).sum::<u64>(), 8);
+    }
+    assert_eq!(joins(&stateless), (8, 0), "{:?}", stateless.results.summary.servers);
+    assert!(stateless.results.summary.flows.iter().all(|f| f.completed));
+    let unknown: u64 = token.results.summary.balancers.iter().map(|b| b.stats.joins_unknown_token).sum();
+    assert!(unknown >= 1, "{:?}", token.results.summary.balancers);
+    let (acc, _) = joins(&token);
+    assert!(acc < 8, "a join at the wrong instance was hashed; some hit the wrong server: {:?}", token.results.summary.servers);
+    eprintln!("4 instances: stateless {:.1} Mbit/s, token {:.1} Mbit/s ({unknown} unknown tokens)", mbps(&stateless), mbps(&token));
+    assert!(mbps(&stateless) > mbps(&token), "{} vs {}", mbps(&stateless), mbps(&token));
+    g.assert_clean();
+}
+
+/// A backend whose link fails: the forwarder takes it out of service at
+/// the scenario's time, as the simulator's balancer does; new connections
+/// go to the other backend, segments of the lost ones are rerouted there
+/// (and reset), nothing arrives corrupted. The same connections and the
+/// same reroutes as the simulator.
+#[test]
+fn kernel_backend_that_disappears_gets_no_new_connections() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("lbhc");
+    let mut sets = vec![("topology.balancers", "1"), ("events", r#"[{ at = "1s", link = "lb0-srv0", action = "down" }]"#)];
+    for k in ["flows.4.start", "flows.5.start", "flows.6.start", "flows.7.start"] {
+        sets.push((k, "3s"));
+    }
+    let text = ecmp(&sets);
+    let r = run(&g, 0, &text);
+    let (_, net) = kernel_support::resolve(&text);
+    let sim = mplab_sim::simulate(net).expect("simulator run");
+    let (b, sb) = (&r.results.summary.balancers[0].stats, &sim.summary.balancers[0].stats);
+    eprintln!("kernel {:?} rerouted {}, simulator {:?} rerouted {}", b.connections_to, b.rerouted, sb.connections_to, sb.rerouted);
+    assert_eq!(b.connections_to, sb.connections_to, "the same Maglev table and health");
+    let on_srv0 = b.connections_to[0];
+    assert!((1..=4).contains(&on_srv0), "{:?}", b.connections_to);
+    assert!(b.rerouted > 0, "{b:?}");
+    let flows = &r.results.summary.flows;
+    assert!(flows.iter().all(|f| f.verified), "{flows:?}");
+    for f in &flows[4..] {
+        assert!(f.completed && f.goodput_bps > 1.7 * 10.0 * 1448.0 / 1500.0 * 1e6, "{f:?}");
+    }
+    assert_eq!(flows.iter().filter(|f| !f.completed).count() as u64, on_srv0, "the connections on srv0 are lost");
+    g.assert_clean();
+}

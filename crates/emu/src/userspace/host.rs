@@ -57,6 +57,12 @@ pub struct HostCounters {
     pub tx_dropped: u64,
     pub unplaced_segments: u64,
     pub wakeups: u64,
+    /// Connections accepted as a server (a balancer's backend counts its own).
+    pub connections: u64,
+    /// MP_JOIN SYNs answered, and refused (unknown token, or the
+    /// connection said no: a join to a VIP behind the C flag).
+    pub joins_accepted: u64,
+    pub joins_refused: u64,
     /// Per flow end: SHA-256 of the bytes the application read, and how many.
     pub digests: Vec<(String, String, u64, String)>,
 }
@@ -192,7 +198,8 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             // connection again, which answers or refuses it).
             let is_join = p.tcp.options.mptcp().any(|o| matches!(o, MptcpOption::MpJoin(MpJoin::Syn { .. })));
             if (idx.is_none() || is_join) && p.tcp.syn() && !p.tcp.ack_flag() && !p.tcp.rst() {
-                idx = new_subflow(&mut ends, &mut tokens, &mut tuples, now, local, remote, &p.tcp, seed0 ^ c.rx_packets);
+                let seed = seed0 ^ c.rx_packets;
+                idx = new_subflow(&mut ends, &mut tokens, &mut tuples, &mut c, spec.node, now, local, remote, &p.tcp, seed);
             }
             match idx {
                 Some(e) => {
@@ -415,15 +422,19 @@ fn tcp_bytes(pkt: &[u8]) -> &[u8] {
 /// A SYN for a 4-tuple we do not know: a join (by token) or a flow's
 /// server end accepting its connection.
 #[allow(clippy::too_many_arguments)]
-fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64) -> Option<usize> {
+#[allow(clippy::too_many_arguments)]
+fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, c: &mut HostCounters, node: usize, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64) -> Option<usize> {
     let join = syn.options.mptcp().find_map(|o| match o {
         MptcpOption::MpJoin(MpJoin::Syn { token, .. }) => Some(*token),
         _ => None,
     });
     if let Some(token) = join {
-        let &e = tokens.get(&token)?;
-        let conn = ends[e].conn.as_mut()?.mptcp()?;
-        conn.accept_join(now, local, remote, syn).ok()?;
+        let accepted = tokens.get(&token).copied().filter(|&e| ends[e].conn.as_mut().and_then(|x| x.mptcp()).is_some_and(|conn| conn.accept_join(now, local, remote, syn).is_ok()));
+        let Some(e) = accepted else {
+            c.joins_refused += 1;
+            return None;
+        };
+        c.joins_accepted += 1;
         tuples.insert((local, remote), e);
         return Some(e);
     }
@@ -436,6 +447,9 @@ fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut 
     tokens.insert(conn.local_token(), e);
     end.conn = Some(conn);
     end.st.connected.store(true, Ordering::Relaxed);
+    // A balanced flow has a server end on each backend: this one took it.
+    let _ = end.st.server_node.set(node);
+    c.connections += 1;
     tuples.insert((local, remote), e);
     Some(e)
 }
