@@ -422,7 +422,6 @@ fn tcp_bytes(pkt: &[u8]) -> &[u8] {
 /// A SYN for a 4-tuple we do not know: a join (by token) or a flow's
 /// server end accepting its connection.
 #[allow(clippy::too_many_arguments)]
-#[allow(clippy::too_many_arguments)]
 fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, c: &mut HostCounters, node: usize, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64) -> Option<usize> {
     let join = syn.options.mptcp().find_map(|o| match o {
         MptcpOption::MpJoin(MpJoin::Syn { token, .. }) => Some(*token),
