@@ -188,3 +188,23 @@ fn idle_connections_expire() {
     let s = b.stats();
     assert_eq!((s.conn_table.size, s.conn_table.expired), (0, 10));
 }
+
+#[test]
+fn a_malformed_option_is_counted_and_its_segment_follows_its_connection() {
+    for mode in [Mode::IpHash, Mode::FiveTuple, Mode::Token, Mode::Stateless] {
+        let mut b = lb(mode, 4);
+        let k = key([10, 0, 1, 2], 4242);
+        let first = to(b.forward(0, &syn(k)));
+        // A segment of the same connection whose MPTCP option does not
+        // parse: forwarded where the connection is, never learned from.
+        let bad = Segment { key: k, syn: false, ack: true, mptcp: MptcpSeen::Malformed };
+        assert_eq!(to(b.forward(1, &bad)), first, "{mode:?}");
+        // A bare SYN with a malformed option opens nothing special either.
+        let k2 = key([10, 0, 3, 3], 9);
+        let v = b.forward(2, &Segment { key: k2, syn: true, ack: false, mptcp: MptcpSeen::Malformed });
+        assert_eq!(v, Verdict::Backend(b.by_hash(&syn(k2)).unwrap()), "{mode:?}");
+        let s = b.stats();
+        assert_eq!(s.malformed_options, 2, "{mode:?}");
+        assert_eq!((s.tokens_learned, s.joins), (0, 0), "{mode:?}");
+    }
+}
