@@ -9,6 +9,7 @@ mod plot;
 mod plugins;
 mod report;
 mod run;
+mod slurm;
 mod sweep;
 mod table;
 mod trace;
@@ -129,6 +130,28 @@ enum Command {
         /// Stop after this many runs (they are kept; the rest runs next time).
         #[arg(long, hide = true)]
         max_runs: Option<usize>,
+        /// Where the runs run: `local` (this machine's cores) or `slurm`
+        /// (job arrays through sbatch; FILE's directory must be on a file
+        /// system the nodes share). See docs/cluster.md.
+        #[arg(long, default_value = "local", value_parser = ["local", "slurm"])]
+        executor: String,
+        /// FILE is a sweep directory: report its runs done, queued, running
+        /// and failed (from Slurm and the directory), with failed tasks' logs.
+        #[arg(long, conflicts_with = "collect")]
+        status: bool,
+        /// FILE is a sweep directory: aggregate its finished runs (CSV,
+        /// Parquet, plots), as the Slurm executor's last job does.
+        #[arg(long)]
+        collect: bool,
+        #[command(flatten)]
+        slurm: SlurmArgs,
+    },
+    /// One array task of a Slurm sweep (what the job script runs).
+    #[command(hide = true)]
+    SweepTask {
+        dir: PathBuf,
+        submission: usize,
+        task: usize,
     },
     /// Write the plots of a results directory (a run or a sweep) as PNG and
     /// SVG under DIR/plots/.
@@ -267,12 +290,33 @@ fn main() -> ExitCode {
                 Err(e) => fail("run", e),
             }
         }
-        Command::Sweep { file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs } => {
-            match sweep_cmd(file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs, quiet, verbose) {
+        Command::Sweep { file, status: true, .. } => match slurm_status(&file, quiet) {
+            Ok(code) => code,
+            Err(e) => fail("sweep", e),
+        },
+        Command::Sweep { file, collect: true, no_plots, .. } => match sweep::finish(&file, !no_plots, serde_json::json!({ "executor": "slurm" })) {
+            Ok(n) => {
+                if !quiet {
+                    println!("{n} runs aggregated in {}", file.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail("sweep", run::RunError::Failed(format!("{}: {e}", file.display()))),
+        },
+        Command::Sweep { file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs, executor, slurm, .. } => {
+            let slurm = (executor == "slurm").then_some(slurm);
+            match sweep_cmd(file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs, slurm, quiet, verbose) {
                 Ok(code) => code,
                 Err(e) => fail("sweep", e),
             }
         }
+        Command::SweepTask { dir, submission, task } => match slurm::run_task(&dir, submission, task) {
+            Ok(n) => {
+                println!("task {task} of submission {submission}: {n} runs");
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail("sweep-task", e),
+        },
         Command::Plot { dir } => match figures::write_all(&dir) {
             Ok(names) => {
                 if !quiet {
@@ -379,6 +423,71 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--slurm-*` flags; each overrides the spec file's `[sweep.slurm]`.
+#[derive(clap::Args, Debug, Default)]
+struct SlurmArgs {
+    /// Slurm partition.
+    #[arg(long = "slurm-partition", value_name = "NAME")]
+    partition: Option<String>,
+    /// Time limit of each array task (Slurm's format: 30, 1:00:00, 1-0).
+    #[arg(long = "slurm-time", value_name = "TIME")]
+    time: Option<String>,
+    /// Memory per array task (2G).
+    #[arg(long = "slurm-mem", value_name = "SIZE")]
+    mem: Option<String>,
+    /// Account to charge.
+    #[arg(long = "slurm-account", value_name = "NAME")]
+    account: Option<String>,
+    /// At most N array tasks at once (--array=...%N).
+    #[arg(long = "slurm-max-concurrent", value_name = "N")]
+    max_concurrent: Option<u32>,
+    /// Runs per array task (default: what fills --slurm-task-minutes).
+    #[arg(long = "slurm-runs-per-task", value_name = "N")]
+    runs_per_task: Option<usize>,
+    /// Target wall time of an array task, minutes (default 10).
+    #[arg(long = "slurm-task-minutes", value_name = "MIN")]
+    task_minutes: Option<f64>,
+    /// Another sbatch option, verbatim (repeatable): --slurm-option=--qos=short
+    #[arg(long = "slurm-option", value_name = "OPT", allow_hyphen_values = true)]
+    extra: Vec<String>,
+    /// A shell line each task runs first (repeatable): --slurm-setup 'module load gcc'
+    #[arg(long = "slurm-setup", value_name = "LINE")]
+    setup: Vec<String>,
+}
+
+impl SlurmArgs {
+    fn over(self, mut o: slurm::SlurmOptions) -> slurm::SlurmOptions {
+        o.partition = self.partition.or(o.partition);
+        o.time = self.time.or(o.time);
+        o.mem = self.mem.or(o.mem);
+        o.account = self.account.or(o.account);
+        o.max_concurrent = self.max_concurrent.or(o.max_concurrent);
+        o.runs_per_task = self.runs_per_task.or(o.runs_per_task);
+        o.task_minutes = self.task_minutes.or(o.task_minutes);
+        o.extra.extend(self.extra);
+        o.setup.extend(self.setup);
+        o
+    }
+}
+
+/// `mplab sweep --status DIR`: exit 0 when every run is done.
+fn slurm_status(dir: &std::path::Path, quiet: bool) -> Result<ExitCode, run::RunError> {
+    let s = slurm::status(dir)?;
+    if !quiet {
+        println!("{}: {} runs: {} done, {} queued, {} running, {} failed, {} not submitted", dir.display(), s.total, s.done, s.queued, s.running, s.failed, s.unsubmitted);
+        if let Some(e) = &s.slurm_error {
+            println!("  Slurm did not answer ({e}): runs not done count as failed");
+        }
+        for (task, state, log) in &s.failed_tasks {
+            println!("  task {task} ended ({state}) without all its runs; log: {}", log.display());
+        }
+        if s.failed + s.unsubmitted > 0 {
+            println!("  the same mplab sweep command submits the missing runs again");
+        }
+    }
+    Ok(if s.done == s.total { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn sweep_cmd(
     file: PathBuf,
@@ -391,6 +500,7 @@ fn sweep_cmd(
     jobs: Option<usize>,
     no_plots: bool,
     max_runs: Option<usize>,
+    slurm: Option<SlurmArgs>,
     quiet: bool,
     verbose: bool,
 ) -> Result<ExitCode, run::RunError> {
@@ -440,6 +550,32 @@ fn sweep_cmd(
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     if jobs == 0 {
         return Err(Usage("--jobs 0: at least one".into()));
+    }
+    if let Some(args) = slurm {
+        let o = args.over(spec.slurm.clone().unwrap_or_default());
+        let r = slurm::submit(&spec, &out, &o, !no_plots)?;
+        if !quiet {
+            match &r.submission {
+                Some(s) => {
+                    let runs: usize = s.tasks.iter().map(Vec::len).sum();
+                    println!(
+                        "submitted {runs} runs as job array {} ({} tasks of up to {} runs; aggregation: job {}); {} of {} runs already done{}{}",
+                        s.array_job,
+                        s.tasks.len(),
+                        r.runs_per_task,
+                        s.collect_job.as_deref().unwrap_or("none (run mplab sweep --collect)"),
+                        r.done,
+                        r.total,
+                        if r.pilot > 0 { " (one made here to measure the cost)" } else { "" },
+                        if r.in_flight > 0 { format!(", {} queued or running", r.in_flight) } else { String::new() }
+                    );
+                    println!("  mplab sweep --status {}", out.display());
+                }
+                None if r.in_flight > 0 => println!("nothing to submit: {} of {} runs done, {} queued or running; mplab sweep --status {}", r.done, r.total, r.in_flight, out.display()),
+                None => println!("nothing to submit: all {} runs done; mplab sweep --collect {} aggregates them", r.total, out.display()),
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let opt = sweep::SweepOptions { out: out.clone(), jobs, quiet, verbose, plots: !no_plots, max_runs };
     let o = sweep::sweep(&spec, &opt)?;

@@ -31,6 +31,8 @@ pub struct SweepSpec {
     pub plot_flow: Option<String>,
     /// Where the spec came from (a sidecar file), for messages.
     pub spec_file: Option<PathBuf>,
+    /// `[sweep.slurm]`: how to submit it to Slurm.
+    pub slurm: Option<crate::slurm::SlurmOptions>,
 }
 
 impl SweepSpec {
@@ -83,6 +85,8 @@ struct SpecTable {
     points: Vec<toml::Table>,
     #[serde(default)]
     plot: Option<PlotTable>,
+    #[serde(default)]
+    slurm: Option<crate::slurm::SlurmOptions>,
 }
 
 #[derive(Deserialize)]
@@ -168,7 +172,7 @@ pub fn read_spec(path: &Path, text: &str) -> Result<SweepSpec, String> {
     let points = t.points.iter().map(|tab| tab.iter().map(|(k, v)| (k.clone(), set_value(v))).collect()).collect();
     let fixed = t.set.iter().flatten().map(|(k, v)| (k.clone(), set_value(v))).collect();
     let plot = t.plot.unwrap_or(PlotTable { x: None, series: None, flow: None });
-    Ok(SweepSpec { scenario, fixed, params, points, seeds, plot_x: plot.x, plot_series: plot.series, plot_flow: plot.flow, spec_file: Some(path.to_path_buf()) })
+    Ok(SweepSpec { scenario, fixed, params, points, seeds, plot_x: plot.x, plot_series: plot.series, plot_flow: plot.flow, spec_file: Some(path.to_path_buf()), slurm: t.slurm })
 }
 
 // ---- running ----------------------------------------------------------------------
@@ -194,7 +198,7 @@ pub struct SweepOutcome {
     pub stopped_early: bool,
 }
 
-fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> Result<(Scenario, Network), String> {
+pub(crate) fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> Result<(Scenario, Network), String> {
     let mut sc = Scenario::from_file(&spec.scenario).map_err(|e| e.to_string())?;
     let mut sets: Vec<(String, String)> = spec.fixed.clone();
     sets.extend(grid::point_sets(point));
@@ -208,16 +212,26 @@ fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> Result<(Sce
     Ok((sc, net))
 }
 
-fn run_dir(out: &Path, point: &Point, seed: u64) -> PathBuf {
+pub(crate) fn run_dir(out: &Path, point: &Point, seed: u64) -> PathBuf {
     out.join("runs").join(grid::point_id(point)).join(format!("seed-{seed}"))
 }
 
-/// Runs the sweep; `Err` is a usage error (exit 2) found before any run.
-pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunError> {
+/// A sweep directory made ready: every point checked, `sweep.json` and
+/// the scenario written, and the runs still missing.
+pub(crate) struct Prepared {
+    pub points: Vec<Point>,
+    /// (point index, seed) of each run without results.
+    pub missing: Vec<(usize, u64)>,
+    pub skipped: usize,
+    pub total: usize,
+    pub base_hash: String,
+}
+
+/// Checks every point (a typo or an algorithm the simulator lacks is a
+/// usage error, exit 2, not 40 failed runs), refuses a directory holding
+/// another sweep, writes sweep.json and lists the runs left to do.
+pub(crate) fn prepare(spec: &SweepSpec, out: &Path) -> Result<Prepared, RunError> {
     let points = spec.expand();
-    let what = spec.spec_file.as_deref().unwrap_or(&spec.scenario).display().to_string();
-    // Check every point before running anything: a typo or an algorithm the
-    // simulator lacks is a usage error (exit 2), not 40 failed runs.
     for p in &points {
         let (sc, net) = load_point(spec, p, None).map_err(|e| RunError::Usage(if p.is_empty() { e } else { format!("point {}: {e}", grid::point_label(p)) }))?;
         crate::run::sim_preflight(&sc, &net).map_err(|e| match e {
@@ -225,33 +239,103 @@ pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunEr
             other => other,
         })?;
     }
-    let _ = what;
-    let io = |e: std::io::Error| RunError::Failed(format!("{}: {e}", opt.out.display()));
+    let io = |e: std::io::Error| RunError::Failed(format!("{}: {e}", out.display()));
     // Finished runs are reused only for the same scenario and fixed overrides.
     let base = base_hash(spec).map_err(|e| RunError::Usage(format!("{}: {e}", spec.scenario.display())))?;
-    if let Ok(old) = std::fs::read_to_string(opt.out.join("sweep.json")) {
+    if let Ok(old) = std::fs::read_to_string(out.join("sweep.json")) {
         let old: serde_json::Value = serde_json::from_str(&old).unwrap_or_default();
         if old["base_hash"].as_str().is_some_and(|h| h != base) {
-            return Err(RunError::Usage(format!("{} holds a sweep of another scenario text or other --set overrides (its runs would not match); give another --out or delete it", opt.out.display())));
+            return Err(RunError::Usage(format!("{} holds a sweep of another scenario text or other --set overrides (its runs would not match); give another --out or delete it", out.display())));
         }
     }
-    std::fs::create_dir_all(opt.out.join("runs")).map_err(io)?;
-    std::fs::copy(&spec.scenario, opt.out.join("scenario.toml")).map_err(io)?;
-    write_sweep_json(spec, &points, &opt.out, &base).map_err(io)?;
-
-    let mut jobs: Vec<(usize, u64)> = Vec::new();
+    std::fs::create_dir_all(out.join("runs")).map_err(io)?;
+    std::fs::copy(&spec.scenario, out.join("scenario.toml")).map_err(io)?;
+    write_sweep_json(spec, &points, out, &base).map_err(io)?;
+    let mut missing = Vec::new();
     let mut skipped = 0;
     for (i, p) in points.iter().enumerate() {
         for &s in &spec.seeds {
-            let d = run_dir(&opt.out, p, s);
-            if d.join("summary.json").exists() {
+            if run_dir(out, p, s).join("summary.json").exists() {
                 skipped += 1;
             } else {
-                jobs.push((i, s));
+                missing.push((i, s));
             }
         }
     }
     let total = points.len() * spec.seeds.len();
+    Ok(Prepared { points, missing, skipped, total, base_hash: base })
+}
+
+/// How one run of a sweep ended.
+pub(crate) enum RunOutcome {
+    /// Its results are in place; the total goodput (bit/s).
+    Done(f64),
+    /// Its results are in place but something in them failed (a flow's
+    /// data did not verify, a run error), or it produced none.
+    Failed(String),
+    /// Stopped by Ctrl-C: nothing kept.
+    Interrupted,
+}
+
+/// Runs one point and seed into a `.partial` directory and renames it into
+/// place when whole: a run's results are complete or absent, whatever
+/// kills the process meanwhile (the next attempt removes the partial one).
+pub(crate) fn run_one(spec: &SweepSpec, out: &Path, point: &Point, seed: u64, abort: Option<&std::sync::atomic::AtomicBool>) -> RunOutcome {
+    let dir = run_dir(out, point, seed);
+    let tmp = dir.with_file_name(format!("seed-{seed}.partial"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let r = load_point(spec, point, Some(seed)).map_err(RunError::Usage).and_then(|(sc, net)| crate::run::simulate(&sc, net, &tmp, false, abort));
+    match r {
+        Ok((res, _)) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            if let Err(e) = std::fs::rename(&tmp, &dir) {
+                return RunOutcome::Failed(e.to_string());
+            }
+            let bad: Vec<&str> = res.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
+            if !bad.is_empty() {
+                RunOutcome::Failed(format!("flows whose data did not verify: {}", bad.join(", ")))
+            } else if !res.errors.is_empty() {
+                RunOutcome::Failed(res.errors.join("; "))
+            } else {
+                RunOutcome::Done(res.summary.flows.iter().map(|f| f.goodput_bps).sum())
+            }
+        }
+        Err(RunError::Failed(m)) if m == "interrupted" => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            RunOutcome::Interrupted
+        }
+        Err(RunError::Failed(m)) | Err(RunError::Usage(m)) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            RunOutcome::Failed(m)
+        }
+    }
+}
+
+/// A run's label in messages.
+pub(crate) fn run_label(point: &Point, seed: u64) -> String {
+    format!("{}seed {seed}", if point.is_empty() { String::new() } else { format!("{}; ", grid::point_label(point)) })
+}
+
+/// Aggregates what is on disk, writes meta.json (`meta` plus the run
+/// counts) and the plots; returns the number of runs present.
+pub(crate) fn finish(out: &Path, plots: bool, mut meta: serde_json::Value) -> std::io::Result<usize> {
+    let n = aggregate(out)?;
+    meta["mplab_version"] = env!("CARGO_PKG_VERSION").into();
+    meta["backend"] = "sim".into();
+    meta["runs_present"] = n.into();
+    std::fs::write(out.join("meta.json"), serde_json::to_string_pretty(&meta).unwrap_or_default() + "\n")?;
+    if plots && n > 0 {
+        crate::figures::write_all(out)?;
+    }
+    Ok(n)
+}
+
+/// Runs the sweep on this machine; `Err` is a usage error (exit 2) found
+/// before any run.
+pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunError> {
+    let prep = prepare(spec, &opt.out)?;
+    let Prepared { points, missing: jobs, skipped, total, .. } = prep;
+    let io = |e: std::io::Error| RunError::Failed(format!("{}: {e}", opt.out.display()));
     if !opt.quiet {
         eprintln!(
             "sweep: {} point{} x {} seed{} = {total} runs; {skipped} already done, {} to run on {} thread{}",
@@ -288,42 +372,20 @@ pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunEr
                 let k = next.fetch_add(1, Ordering::SeqCst);
                 let Some(&(pi, seed)) = jobs.get(k) else { break };
                 let p = &points[pi];
-                let label = format!("{}seed {seed}", if p.is_empty() { String::new() } else { format!("{}; ", grid::point_label(p)) });
-                let dir = run_dir(&opt.out, p, seed);
-                let tmp = dir.with_file_name(format!("seed-{seed}.partial"));
-                let _ = std::fs::remove_dir_all(&tmp);
-                let r = load_point(spec, p, Some(seed)).map_err(RunError::Usage).and_then(|(sc, net)| crate::run::simulate(&sc, net, &tmp, false, Some(&abort)));
-                match r {
-                    Ok((res, _)) => {
-                        let _ = std::fs::remove_dir_all(&dir);
-                        if let Err(e) = std::fs::rename(&tmp, &dir) {
-                            failed.lock().unwrap().push(format!("{label}: {e}"));
-                        } else {
-                            let bad: Vec<&str> = res.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
-                            if !bad.is_empty() || !res.errors.is_empty() {
-                                failed
-                                    .lock()
-                                    .unwrap()
-                                    .push(format!("{label}: {}", if bad.is_empty() { res.errors.join("; ") } else { format!("flows whose data did not verify: {}", bad.join(", ")) }));
-                            }
-                            done.fetch_add(1, Ordering::SeqCst);
-                            if opt.verbose {
-                                let g: f64 = res.summary.flows.iter().map(|f| f.goodput_bps).sum();
-                                let msg = format!("done {label}: total goodput {:.2} Mbit/s", g / 1e6);
-                                match &bar {
-                                    Some(b) => b.println(msg),
-                                    None => eprintln!("{msg}"),
-                                }
+                let label = run_label(p, seed);
+                match run_one(spec, &opt.out, p, seed, Some(&abort)) {
+                    RunOutcome::Done(g) => {
+                        done.fetch_add(1, Ordering::SeqCst);
+                        if opt.verbose {
+                            let msg = format!("done {label}: total goodput {:.2} Mbit/s", g / 1e6);
+                            match &bar {
+                                Some(b) => b.println(msg),
+                                None => eprintln!("{msg}"),
                             }
                         }
                     }
-                    Err(RunError::Failed(m)) if m == "interrupted" => {
-                        let _ = std::fs::remove_dir_all(&tmp);
-                    }
-                    Err(RunError::Failed(m)) | Err(RunError::Usage(m)) => {
-                        let _ = std::fs::remove_dir_all(&tmp);
-                        failed.lock().unwrap().push(format!("{label}: {m}"));
-                    }
+                    RunOutcome::Failed(m) => failed.lock().unwrap().push(format!("{label}: {m}")),
+                    RunOutcome::Interrupted => {}
                 }
                 if let Some(b) = &bar {
                     b.inc(1);
@@ -337,29 +399,23 @@ pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunEr
     let ran = done.load(Ordering::SeqCst);
     let interrupted = abort.load(Ordering::SeqCst);
     let stopped_early = !interrupted && ran + failed.lock().unwrap().len() < jobs.len();
-    let n = aggregate(&opt.out).map_err(io)?;
     let meta = serde_json::json!({
-        "mplab_version": env!("CARGO_PKG_VERSION"),
-        "backend": "sim",
+        "executor": "local",
         "wall_time_s": wall.elapsed().as_secs_f64(),
         "threads": threads,
         "runs_total": total,
         "runs_skipped": skipped,
         "runs_this_time": ran,
         "runs_failed": failed.lock().unwrap().len(),
-        "runs_present": n,
         "interrupted": interrupted,
     });
-    std::fs::write(opt.out.join("meta.json"), serde_json::to_string_pretty(&meta).unwrap_or_default() + "\n").map_err(io)?;
-    if opt.plots && n > 0 {
-        crate::figures::write_all(&opt.out).map_err(io)?;
-    }
+    finish(&opt.out, opt.plots, meta).map_err(io)?;
     let failed = failed.into_inner().unwrap();
     Ok(SweepOutcome { total, skipped, ran, failed, interrupted, stopped_early })
 }
 
 /// Identifies what every run of a sweep shares: the scenario text and the fixed overrides.
-fn base_hash(spec: &SweepSpec) -> std::io::Result<String> {
+pub(crate) fn base_hash(spec: &SweepSpec) -> std::io::Result<String> {
     let mut text = std::fs::read_to_string(&spec.scenario)?;
     for (k, v) in &spec.fixed {
         text.push_str(&format!("\n--set {k}={v}"));
