@@ -1,19 +1,7 @@
 //! `mplab`: the Multipath TCP lab command line.
 
-mod capture;
-mod compare;
-mod figures;
-mod grid;
-mod parq;
-mod plot;
-mod plugins;
-mod report;
-mod run;
-mod slurm;
-mod sweep;
-mod table;
-mod trace;
-mod validate;
+use mplab::{compare, figures, plugins, report, run, slurm, sweep, trace, validate};
+
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -505,48 +493,8 @@ fn sweep_cmd(
     verbose: bool,
 ) -> Result<ExitCode, run::RunError> {
     use run::RunError::Usage;
-    let text = std::fs::read_to_string(&file).map_err(|e| Usage(format!("{}: {e}", file.display())))?;
-    let mut spec = if sweep::is_spec_file(&text) {
-        sweep::read_spec(&file, &text).map_err(Usage)?
-    } else {
-        sweep::SweepSpec { scenario: file.clone(), seeds: vec![1], ..Default::default() }
-    };
-    for s in &sets {
-        let Some((k, v)) = s.split_once('=') else {
-            return Err(Usage(format!("--set {s}: expected path=value, like duration=10s")));
-        };
-        spec.fixed.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    for p in &params {
-        let p = grid::parse_param(p).map_err(Usage)?;
-        // A --param replaces the spec file's parameter of the same path.
-        spec.params.retain(|q| q.path != p.path);
-        spec.params.push(p);
-    }
-    let mut explicit: Vec<grid::Point> = Vec::new();
-    for p in &points {
-        explicit.push(grid::parse_point(p).map_err(|e| Usage(format!("--point: {e}")))?);
-    }
-    if let Some(f) = &points_file {
-        let t = std::fs::read_to_string(f).map_err(|e| Usage(format!("{}: {e}", f.display())))?;
-        explicit.extend(grid::parse_points_file(&t).map_err(|e| Usage(format!("{}: {e}", f.display())))?);
-    }
-    if !explicit.is_empty() {
-        if !params.is_empty() {
-            return Err(Usage("give either --param (a grid) or --point/--points (a list), not both".into()));
-        }
-        spec.points = explicit;
-        spec.params.clear();
-    }
-    if let Some(s) = &seeds {
-        spec.seeds = grid::parse_seeds(s).map_err(Usage)?;
-    }
-    let name = {
-        let stem = file.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "sweep".into());
-        let stem = stem.trim_end_matches(".toml").trim_end_matches(".sweep").to_string();
-        if stem.ends_with("sweep") { stem } else { format!("{stem}-sweep") }
-    };
-    let out = out.unwrap_or_else(|| PathBuf::from("results").join(name));
+    let spec = sweep::spec_from(&file, &params, &points, points_file.as_deref(), seeds.as_deref(), &sets).map_err(Usage)?;
+    let out = out.unwrap_or_else(|| sweep::default_out(&file));
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     if jobs == 0 {
         return Err(Usage("--jobs 0: at least one".into()));

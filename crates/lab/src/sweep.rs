@@ -105,7 +105,7 @@ struct PlotTable {
 }
 
 /// Line and column (1-based) of a byte offset, for errors.
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
@@ -175,6 +175,53 @@ pub fn read_spec(path: &Path, text: &str) -> Result<SweepSpec, String> {
     Ok(SweepSpec { scenario, fixed, params, points, seeds, plot_x: plot.x, plot_series: plot.series, plot_flow: plot.flow, spec_file: Some(path.to_path_buf()), slurm: t.slurm })
 }
 
+/// The sweep a command line (or a Python call) describes: `file` is a
+/// scenario or a spec file; `params` (PATH=VALUES) replace the spec's of
+/// the same path; `points` ('PATH=VALUE;...') or a points file replace the
+/// grid; `sets` (PATH=VALUE) apply to every point.
+pub fn spec_from(file: &Path, params: &[String], points: &[String], points_file: Option<&Path>, seeds: Option<&str>, sets: &[String]) -> Result<SweepSpec, String> {
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut spec = if is_spec_file(&text) { read_spec(file, &text)? } else { SweepSpec { scenario: file.to_path_buf(), seeds: vec![1], ..Default::default() } };
+    for s in sets {
+        let Some((k, v)) = s.split_once('=') else {
+            return Err(format!("--set {s}: expected path=value, like duration=10s"));
+        };
+        spec.fixed.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    for p in params {
+        let p = grid::parse_param(p)?;
+        // A --param replaces the spec file's parameter of the same path.
+        spec.params.retain(|q| q.path != p.path);
+        spec.params.push(p);
+    }
+    let mut explicit: Vec<Point> = Vec::new();
+    for p in points {
+        explicit.push(grid::parse_point(p).map_err(|e| format!("--point: {e}"))?);
+    }
+    if let Some(f) = points_file {
+        let t = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        explicit.extend(grid::parse_points_file(&t).map_err(|e| format!("{}: {e}", f.display()))?);
+    }
+    if !explicit.is_empty() {
+        if !params.is_empty() {
+            return Err("give either --param (a grid) or --point/--points (a list), not both".into());
+        }
+        spec.points = explicit;
+        spec.params.clear();
+    }
+    if let Some(s) = seeds {
+        spec.seeds = grid::parse_seeds(s)?;
+    }
+    Ok(spec)
+}
+
+/// results/<name>-sweep for a scenario or spec file.
+pub fn default_out(file: &Path) -> PathBuf {
+    let stem = file.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "sweep".into());
+    let stem = stem.trim_end_matches(".toml").trim_end_matches(".sweep").to_string();
+    PathBuf::from("results").join(if stem.ends_with("sweep") { stem } else { format!("{stem}-sweep") })
+}
+
 // ---- running ----------------------------------------------------------------------
 
 pub struct SweepOptions {
@@ -198,7 +245,7 @@ pub struct SweepOutcome {
     pub stopped_early: bool,
 }
 
-pub(crate) fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> Result<(Scenario, Network), String> {
+pub fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> Result<(Scenario, Network), String> {
     let mut sc = Scenario::from_file(&spec.scenario).map_err(|e| e.to_string())?;
     let mut sets: Vec<(String, String)> = spec.fixed.clone();
     sets.extend(grid::point_sets(point));
@@ -212,13 +259,13 @@ pub(crate) fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> 
     Ok((sc, net))
 }
 
-pub(crate) fn run_dir(out: &Path, point: &Point, seed: u64) -> PathBuf {
+pub fn run_dir(out: &Path, point: &Point, seed: u64) -> PathBuf {
     out.join("runs").join(grid::point_id(point)).join(format!("seed-{seed}"))
 }
 
 /// A sweep directory made ready: every point checked, `sweep.json` and
 /// the scenario written, and the runs still missing.
-pub(crate) struct Prepared {
+pub struct Prepared {
     pub points: Vec<Point>,
     /// (point index, seed) of each run without results.
     pub missing: Vec<(usize, u64)>,
@@ -230,7 +277,7 @@ pub(crate) struct Prepared {
 /// Checks every point (a typo or an algorithm the simulator lacks is a
 /// usage error, exit 2, not 40 failed runs), refuses a directory holding
 /// another sweep, writes sweep.json and lists the runs left to do.
-pub(crate) fn prepare(spec: &SweepSpec, out: &Path) -> Result<Prepared, RunError> {
+pub fn prepare(spec: &SweepSpec, out: &Path) -> Result<Prepared, RunError> {
     let points = spec.expand();
     for p in &points {
         let (sc, net) = load_point(spec, p, None).map_err(|e| RunError::Usage(if p.is_empty() { e } else { format!("point {}: {e}", grid::point_label(p)) }))?;
@@ -267,7 +314,7 @@ pub(crate) fn prepare(spec: &SweepSpec, out: &Path) -> Result<Prepared, RunError
 }
 
 /// How one run of a sweep ended.
-pub(crate) enum RunOutcome {
+pub enum RunOutcome {
     /// Its results are in place; the total goodput (bit/s).
     Done(f64),
     /// Its results are in place but something in them failed (a flow's
@@ -280,7 +327,7 @@ pub(crate) enum RunOutcome {
 /// Runs one point and seed into a `.partial` directory and renames it into
 /// place when whole: a run's results are complete or absent, whatever
 /// kills the process meanwhile (the next attempt removes the partial one).
-pub(crate) fn run_one(spec: &SweepSpec, out: &Path, point: &Point, seed: u64, abort: Option<&std::sync::atomic::AtomicBool>) -> RunOutcome {
+pub fn run_one(spec: &SweepSpec, out: &Path, point: &Point, seed: u64, abort: Option<&std::sync::atomic::AtomicBool>) -> RunOutcome {
     let dir = run_dir(out, point, seed);
     let tmp = dir.with_file_name(format!("seed-{seed}.partial"));
     let _ = std::fs::remove_dir_all(&tmp);
@@ -312,13 +359,13 @@ pub(crate) fn run_one(spec: &SweepSpec, out: &Path, point: &Point, seed: u64, ab
 }
 
 /// A run's label in messages.
-pub(crate) fn run_label(point: &Point, seed: u64) -> String {
+pub fn run_label(point: &Point, seed: u64) -> String {
     format!("{}seed {seed}", if point.is_empty() { String::new() } else { format!("{}; ", grid::point_label(point)) })
 }
 
 /// Aggregates what is on disk, writes meta.json (`meta` plus the run
 /// counts) and the plots; returns the number of runs present.
-pub(crate) fn finish(out: &Path, plots: bool, mut meta: serde_json::Value) -> std::io::Result<usize> {
+pub fn finish(out: &Path, plots: bool, mut meta: serde_json::Value) -> std::io::Result<usize> {
     let n = aggregate(out)?;
     meta["mplab_version"] = env!("CARGO_PKG_VERSION").into();
     meta["backend"] = "sim".into();
@@ -415,7 +462,7 @@ pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunEr
 }
 
 /// Identifies what every run of a sweep shares: the scenario text and the fixed overrides.
-pub(crate) fn base_hash(spec: &SweepSpec) -> std::io::Result<String> {
+pub fn base_hash(spec: &SweepSpec) -> std::io::Result<String> {
     let mut text = std::fs::read_to_string(&spec.scenario)?;
     for (k, v) in &spec.fixed {
         text.push_str(&format!("\n--set {k}={v}"));
