@@ -133,9 +133,25 @@ fn slurm_sweep_matches_local_and_resumes_a_killed_task() {
     let o = mplab_slurm(&tmp.0, &sweep_args(&local, &["-q"]));
     assert_eq!(o.code, 0, "{}", o.stderr);
 
-    // Four tasks of two runs, one at a time; the last is cancelled while
-    // it waits (a task that dies: its runs stay absent).
-    let o = mplab_slurm(&tmp.0, &sweep_args(&sl, &["--executor", "slurm", "--slurm-runs-per-task", "2", "--slurm-max-concurrent", "1", "--slurm-mem", "200M"]));
+    // A partition the cluster does not have: refused, named, nothing queued.
+    let o = mplab_slurm(&tmp.0, &sweep_args(&tmp.join("bad"), &["--executor", "slurm", "--slurm-runs-per-task", "1", "--slurm-partition", "nosuch"]));
+    assert_eq!(o.code, 2, "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("refused") && o.stderr.contains("partition"), "{}", o.stderr);
+    assert!(slurm("squeue", &["--me", "-h"]).trim().is_empty());
+
+    // Four tasks of two runs, one at a time (from the spec file's
+    // [sweep.slurm] table); the last is cancelled while it waits (a task
+    // that dies: its runs stay absent).
+    let spec = tmp.join("tiny.sweep.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "[sweep]\nscenario = {:?}\nseeds = 2\nset = {{ duration = \"2s\", \"topology.loss\" = 0.01, \"probes.pcap\" = [] }}\n[[sweep.param]]\npath = \"topology.rate\"\nvalues = \"10Mbit,20Mbit\"\n[[sweep.param]]\npath = \"topology.delay\"\nvalues = \"5ms..10ms:5ms\"\n[sweep.slurm]\nruns_per_task = 2\nmax_concurrent = 1\nmem = \"200M\"\n",
+            scenario("two-paths.toml").display().to_string()
+        ),
+    )
+    .unwrap();
+    let o = mplab_slurm(&tmp.0, &["sweep".into(), spec.display().to_string(), "--executor".into(), "slurm".into(), "--no-plots".into(), "--out".into(), sl.display().to_string()]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("submitted 8 runs") && o.stdout.contains("4 tasks"), "{}", o.stdout);
     let job = o.stdout.split("job array ").nth(1).and_then(|s| s.split_whitespace().next()).expect("job id").to_string();
@@ -147,8 +163,19 @@ fn slurm_sweep_matches_local_and_resumes_a_killed_task() {
     assert!(st.stdout.contains("8 runs: 6 done, 0 queued, 0 running, 2 failed"), "{}", st.stdout);
     assert!(st.stdout.contains(&format!("task {job}_3 ended")) && st.stdout.contains("sub-0-3.out"), "{}", st.stdout);
 
+    // A run a dying node left half written is not trusted.
+    let missing = std::fs::read_dir(local.join("runs"))
+        .unwrap()
+        .flatten()
+        .flat_map(|p| [1, 2].map(|s| sl.join("runs").join(p.file_name()).join(format!("seed-{s}"))))
+        .find(|d| !d.join("summary.json").exists())
+        .expect("a missing run");
+    let partial = missing.with_file_name(format!("{}.partial", missing.file_name().unwrap().to_string_lossy()));
+    std::fs::create_dir_all(&partial).unwrap();
+    std::fs::write(partial.join("summary.json"), "{ half").unwrap();
+
     // The same command again: only the two missing runs.
-    let o = mplab_slurm(&tmp.0, &sweep_args(&sl, &["--executor", "slurm", "--slurm-mem", "200M"]));
+    let o = mplab_slurm(&tmp.0, &["sweep".into(), spec.display().to_string(), "--executor".into(), "slurm".into(), "--no-plots".into(), "--out".into(), sl.display().to_string()]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     assert!(o.stdout.contains("submitted 2 runs") && o.stdout.contains("6 of 8 runs already done"), "{}", o.stdout);
     wait_idle(Duration::from_secs(180));
@@ -158,6 +185,7 @@ fn slurm_sweep_matches_local_and_resumes_a_killed_task() {
 
     // Byte-identical per-run results, and the same aggregate (written by
     // the dependent collect job).
+    assert!(!partial.exists(), "the half-written run was replaced");
     let (a, b) = (run_files(&local), run_files(&sl));
     assert_eq!(a.len(), b.len());
     for ((pa, da), (pb, db)) in a.iter().zip(&b) {
