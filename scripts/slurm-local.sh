@@ -66,7 +66,7 @@ write_conf() {
   cat >"$CONF" <<EOF
 # mplab's one-node test cluster (scripts/slurm-local.sh); not for production.
 ClusterName=mplab
-SlurmctldHost=$HOST
+SlurmctldHost=$HOST(127.0.0.1)
 SlurmctldPort=6917
 SlurmdPort=6918
 SlurmUser=root
@@ -89,7 +89,7 @@ MpiDefault=none
 ReturnToService=2
 MaxArraySize=10001
 MinJobAge=30
-NodeName=$HOST CPUs=$cpus RealMemory=$mem State=UNKNOWN
+NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 EOF
 }

@@ -456,7 +456,7 @@ mod tests {
     fn queued_and_running_tasks_own_their_runs() {
         let sub = Submission { id: 0, array_job: "41".into(), collect_job: None, tasks: vec![vec![("a".into(), 1)], vec![("b".into(), 1)], vec![("c".into(), 1)]], submitted_unix: 0 };
         let q: BTreeMap<String, String> = [("41_0".to_string(), "RUNNING".to_string()), ("41_1".into(), "PENDING".into())].into_iter().collect();
-        let f = in_flight(&[sub.clone()], &q);
+        let f = in_flight(std::slice::from_ref(&sub), &q);
         assert_eq!(f, [("a".to_string(), 1), ("b".to_string(), 1)].into_iter().collect());
         // An array still pending as one line owns all its runs.
         let q: BTreeMap<String, String> = [("41_[0-2%1]".to_string(), "PENDING".to_string())].into_iter().collect();
