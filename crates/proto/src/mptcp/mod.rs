@@ -232,6 +232,8 @@ pub struct MptcpStats {
     /// receive window, or a full send buffer) held data back while a
     /// subflow had room (see `SchedContext::window_blocked`).
     pub window_blocked: u64,
+    /// Segments outside their subflow's window: ACKed, options ignored.
+    pub unacceptable_segments: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -653,6 +655,16 @@ impl Connection {
         let mut placed = None;
         if self.fallback.is_some() {
             return self.input_as_plain_tcp(now, i, h, payload_len);
+        }
+        if !self.subflows[i].tcp.acceptable(h, payload_len) {
+            // Outside the subflow's window: an ACK back, nothing else. Its
+            // MPTCP options are not believed (RFC 7430; Linux reads them
+            // only after tcp_sequence()): no fallback for a missing DSS, no
+            // MP_FAIL, MP_FASTCLOSE, address or priority change from a
+            // sender who does not know where the subflow stands.
+            self.subflows[i].tcp.on_unacceptable(h);
+            self.stats.unacceptable_segments += 1;
+            return None;
         }
         if h.rst() {
             if let Some(k) = h.options.mptcp().find_map(|o| if let MptcpOption::MpFastclose { receiver_key } = o { Some(*receiver_key) } else { None }) {

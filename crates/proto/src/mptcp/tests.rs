@@ -579,3 +579,44 @@ fn linux_profile_marks_a_dead_subflow_stale_by_retransmission_periods() {
     assert!(at < 4_000, "stale at {at} ms");
     assert!(dead.stale_count >= n.client.cfg.stale_after);
 }
+
+/// A segment on the server's first subflow, from the client's side, with
+/// sequence number `seq` and the given MPTCP options (none: plain TCP).
+fn forged(s: &Connection, seq: u32, opts: &[MptcpOption]) -> (SocketAddr, SocketAddr, TcpHeader) {
+    let sf = &s.subflows()[0];
+    let mut h = TcpHeader { src_port: sf.remote.port(), dst_port: sf.local.port(), seq, ack: 0, flags: mplab_wire::tcp::flags::ACK, window: 1000, urgent: 0, options: Default::default() };
+    for o in opts {
+        h.options.push_mptcp(o.clone()).unwrap();
+    }
+    (sf.local, sf.remote, h)
+}
+
+/// RFC 7430 / RFC 9293 3.10.7.4: options on a segment outside the
+/// subflow's window are not believed. An off-path sender who does not
+/// know the sequence numbers cannot make the connection fall back (a
+/// segment without DSS), change a subflow's priority (MP_PRIO) or fall
+/// back on a forged MP_FAIL; the same segments in the window can.
+#[test]
+fn segments_outside_the_window_change_nothing() {
+    let cases: Vec<(&str, Vec<MptcpOption>)> = vec![("no DSS", vec![]), ("MP_PRIO", vec![MptcpOption::MpPrio { backup: true, addr_id: None }]), ("MP_FAIL", vec![MptcpOption::MpFail { dsn: 0 }])];
+    for (what, opts) in cases {
+        let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
+        // Mid-transfer: 50 MB at 100 Mbit/s take longer than the 1 s run.
+        n.to_send = 50_000_000;
+        n.run(1_000);
+        assert!(n.received > 1_000_000 && n.received < 50_000_000, "{}", n.received);
+        let now = n.now;
+        let s = n.server.as_mut().unwrap();
+        let nxt = s.subflows()[0].tcp.rcv_nxt_seq();
+        let (local, remote, h) = forged(s, nxt.wrapping_add(1 << 31), &opts);
+        assert_eq!(s.handle_segment(now, local, remote, &h, 0, None), None);
+        assert_eq!(s.fallback(), None, "{what}: out of the window");
+        assert!(!s.subflows()[0].peer_backup, "{what}: out of the window");
+        assert_eq!(s.stats().unacceptable_segments, 1, "{what}");
+        // In the window the same segment is believed.
+        let (local, remote, h) = forged(s, nxt, &opts);
+        s.handle_segment(now, local, remote, &h, 0, None);
+        let changed = s.fallback().is_some() || s.subflows()[0].peer_backup;
+        assert!(changed, "{what}: in the window");
+    }
+}

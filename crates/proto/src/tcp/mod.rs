@@ -332,6 +332,35 @@ impl Connection {
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
     }
+    /// Whether a segment falls in the receive window once the connection
+    /// is synchronized (RFC 9293 3.10.7.4), tolerating old duplicates up
+    /// to a window behind RCV.NXT as Linux's tcp_sequence() does. A
+    /// segment outside gets an ACK and nothing else: an off-path sender
+    /// must guess the sequence number to within a window before anything
+    /// it carries is believed (RFC 5961, RFC 7430). Before the handshake
+    /// completes the handshake's own checks apply: `true`.
+    pub fn acceptable(&self, h: &TcpHeader, payload_len: u32) -> bool {
+        if !self.synced {
+            return true;
+        }
+        let nxt = self.rcv.nxt();
+        let Some(start) = seq::unwrap(h.seq, self.irs.wrapping_add(1), nxt) else { return false };
+        let wnd = self.rcv_window().max(self.adv_right.saturating_sub(nxt));
+        let end = start + u64::from(payload_len) + u64::from(h.fin());
+        start <= nxt + wnd.max(1) && end + wnd.max(self.mss) >= nxt
+    }
+    /// RCV.NXT as a wire sequence number (what an on-path observer sees).
+    pub fn rcv_nxt_seq(&self) -> u32 {
+        seq::wrap(self.rcv.nxt(), self.irs.wrapping_add(1))
+    }
+    /// An unacceptable segment ([`acceptable`](Self::acceptable)): an ACK
+    /// goes back (not for a RST), the segment is otherwise dropped.
+    pub fn on_unacceptable(&mut self, h: &TcpHeader) {
+        self.stats.segments_received += 1;
+        if !h.rst() {
+            self.ack_due = AckDue::Now;
+        }
+    }
     /// Nothing more will be sent or received (closed, or in TIME-WAIT).
     pub fn is_finished(&self) -> bool {
         matches!(self.state, State::Closed | State::TimeWait)
