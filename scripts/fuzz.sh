@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz the TCP/MPTCP segment parser for N seconds (default 60) with cargo-fuzz
+# Fuzz the TCP/MPTCP segment parser, then a pair of MPTCP connections, for N
+# seconds each (default 60) with cargo-fuzz
 # (libFuzzer). Needs the nightly toolchain; installs cargo-fuzz if missing.
 # Skips with a message (exit 0) when no nightly toolchain is available.
 set -euo pipefail
@@ -28,3 +29,12 @@ PY
 # the same sequence). Longer exploratory runs: FUZZ_RUNS=-1 (no run limit).
 runs=${FUZZ_RUNS:-6000000}
 cargo +nightly fuzz run segment fuzz/corpus/segment -- -max_total_time="$secs" -max_len=400 -seed=1 -runs="$runs" 2>&1 | tail -5
+# The stateful target: a pair of MPTCP connections under an arbitrary script
+# of segments, forgeries, drops, reordering and timers
+# (crates/proto/tests/support/pair.rs). Its findings go to
+# crates/proto/fuzz/regressions/ once fixed (run by tests/stateful.rs).
+cd ../proto
+mkdir -p fuzz/corpus/mptcp_pair
+cp -n fuzz/regressions/* fuzz/corpus/mptcp_pair/ 2>/dev/null || true
+rm -f fuzz/corpus/mptcp_pair/README.md
+cargo +nightly fuzz run mptcp_pair fuzz/corpus/mptcp_pair -- -max_total_time="$secs" -max_len=8192 -seed=1 -runs="${FUZZ_RUNS_PAIR:-2000000}" 2>&1 | tail -5

@@ -29,6 +29,17 @@ impl KeyMaterial {
     }
 }
 
+/// Compares two MACs in time that does not depend on where they differ:
+/// an attacker timing the answers (or a fuzzer tracing comparisons) learns
+/// nothing about the expected value.
+pub fn mac_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
+}
+
 pub fn token(key: u64) -> u32 {
     KeyMaterial::from_key(key).token
 }

@@ -668,7 +668,7 @@ impl Connection {
         }
         if h.rst() {
             if let Some(k) = h.options.mptcp().find_map(|o| if let MptcpOption::MpFastclose { receiver_key } = o { Some(*receiver_key) } else { None }) {
-                if k == self.local.key {
+                if crypto::mac_eq(&k.to_be_bytes(), &self.local.key.to_be_bytes()) {
                     self.on_fastclose();
                     return None;
                 }
@@ -692,6 +692,25 @@ impl Connection {
             return self.input_as_plain_tcp(now, i, h, payload_len);
         }
         self.refresh_coupling(i);
+        // A server that lost the third ACK (and the first data, which
+        // carry the keys) cannot place data yet: it takes none of it (the
+        // segment still counts as an ACK), and the client sends it again
+        // once the keys are through. Taken now, the bytes would become
+        // readable later without their payload ever having been handed over.
+        let payload_len = if !self.client && self.remote.is_none() { 0 } else { payload_len };
+        // Payload that no mapping places (none in this segment, none
+        // received before covers it; RFC 8684 3.3.1) is not taken in: the
+        // driver gets no place for it, so taken in it would later be read
+        // without its bytes. The subflow is reset, or the connection falls
+        // back if it is the only one, and the sender sends it again.
+        if payload_len > 0 && self.remote.is_some() && self.subflows[i].tcp.is_established() && !self.payload_mapped(i, h, payload_len) {
+            self.stats.unmapped_data += 1;
+            self.on_missing_mapping(i);
+            if self.fallback.is_some() {
+                return self.input_as_plain_tcp(now, i, h, payload_len);
+            }
+            return None;
+        }
         let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
         if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
             self.subflow_synced(now, i);
@@ -713,7 +732,7 @@ impl Connection {
                 MptcpOption::AddAddr(a) => self.on_add_addr(a),
                 MptcpOption::RemoveAddr(ids) => self.on_remove_addr(ids.as_slice()),
                 MptcpOption::MpPrio { backup, .. } => self.subflows[i].peer_backup = backup,
-                MptcpOption::MpFastclose { receiver_key } if receiver_key == self.local.key => {
+                MptcpOption::MpFastclose { receiver_key } if crypto::mac_eq(&receiver_key.to_be_bytes(), &self.local.key.to_be_bytes()) => {
                     self.on_fastclose();
                     return None;
                 }
@@ -819,6 +838,32 @@ impl Connection {
     }
 
     /// SSN (relative, on the wire) -> subflow receive offset.
+    /// Whether the first payload byte of `h` on subflow `i` has a mapping:
+    /// the segment's own DSS (or MP_CAPABLE data_len) mapping, or one an
+    /// earlier segment carried.
+    fn payload_mapped(&self, i: usize, h: &TcpHeader, payload_len: u32) -> bool {
+        let Some(off) = self.subflows[i].tcp.rcv_offset(h.seq) else { return true };
+        if off + u64::from(payload_len) <= self.subflows[i].tcp.rcv_nxt() {
+            return true; // all old: nothing is taken in
+        }
+        for o in h.options.mptcp() {
+            match o {
+                MptcpOption::MpCapable(MpCapable { data_len: Some(_), .. }) => return true,
+                MptcpOption::Dss(Dss { mapping: Some(m), .. }) => {
+                    if m.is_infinite() {
+                        return true;
+                    }
+                    let sub = self.sub_off_of_ssn(i, m.ssn);
+                    if sub <= off && off < sub + u64::from(m.data_len) {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.subflows[i].rx_covers(off)
+    }
+
     fn sub_off_of_ssn(&self, i: usize, ssn: u32) -> u64 {
         tcp::seq::unwrap(ssn, 1, self.subflows[i].tcp.rcv_nxt()).unwrap_or(0)
     }
@@ -890,7 +935,7 @@ impl Connection {
                 let ok = match (join, self.remote) {
                     (Some(MpJoin::SynAck { backup, addr_id, hmac, nonce }), Some(rk)) => {
                         let expect = crypto::join_synack_hmac(rk.key, self.local.key, nonce, local_nonce);
-                        if expect == hmac {
+                        if crypto::mac_eq(&expect.to_be_bytes(), &hmac.to_be_bytes()) {
                             let s = &mut self.subflows[i];
                             s.origin = Origin::Join { local_nonce, remote_nonce: nonce };
                             s.peer_backup = backup;
@@ -919,7 +964,7 @@ impl Connection {
                 // Responder: the third ACK must carry the initiator's HMAC.
                 if !self.client && sf.handshake != Handshake::Established && !h.syn() && h.ack_flag() {
                     let ok = match (join, self.remote) {
-                        (Some(MpJoin::Ack { hmac }), Some(rk)) => crypto::join_ack_hmac(rk.key, self.local.key, remote_nonce, local_nonce) == hmac,
+                        (Some(MpJoin::Ack { hmac }), Some(rk)) => crypto::mac_eq(&crypto::join_ack_hmac(rk.key, self.local.key, remote_nonce, local_nonce), &hmac),
                         _ => false,
                     };
                     let s = &mut self.subflows[i];
@@ -1080,7 +1125,7 @@ impl Connection {
         }
         let Some(rk) = self.remote else { return };
         // The HMAC proves the sender holds the keys (RFC 8684 3.4.1).
-        let ok = a.hmac == Some(crypto::add_addr_hmac(rk.key, self.local.key, a.addr_id, a.addr, a.port));
+        let ok = a.hmac.is_some_and(|got| crypto::mac_eq(&got.to_be_bytes(), &crypto::add_addr_hmac(rk.key, self.local.key, a.addr_id, a.addr, a.port).to_be_bytes()));
         if !ok {
             return;
         }

@@ -349,6 +349,14 @@ impl Connection {
         let end = start + u64::from(payload_len) + u64::from(h.fin());
         start <= nxt + wnd.max(1) && end + wnd.max(self.mss) >= nxt
     }
+    /// The stream offset of sequence number `seq` (relative to the
+    /// peer's ISN + 1), once synchronized.
+    pub fn rcv_offset(&self, seq: u32) -> Option<u64> {
+        if !self.synced {
+            return None;
+        }
+        seq::unwrap(seq, self.irs.wrapping_add(1), self.rcv.nxt())
+    }
     /// RCV.NXT as a wire sequence number (what an on-path observer sees).
     pub fn rcv_nxt_seq(&self) -> u32 {
         seq::wrap(self.rcv.nxt(), self.irs.wrapping_add(1))
@@ -836,8 +844,9 @@ impl Connection {
         }
         let mut placed = None;
         if len > 0 {
-            placed = Some(seg_start..seg_start + len);
-            self.on_payload(now, seg_start..seg_start + len);
+            // Only what fits in the window is placed (and reported so: the
+            // caller writes the payload where this says).
+            placed = self.on_payload(now, seg_start..seg_start + len);
         }
         if h.fin() {
             self.rcv_fin = Some(seg_start + len);
@@ -847,19 +856,22 @@ impl Connection {
         placed
     }
 
-    fn on_payload(&mut self, now: Instant, r: Range<u64>) {
+    /// Takes in a segment's payload; returns the part inside the window
+    /// (from the segment's first byte), `None` if none is.
+    fn on_payload(&mut self, now: Instant, r: Range<u64>) -> Option<Range<u64>> {
         // Accept what fits in the window we advertised (or could advertise).
         let right = self.adv_right.max(self.rcv.nxt() + self.rcv_window());
         if r.start >= right {
             self.ack_due = AckDue::Now;
-            return;
+            return None;
         }
         let r = r.start..r.end.min(right);
+        let placed = Some(r.clone());
         let ins = self.rcv.insert(r);
         self.stats.bytes_received += ins.advanced;
         if ins.duplicate || ins.out_of_order || ins.had_holes || !self.cfg.delayed_ack {
             self.ack_due = AckDue::Now;
-            return;
+            return placed;
         }
         self.unacked_segments += 1;
         if self.unacked_segments >= 2 {
@@ -867,6 +879,7 @@ impl Connection {
         } else if self.ack_due == AckDue::None {
             self.ack_due = AckDue::At(now + self.cfg.delayed_ack_timeout);
         }
+        placed
     }
 
     fn check_fin_received(&mut self) {
