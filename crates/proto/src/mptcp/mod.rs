@@ -255,6 +255,9 @@ pub struct Connection {
     fallback: Option<Fallback>,
     /// After a fallback: data offset minus subflow offset of the stream.
     fb_delta: u64,
+    /// The subflow a fallen-back connection runs on (the one alive when it
+    /// fell back): its stream is the data stream from then on.
+    fb_sub: usize,
     /// An MP_FAIL (the DSN whose checksum failed) to send.
     mp_fail_pending: Option<u64>,
     established: bool,
@@ -380,6 +383,7 @@ impl Connection {
             checksum: cfg.checksum,
             fallback: None,
             fb_delta: 0,
+            fb_sub: 0,
             mp_fail_pending: None,
             established: false,
             closing: false,
@@ -888,10 +892,25 @@ impl Connection {
     #[cold]
     #[inline(never)]
     fn input_as_plain_tcp(&mut self, now: Instant, i: usize, h: &TcpHeader, payload_len: u32) -> Option<Range<u64>> {
+        // The subflow's bytes continue the data stream where it stands
+        // (read in order and appended at RCV.NXT: an infinite mapping), so
+        // a subflow offset is a data offset shifted by what the two had
+        // read when the connection fell back. The driver is told the data
+        // offset: the subflow's may differ (data sent twice on it, or by
+        // other subflows before).
+        let (nxt, read) = (self.rcv.nxt(), self.subflows[i].tcp.read_offset());
         let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
         self.after_fallback_input(i, sub_range.clone());
         self.after_input(now);
-        sub_range
+        if i != self.fb_sub {
+            return None;
+        }
+        // Subflow bytes from before the data stream's start (the part of
+        // the subflow read before the fallback that the stream does not
+        // continue) are old: no place for them.
+        let r = sub_range?;
+        let start = (r.start + nxt).checked_sub(read)?;
+        Some(start..start + (r.end - r.start))
     }
 
     /// Whether `h` may still take part in subflow `i`'s MPTCP handshake.
@@ -1179,7 +1198,16 @@ impl Connection {
             self.fallback = Some(why);
             // From now on the single subflow's stream is the data stream,
             // shifted by whatever other subflows carried before.
-            if let Some(s) = self.subflows.first() {
+            // The subflow it runs on: the one still open (subflow 0 if
+            // none is); any other is closed (RFC 8684 3.7: a connection
+            // falls back on a single subflow).
+            self.fb_sub = self.subflows.iter().position(|s| !s.is_closed()).unwrap_or(0);
+            for (k, s) in self.subflows.iter_mut().enumerate() {
+                if k != self.fb_sub && !s.is_closed() {
+                    s.tcp.abort();
+                }
+            }
+            if let Some(s) = self.subflows.get(self.fb_sub) {
                 self.fb_delta = self.sched_nxt.wrapping_sub(s.tcp.send_offset());
             }
             self.events.push_back(Event::FellBack(why));
@@ -1187,10 +1215,11 @@ impl Connection {
     }
 
     fn after_fallback_input(&mut self, i: usize, _sub_range: Option<Range<u64>>) {
-        if i != 0 {
+        if i != self.fb_sub {
             return;
         }
-        let s = &mut self.subflows[0];
+        let fb = self.fb_sub;
+        let s = &mut self.subflows[fb];
         let avail = s.tcp.readable();
         if avail > 0 {
             let r = s.tcp.recv(avail);
@@ -1200,9 +1229,9 @@ impl Connection {
         if s.tcp.peer_closed() {
             self.fin_received = true;
         }
-        let una = self.subflows[0].tcp.snd_una().wrapping_add(self.fb_delta);
+        let una = self.subflows[fb].tcp.snd_una().wrapping_add(self.fb_delta);
         self.data_una = self.data_una.max(una.min(self.app_end));
-        if !self.established && self.subflows[0].tcp.is_established() {
+        if !self.established && self.subflows[fb].tcp.is_established() {
             self.established = true;
             self.events.push_back(Event::Established);
         }
@@ -1586,7 +1615,7 @@ impl Connection {
     /// scheduler picks, while it picks.
     fn schedule(&mut self, now: Instant, full: bool, changed: &[usize]) {
         if self.fallback.is_some() {
-            let s = &mut self.subflows[0];
+            let s = &mut self.subflows[self.fb_sub];
             let want = self.app_end - self.sched_nxt;
             if want > 0 && s.tcp.is_established() {
                 self.sched_nxt += s.tcp.send(want);
@@ -1869,7 +1898,15 @@ impl Connection {
     fn decorate_inner(&mut self, now: Instant, i: usize, h: &mut TcpHeader, sub: Range<u64>, src: &dyn PayloadSource) -> Range<u64> {
         let mut data = 0..0;
         if self.fallback.is_some() {
-            data = sub.start.wrapping_add(self.fb_delta)..sub.end.wrapping_add(self.fb_delta);
+            if i != self.fb_sub {
+                return data; // closed when the connection fell back: nothing of the stream
+            }
+            // Bytes sent before the fallback go again under the mapping they
+            // first went out with; the rest continue the data stream.
+            data = match self.subflows[i].tx_lookup(sub.start) {
+                Some((d, _)) if sub.start < self.sched_nxt.wrapping_sub(self.fb_delta) => d..d + (sub.end - sub.start),
+                _ => sub.start.wrapping_add(self.fb_delta)..sub.end.wrapping_add(self.fb_delta),
+            };
             if let Some(dsn) = self.mp_fail_pending.take() {
                 let _ = h.options.push_mptcp(MptcpOption::MpFail { dsn });
             }

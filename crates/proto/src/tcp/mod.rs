@@ -357,6 +357,10 @@ impl Connection {
         }
         seq::unwrap(seq, self.irs.wrapping_add(1), self.rcv.nxt())
     }
+    /// How far the application has read (stream offset).
+    pub fn read_offset(&self) -> u64 {
+        self.read_off
+    }
     /// RCV.NXT as a wire sequence number (what an on-path observer sees).
     pub fn rcv_nxt_seq(&self) -> u32 {
         seq::wrap(self.rcv.nxt(), self.irs.wrapping_add(1))

@@ -13,9 +13,9 @@
 //! * no panic (the fuzz target's job);
 //! * bounded state: at most `MAX_SUBFLOWS` subflows per side;
 //! * what the server's application reads is a prefix of what the client
-//!   wrote, byte for byte, as long as no forged or mutated segment had its
-//!   payload placed (a genuine in-window segment is all an on-path attacker
-//!   needs; that is TCP's limit, not the stack's);
+//!   wrote, byte for byte, as long as no forged or mutated segment was in
+//!   its receiver's window (what an on-path attacker sends: TCP's limit,
+//!   not the stack's);
 //! * a forged segment whose sequence number is far outside the subflow's
 //!   window (more than 2^30 away from RCV.NXT) changes nothing: no data
 //!   placed, no fallback, no priority change, no subflow closed;
@@ -151,20 +151,24 @@ impl Pair {
         Pair { client, server: None, scfg: cfg(&s_locals, checksum), wire: Vec::new(), now: Instant(0), written: 0, rx: Vec::new(), read: 0, tainted: false, out: Outcome::default(), trace: Default::default() }
     }
 
-    fn emit(&mut self) {
+    fn emit(&mut self) -> Result<(), String> {
         for to_server in [true, false] {
             for _ in 0..64 {
                 if self.wire.len() >= MAX_WIRE {
-                    return;
+                    return Ok(());
                 }
                 let c = if to_server { Some(&mut self.client) } else { self.server.as_mut() };
                 let Some(c) = c else { break };
                 let Some(t): Option<Transmit> = c.poll_transmit(self.now, &Pattern) else { break };
-                let mut payload = vec![0u8; (t.data.end - t.data.start) as usize];
+                let Some(n) = t.data.end.checked_sub(t.data.start).filter(|&n| n <= 65535) else {
+                    return Err(format!("{} sent a segment with data {:?}: {:?}", if to_server { "client" } else { "server" }, t.data, t.header));
+                };
+                let mut payload = vec![0u8; n as usize];
                 Pattern.fill(t.data.start, &mut payload);
                 self.wire.push(Pkt { to_server, local: t.local, remote: t.remote, header: t.header, payload, forged: false });
             }
         }
+        Ok(())
     }
 
     /// Hands `p` to its receiver; returns where its payload was placed.
@@ -174,6 +178,16 @@ impl Pair {
         self.note(note);
         let (local, remote) = (p.remote, p.local);
         let len = p.payload.len() as u32;
+        // A forged segment its receiver finds in the window is what an
+        // on-path attacker sends: from then on the connection may do
+        // anything TCP would (fall back, reset, take the bytes).
+        if p.forged {
+            let rx = if p.to_server { self.server.as_ref() } else { Some(&self.client) };
+            let in_window = rx.and_then(|c| c.subflows().iter().find(|x| x.local == local && x.remote == remote)).map_or(true, |x| x.tcp.acceptable(&p.header, len));
+            if in_window {
+                self.tainted = true;
+            }
+        }
         if p.to_server {
             if self.server.is_none() {
                 if local.ip() != addr(9, 0).ip() || local.port() != 5001 {
@@ -310,7 +324,7 @@ impl Pair {
         let op = s.u8();
         let k = s.u8() as usize;
         match op % 10 {
-            0 | 1 => self.emit(),
+            0 | 1 => self.emit()?,
             2 | 3 if !self.wire.is_empty() => {
                 let p = self.wire.remove(k % self.wire.len());
                 self.deliver(p)?;
