@@ -14,29 +14,10 @@ use lab_common::*;
 
 const CONF: &str = "/run/mplab-slurm/slurm.conf";
 
+/// The sweep of sweep_cli's tests, with plots off.
 fn sweep_args(out: &Path, extra: &[&str]) -> Vec<String> {
-    let sc = scenario("two-paths.toml");
-    let mut a: Vec<String> = [
-        "sweep",
-        sc.to_str().unwrap(),
-        "--param",
-        "topology.rate=10Mbit,20Mbit",
-        "--param",
-        "topology.delay=5ms..10ms:5ms",
-        "--seeds",
-        "2",
-        "--set",
-        "duration=2s",
-        "--set",
-        "topology.loss=0.01",
-        "--set",
-        "probes.pcap=[]",
-        "--no-plots",
-        "--out",
-        out.to_str().unwrap(),
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut a = tiny_sweep_args(out);
+    a.push("--no-plots".into());
     a.extend(extra.iter().map(|s| s.to_string()));
     a
 }

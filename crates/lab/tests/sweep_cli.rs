@@ -14,26 +14,8 @@ use lab_common::*;
 /// A 2 x 2 grid (rate x delay) x 2 seeds of two-paths, 2 s each, with 1 %
 /// loss so that seeds differ.
 fn tiny_sweep(tmp: &Scratch, out: &Path, extra: &[&str]) -> Out {
-    let sc = scenario("two-paths.toml");
-    let mut args = vec![
-        "sweep",
-        sc.to_str().unwrap(),
-        "--param",
-        "topology.rate=10Mbit,20Mbit",
-        "--param",
-        "topology.delay=5ms..10ms:5ms",
-        "--seeds",
-        "2",
-        "--set",
-        "duration=2s",
-        "--set",
-        "topology.loss=0.01",
-        "--set",
-        "probes.pcap=[]",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend(extra);
+    let mut args = tiny_sweep_args(out);
+    args.extend(extra.iter().map(|s| s.to_string()));
     mplab(&tmp.0, &args)
 }
 

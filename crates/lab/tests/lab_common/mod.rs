@@ -40,6 +40,18 @@ impl Drop for Scratch {
     }
 }
 
+/// `mplab sweep` arguments of a 2 x 2 grid (rate x delay) x 2 seeds of
+/// two-paths, 2 s each, 1 % loss (seeds differ), into `out`.
+pub fn tiny_sweep_args(out: &Path) -> Vec<String> {
+    let sc = scenario("two-paths.toml");
+    let mut a = vec!["sweep".to_string(), sc.display().to_string()];
+    for x in ["--param", "topology.rate=10Mbit,20Mbit", "--param", "topology.delay=5ms..10ms:5ms", "--seeds", "2", "--set", "duration=2s", "--set", "topology.loss=0.01", "--set", "probes.pcap=[]", "--out"] {
+        a.push(x.to_string());
+    }
+    a.push(out.display().to_string());
+    a
+}
+
 pub struct Out {
     pub code: i32,
     pub stdout: String,
