@@ -38,50 +38,25 @@ fn s(x: &str) -> String {
     x.to_string()
 }
 
+/// `mplab sweep` of two-paths (10 s simulated, no pcap) over `params`
+/// and `seeds` seeds into `out`.
+fn sweep_args(out: &Path, params: &[&str], seeds: usize) -> Vec<String> {
+    let mut a = vec![s("sweep"), repo().join("scenarios/two-paths.toml").display().to_string()];
+    for p in params {
+        a.extend([s("--param"), s(p)]);
+    }
+    a.extend([s("--seeds"), seeds.to_string(), s("--set"), s("duration=10s"), s("--set"), s("probes.pcap=[]"), s("--no-plots"), s("-q"), s("--out"), out.display().to_string()]);
+    a
+}
+
 /// The 10,000-run grid.
 fn grid_args(out: &Path) -> Vec<String> {
-    let sc = repo().join("scenarios/two-paths.toml");
-    vec![
-        s("sweep"),
-        sc.display().to_string(),
-        s("--param"),
-        s("topology.rate=10Mbit..100Mbit:10Mbit"),
-        s("--param"),
-        s("topology.delay=2ms..20ms:2ms"),
-        s("--param"),
-        s("topology.queue.packets=10..100:10"),
-        s("--seeds"),
-        s("10"),
-        s("--set"),
-        s("duration=10s"),
-        s("--set"),
-        s("probes.pcap=[]"),
-        s("--no-plots"),
-        s("-q"),
-        s("--out"),
-        out.display().to_string(),
-    ]
+    sweep_args(out, &["topology.rate=10Mbit..100Mbit:10Mbit", "topology.delay=2ms..20ms:2ms", "topology.queue.packets=10..100:10"], 10)
 }
 
 /// The sample: SAMPLE runs of the grid's first points.
 fn sample_args(out: &Path) -> Vec<String> {
-    let sc = repo().join("scenarios/two-paths.toml");
-    vec![
-        s("sweep"),
-        sc.display().to_string(),
-        s("--param"),
-        s("topology.rate=10Mbit..100Mbit:10Mbit"),
-        s("--seeds"),
-        format!("{}", SAMPLE / 10),
-        s("--set"),
-        s("duration=10s"),
-        s("--set"),
-        s("probes.pcap=[]"),
-        s("--no-plots"),
-        s("-q"),
-        s("--out"),
-        out.display().to_string(),
-    ]
+    sweep_args(out, &["topology.rate=10Mbit..100Mbit:10Mbit"], SAMPLE / 10)
 }
 
 fn wait_idle(limit: Duration) -> bool {

@@ -60,6 +60,18 @@ fn kernel_seed003_aware_balancer_doubles_throughput() {
     g.assert_clean();
 }
 
+/// seed003-lb.toml with `base` and the balancer in `mode`, on the
+/// userspace backend (hosts without `stack = "kernel"` run mplab's).
+fn userspace_run(g: &NsGuard, i: usize, base: &[(&str, &str)], mode: &str) -> KernelRun {
+    let mut sets = base.to_vec();
+    sets.push(("middleboxes.0.mode", mode));
+    let (sc, net) = kernel_support::resolve(&scenario("seed003-lb.toml", &sets));
+    let errs = mplab_emu::userspace::unsupported(&sc, &net);
+    assert!(errs.is_empty(), "{errs:?}");
+    let opts = mplab_emu::kernel::KernelOptions { prefix: Some(g.run_prefix(i)), ..Default::default() };
+    mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"))
+}
+
 /// mplab's stack as the client (userspace backend) against Linux backends
 /// behind the same balancer: its join goes by token, and it honours the
 /// C flag Linux sets for the stateless design (no join to the VIP, one to
@@ -73,13 +85,7 @@ fn userspace_mplab_client_behind_the_balancer() {
     let g = NsGuard::new("lbus");
     let base = [("duration", "12s"), ("flows.0.bytes", "20MB"), ("nodes.1.stack", "kernel"), ("nodes.2.stack", "kernel"), ("nodes.3.stack", "kernel")];
     for (i, mode) in ["token", "stateless"].into_iter().enumerate() {
-        let mut sets = base.to_vec();
-        sets.push(("middleboxes.0.mode", mode));
-        let (sc, net) = kernel_support::resolve(&scenario("seed003-lb.toml", &sets));
-        let errs = mplab_emu::userspace::unsupported(&sc, &net);
-        assert!(errs.is_empty(), "{errs:?}");
-        let opts = mplab_emu::kernel::KernelOptions { prefix: Some(g.run_prefix(i)), ..Default::default() };
-        let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
+        let r = userspace_run(&g, i, &base, mode);
         assert_eq!(r.meta["mplab_hosts"].as_object().map(|h| h.len()), Some(1), "{}", r.meta["mplab_hosts"]);
         let f = &r.results.summary.flows[0];
         eprintln!("mplab client, {mode}: {:.1} Mbit/s, {:?}, servers {:?}", mbps(&r), f.subflows, r.results.summary.servers);
@@ -106,13 +112,7 @@ fn userspace_mplab_backends_behind_the_balancer() {
     let g = NsGuard::new("lbub");
     let base = [("duration", "12s"), ("flows.0.bytes", "20MB"), ("nodes.0.stack", "kernel")];
     for (i, mode) in ["token", "stateless", "iphash"].into_iter().enumerate() {
-        let mut sets = base.to_vec();
-        sets.push(("middleboxes.0.mode", mode));
-        let (sc, net) = kernel_support::resolve(&scenario("seed003-lb.toml", &sets));
-        let errs = mplab_emu::userspace::unsupported(&sc, &net);
-        assert!(errs.is_empty(), "{errs:?}");
-        let opts = mplab_emu::kernel::KernelOptions { prefix: Some(g.run_prefix(i)), ..Default::default() };
-        let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
+        let r = userspace_run(&g, i, &base, mode);
         assert_eq!(r.meta["mplab_hosts"].as_object().map(|h| h.len()), Some(2), "{}", r.meta["mplab_hosts"]);
         let f = &r.results.summary.flows[0];
         let servers = &r.results.summary.servers;
