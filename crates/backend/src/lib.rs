@@ -17,6 +17,7 @@
 //!   the simulator's middlebox and the kernel backend's forwarder share.
 
 pub mod apps;
+pub mod attack;
 pub mod balancer;
 pub mod config;
 pub mod link;

@@ -51,6 +51,7 @@ fn main() {
             params: [mplab_backend::config::link_params(&l.ab), mplab_backend::config::link_params(&l.ba)],
             up: true,
             strip: [None, None],
+            attack: None,
             mtu: 1500,
         }],
         events: vec![],

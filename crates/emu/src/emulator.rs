@@ -27,6 +27,10 @@ use mplab_backend::link::{Jitter, LinkDirection, LinkParams, LinkStats, Offer};
 use mplab_backend::results::QueueSample;
 use mplab_backend::rng::SimRng;
 
+use mplab_backend::attack::{AttackReport, Attacker, Seg, FORGED_PAYLOAD};
+use mplab_scenario::attack::AttackKind;
+use mplab_wire::packet::{build_ip_tcp, Datalink, TcpPacket};
+
 use crate::strip::strip_mptcp;
 use crate::sys;
 
@@ -41,6 +45,8 @@ pub struct EmuLink {
     pub up: bool,
     /// Option-30 stripping per direction (a link-placed middlebox).
     pub strip: [Option<StripOn>; 2],
+    /// An attacker on this link (both directions): attack, strike time, count.
+    pub attack: Option<(AttackKind, u64, Option<u32>)>,
     pub mtu: u32,
 }
 
@@ -88,6 +94,8 @@ pub struct EmuReport {
     pub involuntary_switches: u64,
     pub frames: u64,
     pub errors: Vec<String>,
+    /// Per link with an attacker: what it did and saw.
+    pub attacks: Vec<(usize, AttackReport)>,
 }
 
 /// Lateness histogram: 1 µs buckets up to 20 ms, then one overflow bucket.
@@ -283,6 +291,12 @@ impl Pool {
         let off = (idx % CHUNK_SLOTS) * self.slot;
         &mut self.chunks[idx / CHUNK_SLOTS][off..off + n]
     }
+    /// The first `n` bytes of slot `i`, whatever length it holds now.
+    fn frame_len(&mut self, i: u32, n: usize) -> &mut [u8] {
+        let idx = i as usize;
+        let off = (idx % CHUNK_SLOTS) * self.slot;
+        &mut self.chunks[idx / CHUNK_SLOTS][off..off + n.min(self.slot)]
+    }
     fn release(&mut self, i: u32) {
         self.free.push(i);
     }
@@ -344,6 +358,17 @@ struct Engine {
     /// How long before a deadline to stop sleeping and start polling.
     margin_ns: u64,
     over_ewma: f64,
+    /// Per link: its attacker, if any.
+    attacks: Vec<Option<LinkAttacker>>,
+}
+
+/// An attacker on a link, over frames: the shared state machine, the last
+/// Ethernet header seen each way (to address forged frames) and a scratch
+/// buffer.
+struct LinkAttacker {
+    att: Attacker,
+    eth: [Option<[u8; 14]>; 2],
+    buf: Vec<u8>,
 }
 
 impl Engine {
@@ -367,6 +392,12 @@ impl Engine {
         }
         let slot = slot_size(&cfg);
         let n = cfg.links.len();
+        let attacks = cfg
+            .links
+            .iter()
+            .enumerate()
+            .map(|(li, l)| l.attack.map(|(k, at, count)| LinkAttacker { att: Attacker::new(k, at, count, cfg.seed, li), eth: [None; 2], buf: Vec::with_capacity(2048) }))
+            .collect();
         let first_probe = if cfg.probe_queues.is_empty() { u64::MAX } else { cfg.probe_interval_ns };
         Engine {
             cfg,
@@ -383,6 +414,7 @@ impl Engine {
             real_offset: 0,
             margin_ns: 50_000,
             over_ewma: 30_000.0,
+            attacks,
         }
     }
 
@@ -410,6 +442,11 @@ impl Engine {
             let now = self.now();
             self.apply_events(now);
             self.probe(now);
+            for li in 0..self.attacks.len() {
+                if self.attacks[li].is_some() {
+                    self.forge(li, now);
+                }
+            }
             for d in 0..self.dirs.len() {
                 self.deliver(d, now);
             }
@@ -423,6 +460,13 @@ impl Engine {
                 wake = wake.min(e.at_ns);
             }
             wake = wake.min(self.next_probe);
+            for la in self.attacks.iter().flatten() {
+                for dir in 0..2 {
+                    if let Some(t) = la.att.next_deadline(dir) {
+                        wake = wake.min(t.as_nanos());
+                    }
+                }
+            }
             let now = self.now();
             let timeout = wake.saturating_sub(now);
             for f in fds.iter_mut() {
@@ -462,6 +506,13 @@ impl Engine {
     /// Offers one received frame (already in pool slot `s`, `len` bytes,
     /// kernel timestamp `at`) to direction `p`.
     fn offer(&mut self, p: usize, s: u32, len: usize, at: u64) {
+        if self.attacks[p / 2].is_some() {
+            return self.offer_attacked(p, s, len, at);
+        }
+        self.offer_frame(p, s, len, at);
+    }
+
+    fn offer_frame(&mut self, p: usize, s: u32, len: usize, at: u64) {
         self.pool.len[s as usize] = len as u32;
         let size = (len - 14).max(1) as u32;
         let d = &mut self.dirs[p];
@@ -474,6 +525,101 @@ impl Engine {
         for x in self.discarded.drain(..) {
             self.pool.release(x);
         }
+    }
+
+    /// A frame on a link with an attacker: it sees the segment, may drop,
+    /// change or split it, and what it forged goes onto the link after it.
+    fn offer_attacked(&mut self, p: usize, s: u32, len: usize, at: u64) {
+        let (li, dir) = (p / 2, p % 2);
+        let mut la = self.attacks[li].take().expect("checked by offer");
+        let frame = &self.pool.frame_len(s, len)[..];
+        let mut eth = [0u8; 14];
+        eth.copy_from_slice(&frame[..14]);
+        la.eth[dir] = Some(eth);
+        let mut keep = true;
+        let mut second: Option<Vec<u8>> = None;
+        let mut new_len = len;
+        if let Ok(pkt) = TcpPacket::parse_frame(Datalink::Ethernet, frame) {
+            if let (std::net::IpAddr::V4(src), std::net::IpAddr::V4(dst), true) = (pkt.src, pkt.dst, pkt.payload.len() == pkt.payload_len) {
+                let mut seg = Seg { src, dst, tcp: pkt.tcp, payload_len: pkt.payload_len as u32 };
+                let t = la.att.on_segment(Instant(at), dir, &mut seg);
+                keep = !t.drop;
+                if keep && (t.header || t.corrupt || t.split_at.is_some()) {
+                    let mut payload = pkt.payload.to_vec();
+                    if t.corrupt {
+                        if let Some(b) = payload.first_mut() {
+                            *b ^= 0xff;
+                        }
+                    }
+                    let cut = t.split_at.map_or(payload.len(), |n| (n as usize).min(payload.len()));
+                    let ttl = pkt.ttl;
+                    let mut tcp = seg.tcp;
+                    let fin = tcp.fin();
+                    if cut < payload.len() {
+                        tcp.flags &= !mplab_wire::tcp::flags::FIN;
+                    }
+                    if build_ip_tcp(seg.src.into(), seg.dst.into(), ttl, 0, &tcp, &payload[..cut], &mut la.buf).is_ok() && 14 + la.buf.len() <= self.pool.slot {
+                        let f = self.pool.frame_len(s, 14 + la.buf.len());
+                        f[14..].copy_from_slice(&la.buf);
+                        new_len = 14 + la.buf.len();
+                    }
+                    if cut < payload.len() {
+                        let mut rest = seg.tcp;
+                        rest.seq = rest.seq.wrapping_add(cut as u32);
+                        if fin {
+                            rest.flags |= mplab_wire::tcp::flags::FIN;
+                        }
+                        if build_ip_tcp(seg.src.into(), seg.dst.into(), ttl, 0, &rest, &payload[cut..], &mut la.buf).is_ok() {
+                            let mut v = eth.to_vec();
+                            v.extend_from_slice(&la.buf);
+                            second = Some(v);
+                        }
+                    }
+                }
+            }
+        }
+        if keep {
+            self.offer_frame(p, s, new_len, at);
+        } else {
+            self.pool.release(s);
+        }
+        if let Some(v) = second {
+            self.offer_bytes(p, &v, at);
+        }
+        self.attacks[li] = Some(la);
+        self.forge(li, at);
+    }
+
+    /// Puts what the attacker of link `li` forged by `now` onto its link.
+    fn forge(&mut self, li: usize, now: u64) {
+        let Some(mut la) = self.attacks[li].take() else { return };
+        let payload = vec![0xa5u8; FORGED_PAYLOAD as usize];
+        for dir in 0..2 {
+            while let Some(f) = la.att.poll_forged(Instant(now), dir) {
+                // Frames go out with the addresses last seen that way.
+                let Some(eth) = la.eth[dir] else { continue };
+                let n = f.seg.payload_len as usize;
+                if build_ip_tcp(f.seg.src.into(), f.seg.dst.into(), 64, 0, &f.seg.tcp, &payload[..n.min(payload.len())], &mut la.buf).is_ok() {
+                    let mut v = eth.to_vec();
+                    v.extend_from_slice(&la.buf);
+                    self.offer_bytes(2 * li + dir, &v, now);
+                }
+            }
+        }
+        self.attacks[li] = Some(la);
+    }
+
+    /// Offers a frame the emulator made (not read from a port).
+    fn offer_bytes(&mut self, p: usize, frame: &[u8], at: u64) {
+        if frame.len() > self.pool.slot {
+            return;
+        }
+        let Some(s) = self.pool.alloc() else {
+            self.report.rx_dropped += 1;
+            return;
+        };
+        self.pool.frame_len(s, frame.len()).copy_from_slice(frame);
+        self.offer_frame(p, s, frame.len(), at);
     }
 
     /// Reads what port `p`'s ring holds (a bounded number of frames).
@@ -719,6 +865,7 @@ impl Engine {
     }
 
     fn finish(mut self) -> EmuReport {
+        self.report.attacks = self.attacks.iter().enumerate().filter_map(|(li, a)| a.as_ref().map(|a| (li, a.att.report().clone()))).collect();
         // Frames the kernel could not put into a full ring or queue.
         for p in &self.ports {
             self.report.rx_dropped += sys::packet_drops(p.as_raw_fd());

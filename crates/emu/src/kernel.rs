@@ -89,10 +89,14 @@ fn emu_config(net: &Network, wire_ns: &str) -> EmuConfig {
             params: [mplab_backend::config::link_params(&l.ab), mplab_backend::config::link_params(&l.ba)],
             up: l.up,
             strip: [None, None],
+            attack: None,
             mtu: l.mtu,
         })
         .collect();
     for mb in &net.middleboxes {
+        if let (MiddleboxAction::Attacker { attack, at_ns, count }, Placement::Link { link, .. }) = (&mb.action, &mb.placement) {
+            links[*link].attack = Some((*attack, *at_ns, *count));
+        }
         if let (MiddleboxAction::StripMptcp { on }, Placement::Link { link, direction, .. }) = (&mb.action, &mb.placement) {
             let dirs: &[usize] = match direction {
                 Direction::Ab => &[0],
@@ -541,6 +545,13 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     // ---- results -----------------------------------------------------------
     let dur = net.duration_ns as f64 / 1e9;
     let mut s = Summary { scenario: net.name.clone(), backend: if userspace { "userspace" } else { "kernel" }.into(), seed: net.seed, duration_s: dur, ..Default::default() };
+    for (li, r) in &report.attacks {
+        let attack = net.middleboxes.iter().find_map(|m| match (&m.action, &m.placement) {
+            (MiddleboxAction::Attacker { attack, .. }, Placement::Link { link, .. }) if link == li => Some(attack.name()),
+            _ => None,
+        });
+        s.attacks.push(mplab_backend::results::AttackSummary::new(&net.links[*li].name, r, attack.unwrap_or("?")));
+    }
     let mut backends: Vec<usize> = Vec::new();
     for (p, st) in balancer_stats {
         let name = net.nodes[p.node].name.clone();

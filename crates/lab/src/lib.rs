@@ -3,6 +3,7 @@
 //! `mplab` command line (main.rs) and the Python package (crates/py) are
 //! its two front ends.
 
+pub mod attack;
 pub mod capture;
 pub mod compare;
 pub mod figures;

@@ -1,6 +1,6 @@
 //! `mplab`: the Multipath TCP lab command line.
 
-use mplab::{compare, figures, plugins, report, run, slurm, sweep, trace, validate};
+use mplab::{attack, compare, figures, plugins, report, run, slurm, sweep, trace, validate};
 
 
 use std::io::Write as _;
@@ -227,6 +227,37 @@ enum Command {
     /// applications, queue disciplines, middleboxes), with their
     /// parameters and what the kernel backend does with each.
     Plugins,
+    /// The adversarial matrix: each attack (forged MP_JOINs, ADD_ADDRs,
+    /// MP_FASTCLOSE, MP_FAIL, DSS mappings, RSTs, option stripping,
+    /// payload rewriting, splitting, NAT rebinding) mounted by an attacker
+    /// on one link of SCENARIO, on each backend: what the victim did, and
+    /// whether RFC 8684 / RFC 7430 allow it. Writes attack.md, attack.csv
+    /// and attack.json; exits 1 when mplab's stack (sim, userspace) is
+    /// weaker than the RFCs require. kernel and userspace need root.
+    ///
+    /// Examples:
+    ///   mplab attack scenarios/attack.toml
+    ///   sudo mplab attack scenarios/attack.toml --backends sim,kernel,userspace
+    ///   mplab attack scenarios/attack.toml --rows join-stolen-token,rst-on-path
+    #[command(verbatim_doc_comment)]
+    Attack {
+        scenario: PathBuf,
+        /// Backends, comma-separated: sim, kernel, userspace.
+        #[arg(long, default_value = "sim")]
+        backends: String,
+        /// Attacks, comma-separated (default: all); `--list` names them.
+        #[arg(long)]
+        rows: Option<String>,
+        /// The link the attacker sits on.
+        #[arg(long, default_value = "wan1")]
+        link: String,
+        /// Output directory (default results/attack-<scenario name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the attacks with what the RFCs require, and stop.
+        #[arg(long)]
+        list: bool,
+    },
 }
 
 /// Prints an error, "error" in red when stderr is a terminal.
@@ -387,6 +418,39 @@ fn main() -> ExitCode {
                     if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
                 }
                 Err(e) => fail("validate", run::RunError::Usage(e)),
+            }
+        }
+        Command::Attack { scenario, backends, rows, link, out, list } => {
+            if list {
+                for k in mplab_scenario::attack::AttackKind::ALL {
+                    let _ = writeln!(std::io::stdout(), "{:<22} {:<9} {:<9} {}", k.name(), k.position().name(), k.expect().name(), k.requirement());
+                }
+                return ExitCode::SUCCESS;
+            }
+            let rows = match attack::parse_rows(rows.as_deref()) {
+                Ok(r) => r,
+                Err(e) => return fail("attack", run::RunError::Usage(e)),
+            };
+            let backends: Vec<String> = backends.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
+            if let Some(b) = backends.iter().find(|b| !["sim", "kernel", "userspace"].contains(&b.as_str())) {
+                return fail("attack", run::RunError::Usage(format!("unknown backend {b:?} (sim, kernel, userspace)")));
+            }
+            let stem = scenario.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("attack-{stem}")));
+            let opt = attack::Options { scenario, backends, rows, link, out: out.clone(), quiet };
+            match attack::matrix(&opt) {
+                Ok(rows) => {
+                    let _ = write!(std::io::stdout(), "{}", attack::render(&rows));
+                    if let Err(e) = attack::write(&rows, &out) {
+                        return fail("attack", run::RunError::Failed(format!("{}: {e}", out.display())));
+                    }
+                    let weak = attack::mplab_weaknesses(&rows);
+                    if !quiet {
+                        eprintln!("{} attacks; {weak} cells where mplab's stack is weaker than the RFCs; attack.md, attack.csv, attack.json in {}", rows.len(), out.display());
+                    }
+                    if weak > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+                }
+                Err(e) => fail("attack", run::RunError::Usage(e)),
             }
         }
         Command::Plugins => {

@@ -17,6 +17,7 @@
 //! `two-paths.toml:12:8: links[1].rate: invalid rate "10Mbt": expected ...`.
 //! See `docs/scenario.md` for the format.
 
+pub mod attack;
 mod balancer;
 mod error;
 pub mod network;

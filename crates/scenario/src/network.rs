@@ -10,6 +10,8 @@ use std::net::Ipv4Addr;
 
 use serde::{Serialize, Serializer};
 
+pub use crate::attack::AttackKind;
+
 pub use crate::schema::{Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StackProfile, StripOn, TransportKind};
 
 pub type NodeId = usize;
@@ -443,6 +445,10 @@ pub enum MiddleboxAction {
     /// A layer-4 load balancer for `vip` in front of `backends` (hosts
     /// linked to its router, each holding `vip` on its loopback).
     LoadBalancer { mode: BalancerMode, vip: Ipv4Addr, backends: Vec<String>, table: u64, idle_ns: u64 },
+    /// An attacker on a link, seeing both directions: mounts `attack` at
+    /// `at_ns`; `count`: how many forged or changed segments, where the
+    /// attack repeats (a flood, blind guesses, rewriting); None: its default.
+    Attacker { attack: AttackKind, at_ns: u64, count: Option<u32> },
 }
 
 /// How a load balancer picks a backend (see mplab-backend's `balancer`).
@@ -486,6 +492,7 @@ impl MiddleboxAction {
             MiddleboxAction::Resegment { .. } => "resegment",
             MiddleboxAction::Rewrite { .. } => "rewrite",
             MiddleboxAction::LoadBalancer { .. } => "load_balancer",
+            MiddleboxAction::Attacker { .. } => "attacker",
         }
     }
 }

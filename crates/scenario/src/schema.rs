@@ -728,6 +728,9 @@ pub enum MiddleboxKind {
     Rewrite,
     /// A layer-4 load balancer in front of backends sharing a VIP.
     LoadBalancer,
+    /// An attacker on a link (both directions): forges, replays or
+    /// changes MPTCP segments (the adversarial matrix, `mplab attack`).
+    Attacker,
 }
 
 impl MiddleboxKind {
@@ -739,6 +742,7 @@ impl MiddleboxKind {
             MiddleboxKind::Resegment => "resegment",
             MiddleboxKind::Rewrite => "rewrite",
             MiddleboxKind::LoadBalancer => "load_balancer",
+            MiddleboxKind::Attacker => "attacker",
         }
     }
 }
@@ -806,6 +810,16 @@ pub struct MiddleboxSpec {
     /// load_balancer: how long an unused entry stays (default 300s).
     #[serde(default)]
     pub idle: Option<Duration>,
+    /// attacker: which attack (see `mplab attack --list`).
+    #[serde(default)]
+    pub attack: Option<String>,
+    /// attacker: when it strikes (default 3s).
+    #[serde(default)]
+    pub at: Option<Duration>,
+    /// attacker: how many segments it forges or changes where the attack
+    /// repeats (a flood, blind guesses, rewriting; each has its default).
+    #[serde(default)]
+    pub count: Option<u64>,
 }
 
 // ----------------------------------------------------------------- probes

@@ -79,6 +79,7 @@ impl Endpoint for MptcpEndpoint {
             None
         };
         let failures = self.conn.stats().checksum_failures;
+        let held = self.conn.received_bytes();
         let placed = self.conn.handle_segment(now, local, remote, &pkt.tcp, pkt.payload_len, payload);
         let misplaced = match &placed {
             Some(r) if !r.is_empty() && pkt.payload_len > 0 => r.start != pkt.tag,
@@ -89,7 +90,9 @@ impl Endpoint for MptcpEndpoint {
         // again on another). On the only subflow a failed checksum makes
         // the connection fall back and keep the bytes, as Linux does.
         let discarded = self.conn.stats().checksum_failures > failures && self.conn.fallback().is_none();
-        let corrupted = pkt.corrupted && placed.is_some_and(|r| !r.is_empty()) && !discarded;
+        // Bytes the connection already held stay as they were (the first
+        // copy wins): only a segment that brought new bytes can change any.
+        let corrupted = pkt.corrupted && placed.is_some_and(|r| !r.is_empty()) && !discarded && self.conn.received_bytes() > held;
         while let Some(e) = self.conn.poll_event() {
             let _: Event = e;
         }

@@ -69,16 +69,21 @@ pub struct HostCounters {
 
 /// Receive side of one flow end: a ring the driver fills at each
 /// segment's data offset, checked against the pattern as the application
-/// reads it, and hashed.
+/// reads it, and hashed. The first copy of a byte wins, as in a kernel's
+/// receive queue: a later segment placed over bytes already held (a
+/// retransmission, or an attacker's overlapping mapping) does not change
+/// them.
 struct RxRing {
     buf: Vec<u8>,
+    /// One bit per ring byte: held since it was last read.
+    held: Vec<u64>,
     read: u64,
     hash: Sha256,
 }
 
 impl RxRing {
     fn new() -> RxRing {
-        RxRing { buf: vec![0; RING], read: 0, hash: Sha256::new() }
+        RxRing { buf: vec![0; RING], held: vec![0; RING / 64], read: 0, hash: Sha256::new() }
     }
     fn put(&mut self, r: &Range<u64>, payload: &[u8]) {
         let mask = (RING - 1) as u64;
@@ -87,7 +92,12 @@ impl RxRing {
             if off < self.read || off >= self.read + RING as u64 {
                 continue;
             }
-            self.buf[(off & mask) as usize] = b;
+            let s = (off & mask) as usize;
+            let (w, bit) = (s / 64, 1u64 << (s % 64));
+            if self.held[w] & bit == 0 {
+                self.held[w] |= bit;
+                self.buf[s] = b;
+            }
         }
     }
     /// Checks and hashes `r` (the next bytes in order); the first mismatch.
@@ -98,6 +108,9 @@ impl RxRing {
         while off < r.end {
             let s = (off & mask) as usize;
             let n = ((r.end - off) as usize).min(RING - s);
+            for k in s..s + n {
+                self.held[k / 64] &= !(1u64 << (k % 64));
+            }
             let chunk = &self.buf[s..s + n];
             self.hash.update(chunk);
             if bad.is_none() {

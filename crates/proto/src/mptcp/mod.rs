@@ -525,6 +525,13 @@ impl Connection {
 
     /// Receive side: data-level bytes waiting out of order (the
     /// connection's out-of-order queue).
+    /// Data-level bytes received so far, in order or held out of order:
+    /// what a segment added is what it brought that was not there (the
+    /// first copy of a byte wins).
+    pub fn received_bytes(&self) -> u64 {
+        self.rcv.nxt() + self.rcv.ooo_bytes()
+    }
+
     pub fn ooo_bytes(&self) -> u64 {
         self.rcv.ooo_bytes()
     }
@@ -748,7 +755,16 @@ impl Connection {
             if self.subflows[i].handshake == Handshake::ThirdAck && (!self.subflows[i].is_join() || d.data_ack.is_some()) {
                 self.subflows[i].handshake = Handshake::Established;
             }
+            let failures = self.stats.checksum_failures;
             self.on_dss(now, i, &d, sub_range.clone(), payload);
+            if self.stats.checksum_failures > failures && self.fallback.is_none() {
+                // Bytes whose checksum failed are not placed: the driver
+                // must not hold them (the first copy of a byte wins, so
+                // they would stand for the good copy sent again).
+                self.drain_subflow(now, i);
+                self.after_input(now);
+                return None;
+            }
             if self.fallback.is_none() {
                 if let Some(r) = sub_range.as_ref().filter(|r| !r.is_empty() && self.remote.is_some()) {
                     // A sender never puts bytes of two mappings in one
@@ -1028,7 +1044,20 @@ impl Connection {
         }
         let Some(m) = d.mapping else { return };
         if m.is_infinite() {
-            self.fall_back(Fallback::NoMapping);
+            // RFC 8684 3.7: an infinite mapping ends multipath only on a
+            // connection that never had more than its initial subflow
+            // (Linux: msk->allow_infinite_fallback, cleared when a join
+            // completes). On any other it is an error on this subflow,
+            // which is reset: a forged one must not make a connection of
+            // several subflows fall back and lose the others' data.
+            if self.subflows.iter().any(|s| s.is_join()) || self.subflows[i].origin != Origin::Initial {
+                self.changed_all();
+                let s = &mut self.subflows[i];
+                s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
+                s.tcp.abort();
+            } else {
+                self.fall_back(Fallback::NoMapping);
+            }
             return;
         }
         let dsn = self.expand_dsn(m.dsn, m.dsn_wide);

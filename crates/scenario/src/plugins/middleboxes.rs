@@ -7,7 +7,8 @@
 
 use super::{About, OnKernel};
 use crate::error::{diag, Diag};
-use crate::network::{BalancerMode, MiddleboxAction};
+use crate::attack::AttackKind;
+use crate::network::{BalancerMode, Direction, MiddleboxAction};
 use crate::schema::{MiddleboxSpec, ResegmentMode, StripOn};
 
 /// One middlebox kind.
@@ -73,6 +74,17 @@ pub const REGISTRY: &[MiddleboxEntry] = &[
         on_router: true,
         resolve: load_balancer,
     },
+    MiddleboxEntry {
+        about: About {
+            name: "attacker",
+            params: &["attack", "at", "count"],
+            what: "an attacker on a link (both directions) that forges, replays or changes MPTCP segments at `at`: one row of the adversarial matrix (`mplab attack`)",
+            kernel: OnKernel::Runs("in the link emulator, on the frames of that link"),
+        },
+        on_link: true,
+        on_router: false,
+        resolve: attacker,
+    },
 ];
 
 /// The entry of a kind.
@@ -99,6 +111,9 @@ pub(crate) fn resolve(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, 
         ("backends", m.backends.is_some()),
         ("table", m.table.is_some()),
         ("idle", m.idle.is_some()),
+        ("attack", m.attack.is_some()),
+        ("at", m.at.is_some()),
+        ("count", m.count.is_some()),
     ];
     super::only_its_fields(&e.about, &given, path, "kind")?;
     (e.resolve)(m, path)
@@ -159,4 +174,19 @@ fn load_balancer(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag>
         return diag(format!("{path}.idle"), "must be greater than 0");
     }
     Ok(MiddleboxAction::LoadBalancer { mode, vip, backends, table: m.table.unwrap_or(1 << 20), idle_ns: m.idle.map_or(300_000_000_000, |d| d.as_nanos()) })
+}
+
+fn attacker(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, Diag> {
+    let attack = match m.attack.as_deref() {
+        Some(s) => AttackKind::from_name(s).ok_or_else(|| Diag::new(format!("{path}.attack"), format!("unknown attack {s:?} ({})", AttackKind::names())))?,
+        None => return diag(path, format!("kind = \"attacker\" needs `attack` ({})", AttackKind::names())),
+    };
+    // It learns from and forges into both directions of its link.
+    if m.direction.is_some_and(|d| d != Direction::Both) {
+        return diag(format!("{path}.direction"), "an attacker sees both directions of its link: leave `direction` out");
+    }
+    if m.count.is_some_and(|c| c == 0 || c > 1_000_000) {
+        return diag(format!("{path}.count"), "must be between 1 and 1000000");
+    }
+    Ok(MiddleboxAction::Attacker { attack, at_ns: m.at.map_or(3_000_000_000, |d| d.as_nanos()), count: m.count.map(|c| c as u32) })
 }

@@ -135,6 +135,9 @@ impl super::Generator for LoadBalancedSpec {
                 backends: Some(backends.clone()),
                 table: None,
                 idle: None,
+                attack: None,
+                at: None,
+                count: None,
             });
         }
         Ok(d)

@@ -10,6 +10,7 @@ use mplab_scenario::network::{Direction, MiddleboxAction, Network, Placement, Re
 
 use crate::packet::{Packet, IPV4_HEADER};
 
+pub mod attacker;
 pub mod balancer;
 pub mod coalesce;
 pub mod nat;
@@ -59,6 +60,10 @@ pub trait Middlebox {
     fn balancer_stats(&self) -> Option<mplab_backend::balancer::BalancerStats> {
         None
     }
+    /// An attacker's report, for the results (one box of the pair gives it).
+    fn attack_report(&self) -> Option<mplab_backend::attack::AttackReport> {
+        None
+    }
 }
 
 /// Where a box sits.
@@ -88,6 +93,21 @@ pub fn build(action: &MiddleboxAction, net: &Network, place: Place) -> Box<dyn M
             Place::Node(n) => Box::new(balancer::LoadBalancer::new(net, n, mode, vip, backends, table, idle_ns)),
             Place::Link(_) => unreachable!("the scenario puts a load balancer on a router"),
         },
+        MiddleboxAction::Attacker { .. } => unreachable!("an attacker's two boxes come from `build_pair`"),
+    }
+}
+
+/// The boxes of a middlebox whose directions share one state (an
+/// attacker sees both ways of its link): the box for a→b, then b→a, which
+/// the world runs as partners (each one's timer is re-armed when the other
+/// ran). None: the kind builds one box per place with [`build`].
+pub fn build_pair(action: &MiddleboxAction, net: &Network, link: usize) -> Option<[Box<dyn Middlebox>; 2]> {
+    match *action {
+        MiddleboxAction::Attacker { attack, at_ns, count } => {
+            let [a, b] = attacker::AttackerBox::pair(mplab_backend::attack::Attacker::new(attack, at_ns, count, net.seed, link));
+            Some([Box::new(a), Box::new(b)])
+        }
+        _ => None,
     }
 }
 

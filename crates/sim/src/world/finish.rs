@@ -25,6 +25,13 @@ impl World {
         let mut s = Summary { scenario: self.net.name.clone(), backend: backend.into(), seed: self.net.seed, duration_s: dur, ..Default::default() };
         s.notes.extend(self.boxes.notes(&self.net));
         self.balancer_summaries(&mut s);
+        for (link, r) in self.boxes.attack_reports() {
+            let attack = self.net.middleboxes.iter().find_map(|m| match (&m.action, &m.placement) {
+                (network::MiddleboxAction::Attacker { attack, .. }, network::Placement::Link { link: l, .. }) if *l == link => Some(attack.name()),
+                _ => None,
+            });
+            s.attacks.push(mplab_backend::results::AttackSummary::new(&self.net.links[link].name, &r, attack.unwrap_or("?")));
+        }
         for (fi, f) in self.flows.iter().enumerate() {
             let spec = &self.net.flows[fi];
             let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };

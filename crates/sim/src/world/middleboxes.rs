@@ -3,7 +3,7 @@
 //! chains them in the scenario's order.
 
 use mplab_proto::Instant;
-use mplab_scenario::network::Network;
+use mplab_scenario::network::{Network, Placement};
 
 use crate::middlebox::{self, Hook, Middlebox, Place};
 use crate::packet::Packet;
@@ -30,6 +30,9 @@ pub(super) struct Boxes {
     /// the per-place lookups (each a likely cache miss on large topologies).
     pub(super) any_on_links: bool,
     pub(super) any_on_nodes: bool,
+    /// The box sharing state with each box, if any (see
+    /// `middlebox::build_pair`).
+    partner: Vec<Option<u32>>,
     /// Emptied packet vectors, reused so a packet through a box costs no
     /// allocation.
     spare: Vec<Vec<Packet>>,
@@ -39,6 +42,15 @@ impl Boxes {
     pub(super) fn new(net: &Network) -> Boxes {
         let mut b = Boxes { on_link: vec![Vec::new(); 2 * net.links.len()], on_node: vec![Vec::new(); net.nodes.len()], ..Default::default() };
         for m in &net.middleboxes {
+            if let Placement::Link { link, .. } = m.placement {
+                if let Some([ab, ba]) = middlebox::build_pair(&m.action, net, link) {
+                    let x = b.insert(Place::Link(2 * link), ab);
+                    let y = b.insert(Place::Link(2 * link + 1), ba);
+                    b.partner[x as usize] = Some(y);
+                    b.partner[y as usize] = Some(x);
+                    continue;
+                }
+            }
             for place in middlebox::places(&m.placement) {
                 b.insert(place, middlebox::build(&m.action, net, place));
             }
@@ -50,6 +62,7 @@ impl Boxes {
     pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox>) -> u32 {
         let id = self.all.len() as u32;
         self.all.push(BoxRt { mb, place, armed: None });
+        self.partner.push(None);
         match place {
             Place::Link(i) => self.on_link[i].push(id),
             Place::Node(n) => self.on_node[n].push(id),
@@ -108,6 +121,17 @@ impl Boxes {
         }
     }
 
+    /// The attackers' reports: (link, report).
+    pub(super) fn attack_reports(&self) -> Vec<(usize, mplab_backend::attack::AttackReport)> {
+        self.all
+            .iter()
+            .filter_map(|b| match b.place {
+                Place::Link(i) => b.mb.attack_report().map(|r| (i / 2, r)),
+                Place::Node(_) => None,
+            })
+            .collect()
+    }
+
     /// The load balancers' counters: (router, counters).
     pub(super) fn balancer_stats(&self) -> Vec<(usize, mplab_backend::balancer::BalancerStats)> {
         self.all
@@ -156,6 +180,9 @@ impl World {
                 self.boxes.all[b as usize].mb.process(self.now, at, p, &mut out);
             }
             self.arm(b);
+            if let Some(p) = self.boxes.partner[b as usize] {
+                self.arm(p);
+            }
             let done = std::mem::replace(pkts, out);
             self.boxes.give_back(done);
         }
@@ -200,6 +227,9 @@ impl World {
         let mut out = Vec::new();
         rt.mb.on_timer(self.now, &mut out);
         self.arm(b);
+        if let Some(p) = self.boxes.partner[b as usize] {
+            self.arm(p);
+        }
         if out.is_empty() {
             return;
         }

@@ -1,0 +1,616 @@
+//! The attacker of the adversarial matrix: one state machine per attacked
+//! link, shared by the simulator's `attacker` middlebox and the kernel
+//! backend's link emulator. It sees every segment crossing its link in
+//! both directions (`dir` 0 is a→b, 1 is b→a), learns what its position
+//! lets it learn, and at the strike time forges, replays or changes
+//! segments. It is also the lab's observer: it counts what the victim sent
+//! back on the four-tuples it forged, the same way on every backend.
+//!
+//! What it knows (see `mplab_scenario::attack`): on the path, everything
+//! on its link, including the MP_CAPABLE keys of MPTCP v1 (RFC 8684 5
+//! leaves such an attacker as strong as against TCP); off the path, only
+//! the initial subflow's four-tuple, and it guesses sequence numbers.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr};
+
+use mplab_proto::Instant;
+use mplab_scenario::attack::AttackKind;
+use mplab_wire::tcp::flags;
+use mplab_wire::{crypto, AddAddr, AddrIdList, DataAck, Dss, DssMapping, MpCapable, MpJoin, MptcpOption, TcpHeader};
+
+use crate::rng::SimRng;
+
+/// A segment on the attacker's link.
+#[derive(Debug, Clone)]
+pub struct Seg {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub tcp: TcpHeader,
+    pub payload_len: u32,
+}
+
+/// What the attacker does to a segment passing it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Touch {
+    pub drop: bool,
+    /// The header (addresses, ports, options) was changed in place.
+    pub header: bool,
+    /// The first payload byte is changed (TCP checksum fixed up).
+    pub corrupt: bool,
+    /// Cut into two segments after this many payload bytes, each with the
+    /// original options.
+    pub split_at: Option<u32>,
+}
+
+/// A segment the attacker sends into its link.
+#[derive(Debug, Clone)]
+pub struct Forged {
+    /// Link direction it travels (0: a→b, 1: b→a).
+    pub dir: usize,
+    pub seg: Seg,
+    /// The data-level (or TCP) stream offset its payload claims to hold:
+    /// the simulator regenerates payload bytes from it, with the first
+    /// one changed (the attacker's bytes are never the sender's).
+    pub claims: u64,
+}
+
+/// Fixed payload length of forged data segments.
+pub const FORGED_PAYLOAD: u32 = 1000;
+/// The address forged ADD_ADDRs announce: in no scenario's address plan.
+pub const FAKE_ADDR: Ipv4Addr = Ipv4Addr::new(10, 254, 254, 1);
+
+/// What the attacker did and saw, for the matrix.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttackReport {
+    /// When it struck (None: never: it had nothing to work with).
+    pub struck_ns: Option<u64>,
+    pub forged: u64,
+    /// Genuine segments it dropped, changed or split.
+    pub touched: u64,
+    /// Replies on the four-tuples it forged.
+    pub syn_acks: u64,
+    pub resets: u64,
+    pub acks: u64,
+    /// SYNs any host sent to the address a forged ADD_ADDR announced.
+    pub syns_to_fake_addr: u64,
+    /// Why it could not strike, if it could not.
+    pub note: Option<String>,
+}
+
+/// One subflow as seen on the link, by its client (SYN sender) and server.
+#[derive(Debug, Clone)]
+struct Sub {
+    c: (Ipv4Addr, u16),
+    s: (Ipv4Addr, u16),
+    /// Direction the client's segments travel.
+    c_dir: usize,
+    /// Per side [client, server]: initial sequence number, next sequence
+    /// number sent, last ACK sent, last window, last timestamps.
+    isn: [Option<u32>; 2],
+    nxt: [u32; 2],
+    ack: [Option<u32>; 2],
+    win: [u16; 2],
+    ts: [Option<mplab_wire::Timestamps>; 2],
+    /// Payload bytes each side sent.
+    sent: [u64; 2],
+    /// Last DATA_ACK each side sent, and the end of its last mapping.
+    data_ack: [Option<u64>; 2],
+    mapped_end: [Option<u64>; 2],
+    initial: bool,
+}
+
+impl Sub {
+    fn side(&self, src: (Ipv4Addr, u16)) -> usize {
+        usize::from(src != self.c)
+    }
+    fn addr(&self, side: usize) -> (Ipv4Addr, u16) {
+        if side == 0 {
+            self.c
+        } else {
+            self.s
+        }
+    }
+    fn dir(&self, from_side: usize) -> usize {
+        if from_side == 0 {
+            self.c_dir
+        } else {
+            1 - self.c_dir
+        }
+    }
+}
+
+pub struct Attacker {
+    kind: AttackKind,
+    at: Instant,
+    count: u32,
+    rng: SimRng,
+    subs: Vec<Sub>,
+    /// Keys of the first MPTCP connection seen (client, server).
+    keys: [Option<u64>; 2],
+    /// A genuine MP_JOIN SYN and third-ACK HMAC (to replay).
+    join_syn: Option<(Seg, usize)>,
+    join_ack_hmac: Option<[u8; 20]>,
+    /// A genuine ADD_ADDR and the side that sent it.
+    add_addr: Option<(AddAddr, usize)>,
+    /// Four-tuples it forged: (attacker's end, victim's end), and the
+    /// HMAC it answers a join SYN/ACK with.
+    forged_tuples: Vec<((Ipv4Addr, u16), (Ipv4Addr, u16))>,
+    join_reply: Option<[u8; 20]>,
+    out: [VecDeque<Forged>; 2],
+    struck: bool,
+    /// Segments left to change, for the repeating rewrites.
+    budget: u32,
+    /// NAT rebinding: the subflow's client end and its new port.
+    rebind: Option<((Ipv4Addr, u16), u16)>,
+    report: AttackReport,
+}
+
+impl Attacker {
+    pub fn new(kind: AttackKind, at_ns: u64, count: Option<u32>, seed: u64, link: usize) -> Attacker {
+        let count = count.unwrap_or(match kind {
+            AttackKind::JoinSynFlood => 2000,
+            AttackKind::RemoveAddrOffPath | AttackKind::MpPrioOffPath | AttackKind::MpFailOffPath | AttackKind::RstOffPath => 1000,
+            AttackKind::PayloadRewrite => 20,
+            _ => u32::MAX,
+        });
+        Attacker {
+            kind,
+            at: Instant(at_ns),
+            count,
+            // Its own stream, apart from the links' and the stacks'.
+            rng: SimRng::new(seed, 0xa77a_c000 + link as u64),
+            subs: Vec::new(),
+            keys: [None; 2],
+            join_syn: None,
+            join_ack_hmac: None,
+            add_addr: None,
+            forged_tuples: Vec::new(),
+            join_reply: None,
+            out: [VecDeque::new(), VecDeque::new()],
+            struck: false,
+            budget: count,
+            rebind: None,
+            report: AttackReport::default(),
+        }
+    }
+
+    pub fn kind(&self) -> AttackKind {
+        self.kind
+    }
+
+    pub fn report(&self) -> &AttackReport {
+        &self.report
+    }
+
+    /// When it must run next in direction `dir`: a forged segment is
+    /// waiting, or the strike is due.
+    pub fn next_deadline(&self, dir: usize) -> Option<Instant> {
+        if !self.out[dir].is_empty() {
+            return Some(Instant::ZERO);
+        }
+        (!self.struck).then_some(self.at)
+    }
+
+    /// The next forged segment for direction `dir`, once the strike is due.
+    pub fn poll_forged(&mut self, now: Instant, dir: usize) -> Option<Forged> {
+        if !self.struck && now >= self.at {
+            self.strike(now);
+        }
+        let f = self.out[dir].pop_front()?;
+        self.report.forged += 1;
+        Some(f)
+    }
+
+    /// A genuine segment crossing the link in direction `dir`: learn from
+    /// it, count replies to forgeries, and change or drop it if the attack
+    /// says so.
+    pub fn on_segment(&mut self, now: Instant, dir: usize, seg: &mut Seg) -> Touch {
+        if !self.struck && now >= self.at {
+            self.strike(now);
+        }
+        if self.observe_reply(dir, seg) {
+            // A reply to a forgery: an on-path attacker keeps it from the
+            // host whose address it borrowed (which would reset it).
+            return Touch { drop: self.kind.position() == mplab_scenario::attack::Position::OnPath, ..Touch::default() };
+        }
+        if seg.tcp.syn() && IpAddr::V4(seg.dst) == IpAddr::V4(FAKE_ADDR) {
+            self.report.syns_to_fake_addr += 1;
+        }
+        self.learn(dir, seg);
+        if self.struck {
+            self.tamper(dir, seg)
+        } else {
+            Touch::default()
+        }
+    }
+
+    // ------------------------------------------------------------ learning
+
+    fn sub_index(&self, a: (Ipv4Addr, u16), b: (Ipv4Addr, u16)) -> Option<usize> {
+        self.subs.iter().position(|s| (s.c == a && s.s == b) || (s.c == b && s.s == a))
+    }
+
+    fn learn(&mut self, dir: usize, seg: &Seg) {
+        let (src, dst) = ((seg.src, seg.tcp.src_port), (seg.dst, seg.tcp.dst_port));
+        let h = &seg.tcp;
+        let i = match self.sub_index(src, dst) {
+            Some(i) => i,
+            None if h.syn() && !h.ack_flag() => {
+                let initial = h.options.mptcp().any(|o| matches!(o, MptcpOption::MpCapable(_)));
+                if let Some(MptcpOption::MpJoin(MpJoin::Syn { .. })) = h.options.mptcp().next() {
+                    if self.join_syn.is_none() {
+                        self.join_syn = Some((seg.clone(), dir));
+                    }
+                }
+                if self.subs.len() >= 64 {
+                    return;
+                }
+                self.subs.push(Sub {
+                    c: src,
+                    s: dst,
+                    c_dir: dir,
+                    isn: [None; 2],
+                    nxt: [0; 2],
+                    ack: [None; 2],
+                    win: [0; 2],
+                    ts: [None; 2],
+                    sent: [0; 2],
+                    data_ack: [None; 2],
+                    mapped_end: [None; 2],
+                    initial,
+                });
+                self.subs.len() - 1
+            }
+            None => return,
+        };
+        let sub = &mut self.subs[i];
+        let side = sub.side(src);
+        if h.syn() {
+            sub.isn[side] = Some(h.seq);
+        }
+        let end = h.seq.wrapping_add(seg.payload_len).wrapping_add(u32::from(h.syn())).wrapping_add(u32::from(h.fin()));
+        if sub.isn[side].is_some() && (sub.sent[side] == 0 && sub.nxt[side] == 0 || seq_after(end, sub.nxt[side])) {
+            sub.nxt[side] = end;
+        }
+        if h.ack_flag() {
+            sub.ack[side] = Some(h.ack);
+            sub.win[side] = h.window;
+        }
+        if h.options.timestamps.is_some() {
+            sub.ts[side] = h.options.timestamps;
+        }
+        sub.sent[side] += u64::from(seg.payload_len);
+        for o in h.options.mptcp() {
+            match *o {
+                MptcpOption::MpCapable(MpCapable { sender_key, receiver_key, .. }) => {
+                    if let Some(k) = sender_key {
+                        self.keys[side].get_or_insert(k);
+                    }
+                    if let Some(k) = receiver_key {
+                        self.keys[1 - side].get_or_insert(k);
+                    }
+                }
+                MptcpOption::Dss(d) => {
+                    if let Some(a) = d.data_ack {
+                        let sub = &mut self.subs[i];
+                        sub.data_ack[side] = Some(expand(sub.data_ack[side], a.value, a.wide));
+                    }
+                    if let Some(m) = d.mapping {
+                        if m.data_len > 0 {
+                            let sub = &mut self.subs[i];
+                            let start = expand(sub.mapped_end[side], m.dsn, m.dsn_wide);
+                            let e = start + u64::from(m.data_len);
+                            sub.mapped_end[side] = Some(sub.mapped_end[side].map_or(e, |x| x.max(e)));
+                        }
+                    }
+                }
+                MptcpOption::AddAddr(a) if !a.echo && a.hmac.is_some() && self.add_addr.is_none() => self.add_addr = Some((a, side)),
+                MptcpOption::MpJoin(MpJoin::Ack { hmac }) if self.join_ack_hmac.is_none() => self.join_ack_hmac = Some(hmac),
+                _ => {}
+            }
+        }
+    }
+
+    /// Counts a segment on a forged four-tuple (returns true), and answers
+    /// a join's SYN/ACK with the attacker's third ACK.
+    fn observe_reply(&mut self, dir: usize, seg: &Seg) -> bool {
+        let (src, dst) = ((seg.src, seg.tcp.src_port), (seg.dst, seg.tcp.dst_port));
+        if !self.forged_tuples.iter().any(|&(a, v)| a == dst && v == src) {
+            return false;
+        }
+        let h = &seg.tcp;
+        if h.rst() {
+            self.report.resets += 1;
+        } else if h.syn() && h.ack_flag() {
+            self.report.syn_acks += 1;
+            if let Some(hmac) = self.join_reply {
+                let mut a = TcpHeader { src_port: dst.1, dst_port: src.1, seq: h.ack, ack: h.seq.wrapping_add(1), flags: flags::ACK, window: 512, ..Default::default() };
+                let _ = a.options.push_mptcp(MptcpOption::MpJoin(MpJoin::Ack { hmac }));
+                self.out[1 - dir].push_back(Forged { dir: 1 - dir, seg: Seg { src: dst.0, dst: src.0, tcp: a, payload_len: 0 }, claims: 0 });
+            }
+        } else {
+            self.report.acks += 1;
+        }
+        true
+    }
+
+    // ------------------------------------------------------------- attacks
+
+    /// The subflow the attack aims at: the initial one (MP_CAPABLE) if it
+    /// crosses this link, else the first seen.
+    fn target(&self) -> Option<usize> {
+        self.subs.iter().position(|s| s.initial && s.isn[1].is_some()).or_else(|| self.subs.iter().position(|s| s.isn[1].is_some()))
+    }
+
+    /// The side that sent more payload on `sub`: the data sender.
+    fn data_sender(sub: &Sub) -> usize {
+        usize::from(sub.sent[1] > sub.sent[0])
+    }
+
+    /// A segment from `side` of `sub` to the other, in its window: what the
+    /// other side expects next, with `side`'s last ACK, window and
+    /// timestamps (PAWS).
+    fn in_window(&self, sub: &Sub, side: usize) -> TcpHeader {
+        let other = 1 - side;
+        let seq = sub.ack[other].unwrap_or(sub.nxt[side]);
+        let (src, dst) = (sub.addr(side), sub.addr(other));
+        let mut h = TcpHeader { src_port: src.1, dst_port: dst.1, seq, ack: sub.ack[side].unwrap_or(0), flags: flags::ACK, window: sub.win[side].max(1), ..Default::default() };
+        h.options.timestamps = sub.ts[side];
+        h
+    }
+
+    fn send_from(&mut self, sub: usize, side: usize, h: TcpHeader, payload_len: u32, claims: u64) {
+        let s = &self.subs[sub];
+        let (src, dst, dir) = (s.addr(side).0, s.addr(1 - side).0, s.dir(side));
+        self.out[dir].push_back(Forged { dir, seg: Seg { src, dst, tcp: h, payload_len }, claims });
+    }
+
+    /// A fresh source port on the client's address for a forged subflow.
+    fn forged_join(&mut self, sub: usize, opt: MptcpOption, reply: Option<[u8; 20]>) {
+        let s = self.subs[sub].clone();
+        let port = 40000 + (self.forged_tuples.len() as u16 % 20000);
+        let mut h = TcpHeader { src_port: port, dst_port: s.s.1, seq: self.rng.next_u32(), flags: flags::SYN, window: 65535, ..Default::default() };
+        h.options.mss = Some(1460);
+        let _ = h.options.push_mptcp(opt);
+        self.forged_tuples.push(((s.c.0, port), s.s));
+        self.join_reply = reply;
+        self.out[s.c_dir].push_back(Forged { dir: s.c_dir, seg: Seg { src: s.c.0, dst: s.s.0, tcp: h, payload_len: 0 }, claims: 0 });
+    }
+
+    fn nothing(&mut self, why: &str) {
+        self.report.note = Some(why.to_string());
+    }
+
+    fn strike(&mut self, now: Instant) {
+        self.struck = true;
+        let Some(t) = self.target() else {
+            return self.nothing("no established subflow crossed the attacker's link");
+        };
+        self.report.struck_ns = Some(now.as_nanos());
+        let sub = self.subs[t].clone();
+        let sender = Self::data_sender(&sub);
+        let receiver = 1 - sender;
+        match self.kind {
+            AttackKind::JoinUnknownToken => {
+                let token = self.rng.next_u32();
+                let nonce = self.rng.next_u32();
+                self.forged_join(t, MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 7, token, nonce }), None);
+            }
+            AttackKind::JoinStolenToken => {
+                let Some(key) = self.keys[1] else { return self.nothing("no server key seen: no token to steal") };
+                let nonce = self.rng.next_u32();
+                let mut guess = [0u8; 20];
+                guess.iter_mut().for_each(|b| *b = self.rng.next_u32() as u8);
+                self.forged_join(t, MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 7, token: crypto::token(key), nonce }), Some(guess));
+            }
+            AttackKind::JoinReplayedHmac => {
+                let (Some((syn, _)), Some(hmac)) = (self.join_syn.clone(), self.join_ack_hmac) else {
+                    return self.nothing("no genuine MP_JOIN handshake crossed the link to replay");
+                };
+                let Some(opt) = syn.tcp.options.mptcp().next().copied() else { return };
+                self.forged_join(t, opt, Some(hmac));
+            }
+            AttackKind::JoinSynFlood => {
+                for _ in 0..self.count {
+                    let (token, nonce) = (self.rng.next_u32(), self.rng.next_u32());
+                    self.forged_join(t, MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 7, token, nonce }), None);
+                }
+            }
+            AttackKind::AddAddrBadHmac | AttackKind::AddAddrReplayed => {
+                // To the client, which is the one that opens subflows to
+                // announced addresses, as if from the server.
+                let hmac = match self.kind {
+                    AttackKind::AddAddrReplayed => match self.add_addr {
+                        Some((a, _)) => a.hmac,
+                        None => return self.nothing("no genuine ADD_ADDR crossed the link to replay"),
+                    },
+                    _ => Some(self.rng.next_u64()),
+                };
+                let mut h = self.in_window(&sub, 1);
+                let _ = h.options.push_mptcp(MptcpOption::AddAddr(AddAddr { echo: false, addr_id: 42, addr: IpAddr::V4(FAKE_ADDR), port: None, hmac }));
+                self.send_from(t, 1, h, 0, 0);
+            }
+            AttackKind::RemoveAddrOffPath | AttackKind::MpPrioOffPath | AttackKind::MpFailOffPath | AttackKind::RstOffPath => {
+                // Blind: the four-tuple is known, the sequence numbers are
+                // guesses. Aimed at the data sender (a backup flag, a
+                // removed address or a fallback there would hurt most).
+                let from = receiver;
+                for _ in 0..self.count {
+                    let mut h = self.in_window(&sub, from);
+                    h.seq = self.rng.next_u32();
+                    h.ack = self.rng.next_u32();
+                    h.options.timestamps = None;
+                    let opt = match self.kind {
+                        AttackKind::RemoveAddrOffPath => {
+                            AddrIdList::from_slice(&[0, 1]).map(MptcpOption::RemoveAddr)
+                        }
+                        AttackKind::MpPrioOffPath => Some(MptcpOption::MpPrio { backup: true, addr_id: None }),
+                        AttackKind::MpFailOffPath => Some(MptcpOption::MpFail { dsn: self.rng.next_u64() }),
+                        _ => {
+                            h.flags = flags::RST;
+                            None
+                        }
+                    };
+                    if let Some(o) = opt {
+                        let _ = h.options.push_mptcp(o);
+                    }
+                    self.send_from(t, from, h, 0, 0);
+                }
+            }
+            AttackKind::FastcloseWrongKey => {
+                let key = self.keys[sender].map_or(1, |k| k ^ 0x5555_5555_5555_5555);
+                let mut h = self.in_window(&sub, receiver);
+                let _ = h.options.push_mptcp(MptcpOption::MpFastclose { receiver_key: key });
+                self.send_from(t, receiver, h, 0, 0);
+            }
+            AttackKind::InfiniteMapping | AttackKind::DssOverlap | AttackKind::DssOutOfWindow | AttackKind::DssBadChecksum => {
+                let Some(isn) = sub.isn[sender] else { return };
+                let Some(data_next) = sub.data_ack[receiver] else { return self.nothing("no DATA_ACK seen: the data level is unknown") };
+                let mut h = self.in_window(&sub, sender);
+                let ssn = h.seq.wrapping_sub(isn);
+                let (dsn, len, payload, checksum) = match self.kind {
+                    AttackKind::InfiniteMapping => (data_next, 0, 0, None),
+                    AttackKind::DssOverlap => (data_next.saturating_sub(u64::from(FORGED_PAYLOAD)), FORGED_PAYLOAD as u16, FORGED_PAYLOAD, None),
+                    AttackKind::DssOutOfWindow => (data_next + (1 << 40), FORGED_PAYLOAD as u16, FORGED_PAYLOAD, None),
+                    // A checksum that cannot match (checksums are not
+                    // secret: an attacker that wanted could compute one).
+                    _ => (data_next, FORGED_PAYLOAD as u16, FORGED_PAYLOAD, Some(self.rng.next_u32() as u16)),
+                };
+                let mapping = DssMapping { dsn, dsn_wide: true, ssn, data_len: len, checksum };
+                let _ = h.options.push_mptcp(MptcpOption::Dss(Dss { data_ack: sub.data_ack[sender].map(|v| DataAck { value: v, wide: true }), mapping: Some(mapping), data_fin: false }));
+                // The stream offset the mapping claims (relative to the
+                // sender's initial data sequence number).
+                let claims = self.keys[sender].map_or(dsn, |k| dsn.wrapping_sub(crypto::idsn(k)).wrapping_sub(1));
+                self.send_from(t, sender, h, payload, claims);
+            }
+            AttackKind::RstOnPath => {
+                let h = TcpHeader { flags: flags::RST, ..self.in_window(&sub, receiver) };
+                self.send_from(t, receiver, h, 0, 0);
+            }
+            AttackKind::NatRebinding => {
+                let new_port = sub.c.1 ^ 0x2000;
+                self.rebind = Some((sub.c, if new_port == 0 { 1 } else { new_port }));
+            }
+            // Rewriting attacks act on genuine segments (`tamper`).
+            AttackKind::StripMidConnection | AttackKind::PayloadRewrite | AttackKind::SegmentSplit => {}
+        }
+    }
+
+    /// After the strike: the attacks that change genuine segments.
+    fn tamper(&mut self, _dir: usize, seg: &mut Seg) -> Touch {
+        let mut t = Touch::default();
+        match self.kind {
+            AttackKind::StripMidConnection if seg.tcp.options.has_mptcp() => {
+                seg.tcp.options.clear_mptcp();
+                t.header = true;
+            }
+            AttackKind::PayloadRewrite if seg.payload_len > 0 && self.budget > 0 => {
+                self.budget -= 1;
+                t.corrupt = true;
+            }
+            AttackKind::SegmentSplit if seg.payload_len > 1 && !seg.tcp.syn() => t.split_at = Some(seg.payload_len / 2),
+            AttackKind::NatRebinding => {
+                let Some(((addr, port), new)) = self.rebind else { return t };
+                if seg.src == addr && seg.tcp.src_port == port {
+                    seg.tcp.src_port = new;
+                    t.header = true;
+                } else if seg.dst == addr && seg.tcp.dst_port == new {
+                    seg.tcp.dst_port = port;
+                    t.header = true;
+                }
+            }
+            _ => {}
+        }
+        if t != Touch::default() {
+            self.report.touched += 1;
+        }
+        t
+    }
+}
+
+/// `a` is after `b` in sequence space.
+fn seq_after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// A 64-bit data sequence number from a possibly 32-bit field, near `prev`.
+fn expand(prev: Option<u64>, v: u64, wide: bool) -> u64 {
+    if wide {
+        v
+    } else {
+        crypto::expand_seq32(prev.unwrap_or(0), v as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn syn(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16, seq: u32, opt: MptcpOption) -> Seg {
+        let mut tcp = TcpHeader { src_port: sport, dst_port: dport, seq, flags: flags::SYN, window: 65535, ..Default::default() };
+        tcp.options.push_mptcp(opt).unwrap();
+        Seg { src: src.into(), dst: dst.into(), tcp, payload_len: 0 }
+    }
+
+    fn handshake(a: &mut Attacker) {
+        let mut s = syn([10, 0, 0, 1], 5000, [10, 0, 1, 2], 80, 100, MptcpOption::MpCapable(MpCapable { version: 1, flags: 0, sender_key: None, receiver_key: None, data_len: None, checksum: None }));
+        a.on_segment(Instant(0), 0, &mut s);
+        let mut sa = syn([10, 0, 1, 2], 80, [10, 0, 0, 1], 5000, 900, MptcpOption::MpCapable(MpCapable { version: 1, flags: 0, sender_key: Some(0xabcd), receiver_key: None, data_len: None, checksum: None }));
+        sa.tcp.flags |= flags::ACK;
+        sa.tcp.ack = 101;
+        a.on_segment(Instant(1), 1, &mut sa);
+    }
+
+    #[test]
+    fn a_stolen_token_join_uses_the_servers_token_and_answers_its_syn_ack() {
+        let mut a = Attacker::new(AttackKind::JoinStolenToken, 10, None, 1, 0);
+        handshake(&mut a);
+        assert!(a.poll_forged(Instant(5), 0).is_none(), "not before the strike time");
+        let f = a.poll_forged(Instant(10), 0).expect("the forged SYN");
+        let Some(MptcpOption::MpJoin(MpJoin::Syn { token, .. })) = f.seg.tcp.options.mptcp().next().copied() else { panic!("{f:?}") };
+        assert_eq!(token, crypto::token(0xabcd));
+        // The server's SYN/ACK on the forged tuple is counted, kept from the
+        // client, and answered with a third ACK.
+        let mut reply = syn([10, 0, 1, 2], 80, [10, 0, 0, 1], f.seg.tcp.src_port, 7, MptcpOption::MpJoin(MpJoin::SynAck { backup: false, addr_id: 0, hmac: 1, nonce: 2 }));
+        reply.tcp.flags |= flags::ACK;
+        reply.tcp.ack = f.seg.tcp.seq.wrapping_add(1);
+        assert!(a.on_segment(Instant(11), 1, &mut reply).drop);
+        let ack = a.poll_forged(Instant(11), 0).expect("third ACK");
+        assert!(matches!(ack.seg.tcp.options.mptcp().next(), Some(MptcpOption::MpJoin(MpJoin::Ack { .. }))));
+        assert_eq!(a.report().syn_acks, 1);
+    }
+
+    #[test]
+    fn off_path_guesses_are_deterministic_and_counted() {
+        let run = || {
+            let mut a = Attacker::new(AttackKind::RstOffPath, 10, Some(5), 9, 0);
+            handshake(&mut a);
+            std::iter::from_fn(|| a.poll_forged(Instant(20), 0).or_else(|| a.poll_forged(Instant(20), 1))).map(|f| f.seg.tcp.seq).collect::<Vec<_>>()
+        };
+        let (x, y) = (run(), run());
+        assert_eq!(x.len(), 5);
+        assert_eq!(x, y);
+    }
+
+    #[test]
+    fn without_a_subflow_it_says_why_it_did_not_strike() {
+        let mut a = Attacker::new(AttackKind::FastcloseWrongKey, 0, None, 1, 0);
+        assert!(a.poll_forged(Instant(1), 0).is_none());
+        assert!(a.report().struck_ns.is_none() && a.report().note.is_some());
+    }
+
+    #[test]
+    fn nat_rebinding_rewrites_both_ways() {
+        let mut a = Attacker::new(AttackKind::NatRebinding, 10, None, 1, 0);
+        handshake(&mut a);
+        let _ = a.poll_forged(Instant(10), 0);
+        let mut up = Seg { src: [10, 0, 0, 1].into(), dst: [10, 0, 1, 2].into(), tcp: TcpHeader { src_port: 5000, dst_port: 80, flags: flags::ACK, ..Default::default() }, payload_len: 10 };
+        assert!(a.on_segment(Instant(11), 0, &mut up).header);
+        let new = up.tcp.src_port;
+        assert_ne!(new, 5000);
+        let mut down = Seg { src: [10, 0, 1, 2].into(), dst: [10, 0, 0, 1].into(), tcp: TcpHeader { src_port: 80, dst_port: new, flags: flags::ACK, ..Default::default() }, payload_len: 0 };
+        assert!(a.on_segment(Instant(12), 1, &mut down).header);
+        assert_eq!(down.tcp.dst_port, 5000);
+    }
+}

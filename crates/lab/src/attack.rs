@@ -1,0 +1,266 @@
+//! `mplab attack`: the adversarial matrix. Every row is one attack of
+//! `mplab_scenario::attack` mounted by an `attacker` middlebox on one link
+//! of a victim scenario, on each backend asked for: mplab's stack on the
+//! simulator and on real packets (userspace backend), Linux's on the
+//! kernel backend. A cell says what the victim did, measured the same way
+//! everywhere (the attacker's count of replies on its forged four-tuples,
+//! the transfer's completion and byte check, fallback), and whether that
+//! is what RFC 8684 / RFC 7430 require.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use mplab_scenario::attack::{AttackKind, Expect};
+use mplab_scenario::Scenario;
+use mplab_sim::Summary;
+use serde::Serialize;
+
+use crate::run::{self, RunError};
+
+pub struct Options {
+    pub scenario: PathBuf,
+    /// "sim", "kernel", "userspace".
+    pub backends: Vec<String>,
+    pub rows: Vec<AttackKind>,
+    /// The link the attacker sits on.
+    pub link: String,
+    pub out: PathBuf,
+    pub quiet: bool,
+}
+
+/// One backend's result for one attack.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub backend: String,
+    /// What the victim did, in words.
+    pub outcome: String,
+    /// "ok": as the RFCs require; "WEAKER": not; "n/a": the attack could
+    /// not be mounted (no genuine segment to replay), or the run failed.
+    pub verdict: &'static str,
+    pub completed: bool,
+    pub verified: bool,
+    pub fallback: bool,
+    pub completion_s: Option<f64>,
+    pub baseline_s: Option<f64>,
+    pub forged: u64,
+    pub touched: u64,
+    pub syn_acks: u64,
+    pub resets: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub attack: &'static str,
+    pub position: &'static str,
+    pub expect: &'static str,
+    pub requirement: &'static str,
+    pub cells: Vec<Cell>,
+}
+
+/// Rows the DSS checksum must be on for (what they test is the checksum).
+fn extra_sets(k: AttackKind) -> Vec<(String, String)> {
+    match k {
+        AttackKind::DssBadChecksum | AttackKind::PayloadRewrite => vec![("transport.mptcp.checksum".into(), "true".into())],
+        _ => Vec::new(),
+    }
+}
+
+fn run_on(opt: &Options, backend: &str, attack: Option<AttackKind>, dir: &Path) -> Result<Summary, String> {
+    let mut sc = Scenario::from_file(&opt.scenario).map_err(|e| e.to_string())?;
+    let mut sets: Vec<(String, String)> = Vec::new();
+    if let Some(k) = attack {
+        sets.push(("middleboxes".into(), format!("[{{ kind = \"attacker\", link = {:?}, attack = {:?} }}]", opt.link, k.name())));
+        sets.extend(extra_sets(k));
+    }
+    sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
+    let net = sc.resolve().map_err(|e| e.to_string())?;
+    let r = match backend {
+        "sim" => run::simulate(&sc, net, dir, false, None),
+        "kernel" | "userspace" => run::run_real(backend, &sc, net, dir),
+        b => return Err(format!("unknown backend {b:?} (sim, kernel, userspace)")),
+    };
+    r.map(|(r, _)| r.summary).map_err(|e| match e {
+        RunError::Usage(m) | RunError::Failed(m) => m,
+    })
+}
+
+/// The verdict of one run against the row's expectation.
+fn judge(k: AttackKind, backend: &str, s: &Summary, baseline: Option<f64>) -> Cell {
+    let f = s.flows.iter().find(|f| f.transport == "mptcp").or(s.flows.first());
+    let a = s.attacks.first();
+    let (completed, verified, fallback, ct) = f.map_or((false, false, false, None), |f| (f.completed, f.verified, f.fallback, f.completion_time_s));
+    let mut c = Cell {
+        backend: backend.into(),
+        outcome: String::new(),
+        verdict: "ok",
+        completed,
+        verified,
+        fallback,
+        completion_s: ct,
+        baseline_s: baseline,
+        forged: a.map_or(0, |a| a.forged),
+        touched: a.map_or(0, |a| a.touched),
+        syn_acks: a.map_or(0, |a| a.syn_acks),
+        resets: a.map_or(0, |a| a.resets),
+    };
+    let Some(a) = a else {
+        c.outcome = "no attacker report".into();
+        c.verdict = "n/a";
+        return c;
+    };
+    if a.struck_s.is_none() {
+        c.outcome = format!("not mounted: {}", a.note.as_deref().unwrap_or("?"));
+        c.verdict = "n/a";
+        return c;
+    }
+    let fake = mplab_backend::attack::FAKE_ADDR.to_string();
+    let to_fake = a.syns_to_fake_addr > 0 || f.is_some_and(|f| f.subflows.iter().any(|x| x.remote.starts_with(&fake) || x.local.starts_with(&fake)));
+    let slowed = match (ct, baseline) {
+        (Some(t), Some(b)) => t > b * 1.1 + 0.3,
+        _ => false,
+    };
+    let time = ct.map_or("never completed".to_string(), |t| format!("done in {t:.2} s"));
+    let mut what = Vec::new();
+    if !verified {
+        what.push("CHANGED OR MISPLACED BYTES DELIVERED".to_string());
+    }
+    if !completed {
+        what.push("transfer not completed".to_string());
+    }
+    if fallback {
+        what.push("fell back to TCP".to_string());
+    }
+    if to_fake {
+        what.push(format!("opened a subflow to the forged address ({} SYNs)", a.syns_to_fake_addr));
+    }
+    if a.syn_acks + a.resets + a.acks > 0 {
+        what.push(format!("replies to forgeries: {} SYN/ACK, {} RST, {} other", a.syn_acks, a.resets, a.acks));
+    }
+    if slowed {
+        what.push("slowed".to_string());
+    }
+    what.push(time);
+    c.outcome = what.join("; ");
+    let intact = completed && verified;
+    let ok = match k.expect() {
+        Expect::Refused => intact && a.resets > 0 && !fallback,
+        Expect::Ignored => intact && !fallback && !to_fake && !slowed,
+        Expect::Survives => intact,
+    };
+    c.verdict = if ok { "ok" } else { "WEAKER" };
+    c
+}
+
+/// Runs the matrix: a baseline per backend, then every row on every backend.
+pub fn matrix(opt: &Options) -> Result<Vec<Row>, String> {
+    let mut baselines = Vec::new();
+    for b in &opt.backends {
+        if !opt.quiet {
+            eprintln!("attack: baseline on {b} ...");
+        }
+        let s = run_on(opt, b, None, &opt.out.join("baseline").join(b));
+        baselines.push(s.ok().and_then(|s| s.flows.first().and_then(|f| f.completion_time_s)));
+    }
+    let mut rows = Vec::new();
+    for &k in &opt.rows {
+        let mut cells = Vec::new();
+        for (b, base) in opt.backends.iter().zip(&baselines) {
+            if !opt.quiet {
+                eprintln!("attack: {} on {b} ...", k.name());
+            }
+            let cell = match run_on(opt, b, Some(k), &opt.out.join(k.name()).join(b)) {
+                Ok(s) => judge(k, b, &s, *base),
+                Err(e) => Cell {
+                    backend: b.clone(),
+                    outcome: format!("run failed: {e}"),
+                    verdict: "n/a",
+                    completed: false,
+                    verified: false,
+                    fallback: false,
+                    completion_s: None,
+                    baseline_s: *base,
+                    forged: 0,
+                    touched: 0,
+                    syn_acks: 0,
+                    resets: 0,
+                },
+            };
+            cells.push(cell);
+        }
+        rows.push(Row { attack: k.name(), position: k.position().name(), expect: k.expect().name(), requirement: k.requirement(), cells });
+    }
+    Ok(rows)
+}
+
+/// The table, as Markdown (it goes into docs/ as printed).
+pub fn render(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let backends: Vec<&str> = rows.first().map(|r| r.cells.iter().map(|c| c.backend.as_str()).collect()).unwrap_or_default();
+    let _ = write!(s, "| attack | attacker | RFC 8684 / 7430 require | expect |");
+    for b in &backends {
+        let _ = write!(s, " {b} |");
+    }
+    let _ = writeln!(s);
+    let _ = write!(s, "|---|---|---|---|");
+    for _ in &backends {
+        let _ = write!(s, "---|");
+    }
+    let _ = writeln!(s);
+    for r in rows {
+        let _ = write!(s, "| {} | {} | {} | {} |", r.attack, r.position, r.requirement, r.expect);
+        for c in &r.cells {
+            let _ = write!(s, " **{}**: {} |", c.verdict, c.outcome);
+        }
+        let _ = writeln!(s);
+    }
+    s
+}
+
+pub fn write(rows: &[Row], out: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(out)?;
+    let mut csv = String::from("attack,position,expect,backend,verdict,completed,verified,fallback,completion_s,baseline_s,forged,touched,syn_acks,resets,outcome\n");
+    for r in rows {
+        for c in &r.cells {
+            let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"",
+                r.attack,
+                r.position,
+                r.expect,
+                c.backend,
+                c.verdict,
+                c.completed,
+                c.verified,
+                c.fallback,
+                opt(c.completion_s),
+                opt(c.baseline_s),
+                c.forged,
+                c.touched,
+                c.syn_acks,
+                c.resets,
+                c.outcome.replace('"', "'")
+            );
+        }
+    }
+    std::fs::write(out.join("attack.csv"), csv)?;
+    std::fs::write(out.join("attack.json"), serde_json::to_string_pretty(rows).unwrap_or_default())?;
+    std::fs::write(out.join("attack.md"), render(rows))
+}
+
+/// Cells where mplab's own stack (simulator, userspace backend) does less
+/// than the RFCs require: the command fails on them. Linux's are reported.
+pub fn mplab_weaknesses(rows: &[Row]) -> usize {
+    rows.iter().flat_map(|r| &r.cells).filter(|c| c.verdict == "WEAKER" && c.backend != "kernel").count()
+}
+
+/// Parses `--rows` (comma-separated names; empty: all).
+pub fn parse_rows(s: Option<&str>) -> Result<Vec<AttackKind>, String> {
+    match s {
+        None | Some("") | Some("all") => Ok(AttackKind::ALL.to_vec()),
+        Some(list) => list
+            .split(',')
+            .map(|n| AttackKind::from_name(n.trim()).ok_or_else(|| format!("unknown attack {n:?} ({})", AttackKind::names())))
+            .collect(),
+    }
+}
