@@ -15,8 +15,8 @@ fn verdicts(dir: &std::path::Path) -> Vec<(String, String, String, String)> {
     rows.iter().map(|r| (r[a].clone(), r[b].clone(), r[v].clone(), r[o].clone())).collect()
 }
 
-/// Every attack but `strip-mid-connection` (open: see docs/security.md).
-const PASSING: &str = "join-unknown-token,join-stolen-token,join-replayed-hmac,join-syn-flood,add-addr-bad-hmac,add-addr-replayed,remove-addr-off-path,mp-prio-off-path,fastclose-wrong-key,mp-fail-off-path,infinite-mapping,dss-overlap,dss-out-of-window,dss-bad-checksum,rst-off-path,rst-on-path,payload-rewrite,segment-split,nat-rebinding";
+/// Every attack.
+const PASSING: &str = "join-unknown-token,join-stolen-token,join-replayed-hmac,join-syn-flood,add-addr-bad-hmac,add-addr-replayed,remove-addr-off-path,mp-prio-off-path,fastclose-wrong-key,mp-fail-off-path,infinite-mapping,dss-overlap,dss-out-of-window,dss-bad-checksum,rst-off-path,rst-on-path,strip-mid-connection,payload-rewrite,segment-split,nat-rebinding";
 
 #[test]
 fn mplab_stack_on_the_simulator_does_what_the_rfcs_require() {

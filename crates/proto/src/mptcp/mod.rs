@@ -687,7 +687,7 @@ impl Connection {
         }
         if h.options.mptcp().any(|o| matches!(o, MptcpOption::MpFail { .. })) && self.alive_subflows() == 1 {
             self.fall_back(Fallback::Checksum);
-        } else if self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial {
+        } else if self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed() {
             // The peer went on as plain TCP (it fell back, or a box strips
             // option 30 from here on): so do we.
             self.fall_back(Fallback::NoMapping);
@@ -1141,7 +1141,10 @@ impl Connection {
     fn on_missing_mapping(&mut self, i: usize) {
         self.changed_all();
         let alive = self.alive_subflows();
-        if alive == 1 && self.subflows[i].origin == Origin::Initial {
+        // Only the subflow still alive may fall back: a late segment on one
+        // already reset (a box strips options there) says nothing of the
+        // one that carries the data now.
+        if alive == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed() {
             self.fall_back(Fallback::NoMapping);
         } else {
             let s = &mut self.subflows[i];
