@@ -29,6 +29,9 @@ PY
 # the same sequence). Longer exploratory runs: FUZZ_RUNS=-1 (no run limit).
 runs=${FUZZ_RUNS:-6000000}
 cargo +nightly fuzz run segment fuzz/corpus/segment -- -max_total_time="$secs" -max_len=400 -seed=1 -runs="$runs" 2>&1 | tail -5
+# The SCTP chunk codec (parse, re-encode, re-parse), a third of the time.
+mkdir -p fuzz/corpus/sctp_chunks
+cargo +nightly fuzz run sctp_chunks fuzz/corpus/sctp_chunks -- -max_total_time="$(( secs / 3 + 1 ))" -max_len=1500 -seed=1 -runs="$runs" 2>&1 | tail -5
 # The stateful target: a pair of MPTCP connections under an arbitrary script
 # of segments, forgeries, drops, reordering and timers
 # (crates/proto/tests/support/pair.rs). Its findings go to
