@@ -61,7 +61,7 @@ pub const FORGED_PAYLOAD: u32 = 1000;
 pub const FAKE_ADDR: Ipv4Addr = Ipv4Addr::new(10, 254, 254, 1);
 
 /// What the attacker did and saw, for the matrix.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AttackReport {
     /// When it struck (None: never: it had nothing to work with).
     pub struck_ns: Option<u64>,
@@ -75,6 +75,7 @@ pub struct AttackReport {
     /// SYNs any host sent to the address a forged ADD_ADDR announced.
     pub syns_to_fake_addr: u64,
     /// Why it could not strike, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 

@@ -34,32 +34,8 @@ pub struct Summary {
 pub struct AttackSummary {
     pub link: String,
     pub attack: String,
-    pub struck_s: Option<f64>,
-    pub forged: u64,
-    pub touched: u64,
-    pub syn_acks: u64,
-    pub resets: u64,
-    pub acks: u64,
-    pub syns_to_fake_addr: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-impl AttackSummary {
-    pub fn new(link: &str, r: &crate::attack::AttackReport, attack: &str) -> AttackSummary {
-        AttackSummary {
-            link: link.to_string(),
-            attack: attack.to_string(),
-            struck_s: r.struck_ns.map(|n| n as f64 / 1e9),
-            forged: r.forged,
-            touched: r.touched,
-            syn_acks: r.syn_acks,
-            resets: r.resets,
-            acks: r.acks,
-            syns_to_fake_addr: r.syns_to_fake_addr,
-            note: r.note.clone(),
-        }
-    }
+    #[serde(flatten)]
+    pub report: crate::attack::AttackReport,
 }
 
 /// One load balancer instance.

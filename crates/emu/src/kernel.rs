@@ -550,7 +550,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             (MiddleboxAction::Attacker { attack, .. }, Placement::Link { link, .. }) if link == li => Some(attack.name()),
             _ => None,
         });
-        s.attacks.push(mplab_backend::results::AttackSummary::new(&net.links[*li].name, r, attack.unwrap_or("?")));
+        s.attacks.push(mplab_backend::results::AttackSummary { link: net.links[*li].name.clone(), attack: attack.unwrap_or("?").into(), report: r.clone() });
     }
     let mut backends: Vec<usize> = Vec::new();
     for (p, st) in balancer_stats {

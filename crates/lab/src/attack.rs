@@ -87,7 +87,7 @@ fn run_on(opt: &Options, backend: &str, attack: Option<AttackKind>, dir: &Path) 
 /// The verdict of one run against the row's expectation.
 fn judge(k: AttackKind, backend: &str, s: &Summary, baseline: Option<f64>) -> Cell {
     let f = s.flows.iter().find(|f| f.transport == "mptcp").or(s.flows.first());
-    let a = s.attacks.first();
+    let a = s.attacks.first().map(|a| &a.report);
     let (completed, verified, fallback, ct) = f.map_or((false, false, false, None), |f| (f.completed, f.verified, f.fallback, f.completion_time_s));
     let mut c = Cell {
         backend: backend.into(),
@@ -108,7 +108,7 @@ fn judge(k: AttackKind, backend: &str, s: &Summary, baseline: Option<f64>) -> Ce
         c.verdict = "n/a";
         return c;
     };
-    if a.struck_s.is_none() {
+    if a.struck_ns.is_none() {
         c.outcome = format!("not mounted: {}", a.note.as_deref().unwrap_or("?"));
         c.verdict = "n/a";
         return c;

@@ -30,7 +30,7 @@ impl World {
                 (network::MiddleboxAction::Attacker { attack, .. }, network::Placement::Link { link: l, .. }) if *l == link => Some(attack.name()),
                 _ => None,
             });
-            s.attacks.push(mplab_backend::results::AttackSummary::new(&self.net.links[link].name, &r, attack.unwrap_or("?")));
+            s.attacks.push(mplab_backend::results::AttackSummary { link: self.net.links[link].name.clone(), attack: attack.unwrap_or("?").into(), report: r });
         }
         for (fi, f) in self.flows.iter().enumerate() {
             let spec = &self.net.flows[fi];
