@@ -473,6 +473,7 @@ mod tests {
                 "resegment" => "kind = \"resegment\"\nmode = \"split\"\nnode = \"left\"",
                 "rewrite" => "kind = \"rewrite\"\nnode = \"left\"",
                 "load_balancer" => "kind = \"load_balancer\"\nnode = \"left\"\nmode = \"token\"\nvip = \"10.100.0.1\"\nbackends = [\"l0\"]",
+                "attacker" => "kind = \"attacker\"\nlink = \"left-right\"\nattack = \"rst-on-path\"",
                 other => panic!("add a case for the new middlebox kind {other}"),
             };
             let errs = with_box(body);
