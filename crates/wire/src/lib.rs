@@ -13,6 +13,7 @@ pub mod mptcp;
 pub mod packet;
 pub mod pcap;
 pub mod samples;
+pub mod sctp;
 pub mod tcp;
 
 pub use error::WireError;
