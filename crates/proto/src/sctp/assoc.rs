@@ -1143,14 +1143,20 @@ impl Association {
     }
 
     /// A destination missed a T3-rtx or a heartbeat (RFC 9260 8.1, 8.2).
-    fn path_error(&mut self, i: usize) {
+    fn path_error(&mut self, now: Instant, i: usize) {
         let d = &mut self.dests[i];
         d.error_count += 1;
         d.rto.backoff();
+        let was = d.state;
         if d.error_count > self.cfg.path_max_retrans {
             d.state = PathState::Inactive;
         } else if self.cfg.pf_threshold.is_some_and(|pf| d.error_count > pf) {
             d.state = PathState::PotentiallyFailed;
+        }
+        // RFC 7829: a destination entering PF is probed by a heartbeat at
+        // once (then every RTO), so that it comes back as soon as it answers.
+        if d.state != PathState::Active && was == PathState::Active && d.hb_outstanding.is_none() {
+            d.hb_at = Some(now);
         }
         self.assoc_errors += 1;
         if self.assoc_errors > self.cfg.assoc_max_retrans {
@@ -1184,13 +1190,12 @@ impl Association {
         if !self.cfg.cmt.is_cmt() {
             self.recover = None;
         }
-        self.path_error(i);
-        let _ = now;
+        self.path_error(now, i);
     }
 
     fn heartbeat_due(&mut self, now: Instant, i: usize) {
         if self.dests[i].hb_outstanding.take().is_some() {
-            self.path_error(i);
+            self.path_error(now, i);
             if self.state == State::Closed {
                 return;
             }
