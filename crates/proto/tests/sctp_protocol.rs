@@ -369,3 +369,101 @@ fn cuc_grows_a_destination_when_its_own_pseudo_cumack_moves() {
     assert!(after[1] > before[1], "path 1 grew: {before:?} -> {after:?}");
     assert_eq!(after[0], before[0], "path 0 did not: {before:?} -> {after:?}");
 }
+
+mod hostile {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn gaps() -> impl Strategy<Value = Vec<GapBlock>> {
+        proptest::collection::vec((any::<u16>(), any::<u16>()).prop_map(|(start, end)| GapBlock { start, end }), 0..6)
+    }
+
+    fn chunk() -> impl Strategy<Value = Chunk> {
+        prop_oneof![
+            (any::<u8>(), -20i32..40, proptest::collection::vec(any::<u8>(), 0..50)).prop_map(|(flags, d, payload)| {
+                Chunk::Data(DataChunk { flags, tsn: d as u32, stream_id: 0, ssn: 0, ppid: 0, payload })
+            }),
+            (any::<u8>(), -20i32..40, any::<u32>(), gaps(), proptest::option::of(gaps()), proptest::collection::vec(any::<u32>(), 0..3))
+                .prop_map(|(flags, d, a_rwnd, gaps, nr_gaps, dup_tsns)| Chunk::Sack(SackChunk {
+                    flags,
+                    cum_tsn_ack: d as u32,
+                    a_rwnd,
+                    gaps,
+                    nr_gaps,
+                    dup_tsns
+                })),
+            proptest::collection::vec(any::<u8>(), 0..30).prop_map(|info| Chunk::HeartbeatAck { info }),
+            proptest::collection::vec(any::<u8>(), 0..30).prop_map(|info| Chunk::Heartbeat { info }),
+            (-20i32..40).prop_map(|d| Chunk::Shutdown { cum_tsn_ack: d as u32 }),
+            Just(Chunk::ShutdownAck),
+            Just(Chunk::CookieAck),
+            proptest::collection::vec(any::<u8>(), 0..60).prop_map(|cookie| Chunk::CookieEcho { cookie }),
+            (any::<u8>(), proptest::collection::vec(any::<u8>(), 0..10))
+                .prop_map(|(t, value)| Chunk::Unknown { chunk_type: t | 0x20, flags: 0, value }),
+            Just(Chunk::Error { causes: vec![ErrorCause::StaleCookie { staleness_us: 5 }] }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Chunks with the right tag but arbitrary contents (TSNs near the
+        /// real ones), in the middle of a transfer: never a panic, and the
+        /// association stays consistent enough to answer.
+        #[test]
+        fn hostile_chunks_never_panic(script in proptest::collection::vec((any::<bool>(), proptest::collection::vec(chunk(), 1..4), 0u64..300), 1..30)) {
+            let mut cfg = SctpConfig::cmt(CmtMode::RpV2);
+            cfg.dac = true;
+            let (mut a, mut b) = established(cfg);
+            let mut now = Instant::ZERO;
+            let (t, b_tag, base) = data_from_a(&mut a, now, &[1; 3000]);
+            b.on_packet(now, t.src, t.dst, &t.packet);
+            b.on_timeout(now + Duration::from_millis(200));
+            let s = b.poll_transmit(now + Duration::from_millis(200)).unwrap();
+            let a_tag = s.packet.header.verification_tag;
+            for (to_b, chunks, dt) in script {
+                now += Duration::from_millis(dt);
+                let chunks: Vec<Chunk> = chunks.into_iter().map(|c| match c {
+                    Chunk::Data(mut d) => { d.tsn = d.tsn.wrapping_add(base); Chunk::Data(d) }
+                    Chunk::Sack(mut s) => { s.cum_tsn_ack = s.cum_tsn_ack.wrapping_add(base); Chunk::Sack(s) }
+                    Chunk::Shutdown { cum_tsn_ack } => Chunk::Shutdown { cum_tsn_ack: cum_tsn_ack.wrapping_add(base) },
+                    c => c,
+                }).collect();
+                let (x, tag) = if to_b { (&mut b, b_tag) } else { (&mut a, a_tag) };
+                let p = Packet::new(if to_b { 5000 } else { 6000 }, if to_b { 6000 } else { 5000 }, tag, chunks);
+                x.on_packet(now, ip("10.0.1.1"), ip("10.0.1.2"), &p);
+                let _ = drain(x, now);
+                if x.poll_timeout().is_some_and(|t| t <= now) {
+                    x.on_timeout(now);
+                }
+                let _ = a.send(now, &[3; 2000]);
+                let _ = drain(&mut a, now);
+                let mut buf = [0u8; 4096];
+                let _ = b.recv(now, &mut buf);
+                let total: u64 = a.path_stats().iter().map(|p| p.flight).sum();
+                prop_assert!(total <= 1 << 24);
+            }
+        }
+    }
+}
+
+#[test]
+fn graceful_shutdown() {
+    let (mut a, mut b) = established(SctpConfig::default());
+    let now = Instant::ZERO;
+    a.send(now, b"last words");
+    a.shutdown(now);
+    assert_eq!(a.state(), State::ShutdownPending);
+    for k in 0..5 {
+        let t = now + Duration::from_millis(200 * k);
+        if b.poll_timeout().is_some_and(|x| x <= t) {
+            b.on_timeout(t);
+        }
+        pump(&mut a, &mut b, t);
+    }
+    assert_eq!(read_all(&mut b, now), b"last words");
+    assert_eq!(a.state(), State::Closed);
+    assert_eq!(b.state(), State::Closed);
+    assert_eq!(a.close_reason(), Some(&CloseReason::Shutdown));
+    assert_eq!(b.close_reason(), Some(&CloseReason::Shutdown));
+}

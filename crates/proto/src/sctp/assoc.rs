@@ -160,6 +160,8 @@ pub struct Association {
 }
 
 const HB_INFO_LEN: usize = 18;
+/// Gap blocks of one SACK the sender processes at most.
+const MAX_GAP_BLOCKS: usize = 256;
 
 impl Association {
     fn base(cfg: SctpConfig, local_addrs: Vec<IpAddr>, local_port: u16, peer_port: u16, seed: u64) -> Association {
@@ -891,14 +893,16 @@ impl Association {
                 any_new = true;
             }
             if c.state == (OutState::Marked { fast: true }) || c.state == (OutState::Marked { fast: false }) {
-                self.snd.marked -= 1;
+                self.snd.marked = self.snd.marked.saturating_sub(1);
             }
             if !c.freed {
-                self.snd.buffered -= c.len;
+                self.snd.buffered = self.snd.buffered.saturating_sub(c.len);
             }
         }
         // Gap blocks.
-        for g in &s.gaps {
+        // At most MAX_GAP_BLOCKS blocks are looked at: bounds the work a
+        // hostile SACK can cause.
+        for g in s.gaps.iter().take(MAX_GAP_BLOCKS) {
             if g.start == 0 || g.start > g.end {
                 continue;
             }
@@ -915,7 +919,7 @@ impl Association {
                 c.state = OutState::GapAcked;
                 let c = c.clone_meta();
                 if was_marked {
-                    self.snd.marked -= 1;
+                    self.snd.marked = self.snd.marked.saturating_sub(1);
                 }
                 self.newly_acked(now, &c, &mut sum);
                 if let Some(cc) = self.snd.get_mut(t) {
@@ -926,7 +930,7 @@ impl Association {
         }
         // Non-renegable gaps: free the data at once (NR-SACK).
         if let Some(nr) = &s.nr_gaps {
-            for g in nr {
+            for g in nr.iter().take(MAX_GAP_BLOCKS) {
                 if g.start == 0 || g.start > g.end {
                     continue;
                 }
@@ -957,7 +961,7 @@ impl Association {
                     c.fast_retransmitted = true;
                     if c.in_flight {
                         c.in_flight = false;
-                        self.dests[c.dest].flight -= c.len;
+                        self.dests[c.dest].flight = self.dests[c.dest].flight.saturating_sub(c.len);
                     }
                     self.snd.marked += 1;
                     self.dests[c.dest].stats.fast_retransmits += 1;
@@ -1032,7 +1036,7 @@ impl Association {
     fn newly_acked(&mut self, now: Instant, c: &OutChunk, sum: &mut SackSummary) {
         let d = &mut self.dests[c.dest];
         if c.in_flight {
-            d.flight -= c.len;
+            d.flight = d.flight.saturating_sub(c.len);
         }
         d.sack.net_ack += c.len;
         d.sack.saw_newack = true;
@@ -1174,7 +1178,7 @@ impl Association {
                 self.snd.marked += 1;
                 if c.in_flight {
                     c.in_flight = false;
-                    self.dests[i].flight -= c.len;
+                    self.dests[i].flight = self.dests[i].flight.saturating_sub(c.len);
                 }
             }
         }
@@ -1314,7 +1318,7 @@ impl Association {
             let len = c.len;
             chunks.push(Self::data_chunk(c));
             let tsn_ = c.tsn;
-            self.snd.marked -= 1;
+            self.snd.marked = self.snd.marked.saturating_sub(1);
             if self.dests[old].rtt_probe.is_some_and(|(t, _)| t == tsn_) {
                 self.dests[old].rtt_probe = None;
             }

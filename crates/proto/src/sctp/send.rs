@@ -91,7 +91,7 @@ impl SendQueue {
                 c.freed = true;
                 c.data = Vec::new();
                 let n = c.len;
-                self.buffered -= n;
+                self.buffered = self.buffered.saturating_sub(n);
             }
         }
     }
