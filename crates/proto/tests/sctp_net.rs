@@ -83,6 +83,9 @@ impl Link {
     }
 }
 
+/// A packet on the wire: arrival, sequence, towards B, source, destination, bytes.
+type InFlight = (Instant, u64, bool, IpAddr, IpAddr, Vec<u8>);
+
 pub fn a_addr(i: usize) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(10, 0, i as u8, 1))
 }
@@ -131,7 +134,7 @@ impl Net {
         let mut a = Association::connect(cfg_a, la, 5000, lb.clone(), 6000, self.seed, now);
         let mut b = Association::listen(cfg_b, lb, 6000, [9; 32], self.seed ^ 0x5555);
         // (arrival, seq, to_b, src, dst, bytes)
-        let mut heap: BinaryHeap<Reverse<(Instant, u64, bool, IpAddr, IpAddr, Vec<u8>)>> = BinaryHeap::new();
+        let mut heap: BinaryHeap<Reverse<InFlight>> = BinaryHeap::new();
         let mut seq = 0u64;
         let mut written = 0usize;
         let mut received = Vec::with_capacity(data.len());

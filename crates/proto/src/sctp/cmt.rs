@@ -55,7 +55,7 @@ fn best(d: &[RtxView], key: impl Fn(&RtxView) -> u64) -> Option<usize> {
     let mut best: Option<usize> = None;
     for want in [PathState::Active, PathState::PotentiallyFailed] {
         for (i, v) in d.iter().enumerate() {
-            if v.state == want && best.map_or(true, |b| key(v) > key(&d[b])) {
+            if v.state == want && best.is_none_or(|b| key(v) > key(&d[b])) {
                 best = Some(i);
             }
         }

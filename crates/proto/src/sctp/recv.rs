@@ -207,6 +207,7 @@ impl Receiver {
 
     /// Delayed-SACK decision at the end of a packet that carried DATA
     /// (RFC 9260 6.2; DAC after usrsctp's `sctp_sack_check`).
+    #[allow(clippy::too_many_arguments)]
     pub fn end_of_packet(
         &mut self,
         now: Instant,
