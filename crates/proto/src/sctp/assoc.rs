@@ -722,9 +722,13 @@ impl Association {
     #[allow(clippy::too_many_arguments)]
     fn setup(&mut self, now: Instant, my_tsn: u32, peer_tsn: u32, peer_rwnd: u32, peer_addrs: &[IpAddr], primary_remote: IpAddr, peer_in_streams: u16) {
         let streams = self.cfg.streams.min(peer_in_streams.max(1));
+        // Data written before the handshake finished keeps its SSNs.
         let unsent = core::mem::take(&mut self.snd.unsent);
         let buffered = self.snd.buffered;
+        let mut ssn = core::mem::take(&mut self.snd.ssn);
         self.snd = SendQueue::new(tsn::start(my_tsn), streams, peer_rwnd as u64);
+        ssn.resize(self.snd.ssn.len(), 0);
+        self.snd.ssn = ssn;
         self.snd.unsent = unsent;
         self.snd.buffered = buffered;
         self.rcv = Some(Receiver::new(peer_tsn, self.cfg.recv_buffer, now));
