@@ -1262,11 +1262,7 @@ impl Association {
         if let Some(t) = self.retransmit(now) {
             return Some(t);
         }
-        let t = self.send_new(now);
-        if t.is_some() && self.snd.unsent.is_empty() {
-            self.rwnd_block.set(now, false);
-        }
-        t
+        self.send_new(now)
     }
 
     fn wrap(&self, src: IpAddr, dst: IpAddr, chunks: Vec<Chunk>) -> Transmit {
@@ -1380,8 +1376,16 @@ impl Association {
     }
 
     fn send_new(&mut self, now: Instant) -> Option<Transmit> {
-        let first_len = self.snd.unsent.front()?.data.len() as u64;
-        let i = self.pick_destination()?;
+        // Blocked by the peer's window only when there is data and a
+        // destination whose cwnd would take it.
+        let Some(first_len) = self.snd.unsent.front().map(|p| p.data.len() as u64) else {
+            self.rwnd_block.set(now, false);
+            return None;
+        };
+        let Some(i) = self.pick_destination() else {
+            self.rwnd_block.set(now, false);
+            return None;
+        };
         let total_flight: u64 = self.dests.iter().map(|d| d.flight).sum();
         // RFC 9260 6.1 A: no new data beyond the peer's window, except one
         // chunk when nothing is in flight (zero window probe).
