@@ -26,9 +26,7 @@ fn ipv4(sctp: &[u8]) -> Vec<u8> {
 fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::new();
     // Global header: magic, v2.4, zone, sigfigs, snaplen, LINKTYPE_RAW (101).
-    for v in [0xa1b2_c3d4u32] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
     out.extend_from_slice(&2u16.to_le_bytes());
     out.extend_from_slice(&4u16.to_le_bytes());
     for v in [0u32, 0, 65535, 101] {
