@@ -152,3 +152,37 @@ fn deterministic() {
     };
     assert_eq!(go(), go());
 }
+
+#[test]
+fn rtx_policy_decides_where_losses_are_repaired() {
+    let mut lossy = PathSpec::new(10.0, 20);
+    lossy.loss = 0.01;
+    for (policy, on_lossy_path) in [(mplab_proto::sctp::RtxPolicy::Same, true), (mplab_proto::sctp::RtxPolicy::Ssthresh, false)] {
+        let mut c = cfg(CmtMode::Cmt, 1 << 20);
+        c.rtx_policy = policy;
+        let data = payload(4 * MB);
+        let r = Net::new(vec![lossy, PathSpec::new(10.0, 20)]).transfer(c.clone(), c, &data);
+        assert!(r.received == data);
+        let p = r.a.path_stats();
+        report(&format!("{policy:?}, 1% loss on path 0"), &r);
+        assert!(p[0].fast_retransmits > 0);
+        if on_lossy_path {
+            assert!(p[0].retransmissions >= p[0].fast_retransmits, "{policy:?}: {p:?}");
+        } else {
+            assert!(p[1].retransmissions > p[0].retransmissions, "{policy:?}: {p:?}");
+        }
+    }
+}
+
+#[test]
+fn buffer_splitting_completes_and_bounds_each_path() {
+    for (send, recv) in [(true, false), (false, true), (true, true)] {
+        let mut c = cfg(CmtMode::Cmt, 128 * 1024);
+        c.split_send_buffer = send;
+        c.split_recv_buffer = recv;
+        let data = payload(2 * MB);
+        let r = Net::new(vec![PathSpec::new(50.0, 5), PathSpec::new(5.0, 40)]).transfer(c.clone(), c, &data);
+        assert!(r.received == data);
+        report(&format!("buffer splitting send={send} recv={recv}"), &r);
+    }
+}
