@@ -129,7 +129,7 @@ impl InitParam {
                 InitParam::CookiePreservative(be32(v, 0))
             }
             ptype::SUPPORTED_ADDRESS_TYPES => {
-                if v.len() % 2 != 0 {
+                if !v.len().is_multiple_of(2) {
                     return Err(bad_param(t, (v.len() + 4) as u16));
                 }
                 InitParam::SupportedAddressTypes(v.chunks_exact(2).map(|c| be16(c, 0)).collect())
@@ -239,7 +239,7 @@ impl ErrorCause {
                 }
                 let n = be32(v, 0) as usize;
                 let rest = &v[4..];
-                if rest.len() / 2 != n || rest.len() % 2 != 0 {
+                if rest.len() / 2 != n || !rest.len().is_multiple_of(2) {
                     return Err(bad_cause(code, (v.len() + 4) as u16));
                 }
                 ErrorCause::MissingMandatoryParameter { types: rest.chunks_exact(2).map(|c| be16(c, 0)).collect() }
