@@ -8,6 +8,7 @@ use core::time::Duration;
 use std::net::Ipv4Addr;
 
 use mplab_proto::mptcp::{self, LocalAddr, MptcpConfig, PmChoice};
+use mplab_proto::sctp::{CmtMode, RtxPolicy, SctpConfig};
 use mplab_proto::tcp::TcpConfig;
 use mplab_scenario::network::{self, EndpointFlag, Network, PathManager};
 
@@ -38,7 +39,7 @@ pub fn unsupported(net: &Network) -> Vec<Unsupported> {
             out.push(Unsupported { flow, field, message: format!("{e}: it is not implemented by the simulator") });
         }
     };
-    for f in &net.flows {
+    for f in net.flows.iter().filter(|f| !f.transport.is_sctp()) {
         check(f.id, "cc", mplab_proto::cc::lookup(&f.tcp.cc).map(drop));
         if let Some(m) = &f.mptcp {
             check(f.id, "scheduler", mplab_proto::mptcp::scheduler::lookup(&m.scheduler).map(drop));
@@ -48,6 +49,38 @@ pub fn unsupported(net: &Network) -> Vec<Unsupported> {
         }
     }
     out
+}
+
+/// An SCTP flow's association settings. The protocol constants the
+/// scenario does not set keep RFC 9260's values (`SctpConfig::default`);
+/// `cmt` picks the algorithm and with it CMT's companions as configured.
+pub fn sctp_config(s: &network::SctpFlowConfig) -> SctpConfig {
+    use network::{BufferSplitting as B, CmtVariant as V, SctpRtxPolicy as R};
+    let cmt = match s.cmt {
+        None => CmtMode::Off,
+        Some(V::Cmt) => CmtMode::Cmt,
+        Some(V::Rpv1) => CmtMode::RpV1,
+        Some(V::Rpv2) => CmtMode::RpV2,
+        Some(V::Mptcp) => CmtMode::MptcpLike,
+    };
+    SctpConfig {
+        cmt,
+        dac: s.dac,
+        nr_sack: s.nr_sack,
+        split_send_buffer: matches!(s.buffer_splitting, B::Send | B::Both),
+        split_recv_buffer: matches!(s.buffer_splitting, B::Receive | B::Both),
+        rtx_policy: match s.rtx_policy {
+            R::Same => RtxPolicy::Same,
+            R::Cwnd => RtxPolicy::Cwnd,
+            R::Ssthresh => RtxPolicy::Ssthresh,
+        },
+        send_buffer: s.snd_buf,
+        recv_buffer: s.rcv_buf,
+        rto_min: Duration::from_nanos(s.rto_min_ns),
+        rto_initial: Duration::from_nanos(s.rto_initial_ns),
+        hb_interval: Duration::from_nanos(s.heartbeat_interval_ns),
+        ..SctpConfig::default()
+    }
 }
 
 /// The flow as an end that only acknowledges its data sees it: such an end

@@ -88,10 +88,7 @@ pub fn completed(app: &network::App, delivered: u64, requests_done: u64) -> bool
 }
 
 pub fn transport_name(t: network::TransportKind) -> &'static str {
-    match t {
-        network::TransportKind::Tcp => "tcp",
-        network::TransportKind::Mptcp => "mptcp",
-    }
+    t.name()
 }
 
 /// A flow's row of summary.json. Goodput counts the flow's active time:

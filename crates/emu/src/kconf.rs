@@ -131,6 +131,12 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
     let mut sched = PerNode::new("MPTCP schedulers");
     let is_k = |n: usize| kernel.get(n).copied().unwrap_or(true);
     for f in &net.flows {
+        if f.transport.is_sctp() {
+            if kernel.iter().any(|&k| k) {
+                err(&format!("flows[{}].transport", f.id), format!("{}: this kernel has no SCTP, and the usrsctp hosts are not part of the kernel backend yet; run it on the simulator", f.transport.name()));
+            }
+            continue;
+        }
         let ends = [(f.from, &f.from_name, true), (f.to, &f.to_name, false)];
         let k_send = ends.iter().any(|&(n, _, cli)| is_k(n) && end_sends(&f.app, cli));
         let k_recv = ends.iter().any(|&(n, _, cli)| is_k(n) && end_sends(&f.app, !cli));

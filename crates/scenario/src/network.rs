@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 
 pub use crate::attack::AttackKind;
 
-pub use crate::schema::{Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StackProfile, StripOn, TransportKind};
+pub use crate::schema::{BufferSplitting, CmtVariant, SctpRtxPolicy, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StackProfile, StripOn, TransportKind};
 
 pub type NodeId = usize;
 pub type LinkId = usize;
@@ -344,6 +344,8 @@ pub struct Flow {
     pub tcp: TcpConfig,
     /// Present for MPTCP flows.
     pub mptcp: Option<MptcpConfig>,
+    /// Present for SCTP and CMT-SCTP flows.
+    pub sctp: Option<SctpFlowConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -390,6 +392,22 @@ pub struct MptcpConfig {
     pub penalize: bool,
     /// The stack profile of each end: `[from, to]`.
     pub profiles: [StackProfile; 2],
+}
+
+/// An SCTP flow's settings, `[transport.sctp]` with the flow's overrides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SctpFlowConfig {
+    /// `None`: plain SCTP (`transport = "sctp"`).
+    pub cmt: Option<CmtVariant>,
+    pub dac: bool,
+    pub nr_sack: bool,
+    pub buffer_splitting: BufferSplitting,
+    pub rtx_policy: SctpRtxPolicy,
+    pub heartbeat_interval_ns: u64,
+    pub rcv_buf: u64,
+    pub snd_buf: u64,
+    pub rto_min_ns: u64,
+    pub rto_initial_ns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

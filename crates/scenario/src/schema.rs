@@ -406,6 +406,8 @@ pub struct TransportSpec {
     pub tcp: TcpSpec,
     #[serde(default)]
     pub mptcp: MptcpSpec,
+    #[serde(default)]
+    pub sctp: SctpSpec,
 }
 
 fn default_cc() -> String {
@@ -574,6 +576,98 @@ impl Default for MptcpSpec {
     }
 }
 
+/// Which CMT algorithm a `cmt-sctp` flow runs (usrsctp's
+/// `sctp_cmt_on_off` 1 to 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CmtVariant {
+    /// Iyengar et al.: an uncoupled RFC 9260 window per destination.
+    #[default]
+    Cmt,
+    /// Resource pooling (Dreibholz et al.), shares of the summed ssthresh.
+    Rpv1,
+    /// Resource pooling, shares weighted by cwnd / srtt.
+    Rpv2,
+    /// The coupled increase of RFC 6356 (LIA), as MPTCP.
+    Mptcp,
+}
+
+/// Buffer splitting of CMT-SCTP (usrsctp's `sctp_buffer_splitting`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BufferSplitting {
+    #[default]
+    Off,
+    /// Each destination may fill send_buffer / destinations.
+    Send,
+    /// Each destination may fill the peer's a_rwnd / destinations.
+    Receive,
+    Both,
+}
+
+/// Where CMT retransmits (Iyengar et al. 2006, section 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SctpRtxPolicy {
+    /// To the destination of the original transmission.
+    Same,
+    /// To the active destination with the largest cwnd.
+    Cwnd,
+    /// To the active destination with the largest ssthresh (recommended).
+    #[default]
+    Ssthresh,
+}
+
+/// `[transport.sctp]`: settings of `sctp` and `cmt-sctp` flows.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SctpSpec {
+    #[serde(default)]
+    pub cmt: CmtVariant,
+    /// CMT delayed ack.
+    #[serde(default = "yes")]
+    pub dac: bool,
+    #[serde(default = "yes")]
+    pub nr_sack: bool,
+    #[serde(default)]
+    pub buffer_splitting: BufferSplitting,
+    /// CMT's retransmission policy (plain SCTP retransmits after a timeout
+    /// to an alternate destination, RFC 9260 6.4.1).
+    #[serde(default)]
+    pub rtx_policy: SctpRtxPolicy,
+    /// Heartbeat interval of idle destinations (RFC 9260: 30 s).
+    #[serde(default)]
+    pub heartbeat_interval: Option<Duration>,
+    /// Socket buffers (SO_RCVBUF / SO_SNDBUF); a flow's `rcv_buf` /
+    /// `snd_buf` override them. Unset: 256 KB each.
+    #[serde(default)]
+    pub rcv_buf: Option<Size>,
+    #[serde(default)]
+    pub snd_buf: Option<Size>,
+    /// RTO.Min and RTO.Initial (RFC 9260: 1 s each).
+    #[serde(default)]
+    pub rto_min: Option<Duration>,
+    #[serde(default)]
+    pub rto_initial: Option<Duration>,
+}
+
+impl Default for SctpSpec {
+    fn default() -> Self {
+        SctpSpec {
+            cmt: CmtVariant::Cmt,
+            dac: true,
+            nr_sack: true,
+            buffer_splitting: BufferSplitting::Off,
+            rtx_policy: SctpRtxPolicy::Ssthresh,
+            heartbeat_interval: None,
+            rcv_buf: None,
+            snd_buf: None,
+            rto_min: None,
+            rto_initial: None,
+        }
+    }
+}
+
 // ------------------------------------------------------------------ flows
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -581,6 +675,26 @@ impl Default for MptcpSpec {
 pub enum TransportKind {
     Tcp,
     Mptcp,
+    /// SCTP (RFC 9260): multihomed, new data to the primary destination.
+    Sctp,
+    /// SCTP with Concurrent Multipath Transfer over every destination.
+    #[serde(rename = "cmt-sctp", alias = "cmt_sctp")]
+    CmtSctp,
+}
+
+impl TransportKind {
+    /// The name scenario files use.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::Tcp => "tcp",
+            TransportKind::Mptcp => "mptcp",
+            TransportKind::Sctp => "sctp",
+            TransportKind::CmtSctp => "cmt-sctp",
+        }
+    }
+    pub fn is_sctp(self) -> bool {
+        matches!(self, TransportKind::Sctp | TransportKind::CmtSctp)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]

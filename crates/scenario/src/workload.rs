@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use crate::error::{diag, Diag};
 use crate::network::{
     CapturePoint, Event, FlowId, LinkAction, LinkId, Middlebox, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
-    Probes, TcpConfig,
+    Probes, SctpFlowConfig, TcpConfig,
 };
 use crate::network::Flow;
 use crate::schema::{
@@ -251,6 +251,7 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         };
         let sport = u16::try_from(i).ok().and_then(|i| FIRST_SPORT.checked_add(i)).ok_or_else(|| Diag::new(&path, "too many flows"))?;
         let (tcp, mptcp) = flow_transport(spec, f, &path, [&from.name, &to.name])?;
+        let sctp = flow_sctp(spec, f, &path)?;
         out.push(Flow {
             id: i,
             name,
@@ -269,9 +270,52 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
             stop_ns: stop.as_nanos(),
             tcp,
             mptcp,
+            sctp,
         });
     }
     Ok(out)
+}
+
+/// `[transport.sctp]` with the flow's buffers, for SCTP flows; MPTCP's and
+/// TCP's per-flow knobs are refused on them.
+fn flow_sctp(spec: &Spec, f: &FlowSpec, path: &str) -> Result<Option<SctpFlowConfig>, Diag> {
+    if !f.transport.is_sctp() {
+        return Ok(None);
+    }
+    let tcp_only = [
+        ("cc", f.cc.is_some()),
+        ("path_manager", f.path_manager.is_some()),
+        ("subflows", f.subflows.is_some()),
+        ("scheduler", f.scheduler.is_some()),
+        ("checksum", f.checksum.is_some()),
+        ("profile", f.profile.is_some()),
+    ];
+    if let Some((field, _)) = tcp_only.iter().find(|(_, set)| *set) {
+        return diag(format!("{path}.{field}"), format!("does not apply to transport = \"{}\" (see [transport.sctp])", f.transport.name()));
+    }
+    let s = &spec.transport.sctp;
+    check_buf(s.rcv_buf, "transport.sctp.rcv_buf")?;
+    check_buf(s.snd_buf, "transport.sctp.snd_buf")?;
+    let ms = |d: Option<crate::units::Duration>, field: &str, default_ms: u64| -> Result<u64, Diag> {
+        match d {
+            Some(d) if d.as_nanos() < 1_000_000 => diag(format!("transport.sctp.{field}"), "must be at least 1ms"),
+            Some(d) => Ok(d.as_nanos()),
+            None => Ok(default_ms * 1_000_000),
+        }
+    };
+    const DEFAULT_BUF: u64 = 256 * 1024;
+    Ok(Some(SctpFlowConfig {
+        cmt: (f.transport == TransportKind::CmtSctp).then_some(s.cmt),
+        dac: s.dac,
+        nr_sack: s.nr_sack,
+        buffer_splitting: s.buffer_splitting,
+        rtx_policy: s.rtx_policy,
+        heartbeat_interval_ns: ms(s.heartbeat_interval, "heartbeat_interval", 30_000)?,
+        rcv_buf: f.rcv_buf.or(s.rcv_buf).map_or(DEFAULT_BUF, |b| b.bytes()),
+        snd_buf: f.snd_buf.or(s.snd_buf).map_or(DEFAULT_BUF, |b| b.bytes()),
+        rto_min_ns: ms(s.rto_min, "rto_min", 1000)?,
+        rto_initial_ns: ms(s.rto_initial, "rto_initial", 1000)?,
+    }))
 }
 
 /// The VIP and backends of the load balancer on router `name`, if any.
@@ -307,7 +351,7 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
         wscale: t.wscale,
         rto_min_ns: t.rto_min.map(|d| d.as_nanos()),
     };
-    if f.transport == TransportKind::Tcp {
+    if f.transport != TransportKind::Mptcp {
         let mptcp_only = [
             ("path_manager", f.path_manager.is_some()),
             ("subflows", f.subflows.is_some()),

@@ -20,6 +20,9 @@ use mplab_wire::pcap::PcapSink;
 
 use crate::packet::Packet;
 
+/// IP protocol number of SCTP.
+const SCTP: u8 = 132;
+
 struct Pending {
     at: Instant,
     seq: u64,
@@ -68,6 +71,13 @@ impl Capture {
     fn flush_until(&mut self, now: Instant) {
         while self.pending.peek().is_some_and(|p| p.0.at <= now) {
             let Some(Reverse(p)) = self.pending.pop() else { break };
+            let t = std::time::Duration::from_nanos(p.at.0);
+            if let Some(b) = &p.pkt.sctp {
+                if let Err(e) = self.sink.write_ipv4(t, p.pkt.src, p.pkt.dst, SCTP, b) {
+                    self.error.get_or_insert_with(|| e.to_string());
+                }
+                continue;
+            }
             self.payload.resize(p.pkt.payload_len as usize, 0);
             p.pkt.fill_payload(&mut self.payload);
             // A rewriting box changed the first byte (as the receivers see it).
@@ -76,7 +86,6 @@ impl Capture {
                     *b ^= 0xff;
                 }
             }
-            let t = std::time::Duration::from_nanos(p.at.0);
             if let Err(e) = self.sink.write(t, p.pkt.src.into(), p.pkt.dst.into(), &p.pkt.tcp, &self.payload) {
                 self.error.get_or_insert_with(|| e.to_string());
             }

@@ -24,6 +24,7 @@ pub mod hugepages;
 pub mod middlebox;
 pub mod mptcp_endpoint;
 pub mod packet;
+pub mod sctp_endpoint;
 pub mod tcp_endpoint;
 // The pieces every backend shares live in crates/backend; the simulator
 // reaches them under its own paths too.

@@ -46,6 +46,12 @@ pub struct Packet {
     /// balancer's backend, as a fwmark routing rule would): routing takes
     /// it instead of looking the destination up, once.
     pub via: Option<u16>,
+    /// An SCTP packet (common header and chunks, checksum included) in
+    /// place of a TCP segment: `tcp` then holds only its ports, so ECMP
+    /// and demultiplexing treat both protocols alike, and `payload_len` is
+    /// zero. SCTP packets carry their bytes because the association
+    /// carries real user data.
+    pub sctp: Option<Box<[u8]>>,
     pub tcp: TcpHeader,
 }
 
@@ -61,7 +67,20 @@ pub const NO_ADDR: u32 = u32::MAX;
 
 impl Packet {
     pub fn new(src: Ipv4Addr, dst: Ipv4Addr, tcp: TcpHeader, payload_len: u32, tag: u64) -> Packet {
-        Packet { src, dst, ttl: 64, size: wire_size(&tcp, payload_len), tcp, payload_len, tag, dst_idx: NO_ADDR, corrupted: false, tail: None, via: None }
+        Packet { src, dst, ttl: 64, size: wire_size(&tcp, payload_len), tcp, payload_len, tag, dst_idx: NO_ADDR, corrupted: false, tail: None, via: None, sctp: None }
+    }
+
+    /// Makes `self` an SCTP packet in place (see [`Packet::sctp`]).
+    pub fn set_sctp(&mut self, src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, dst_port: u16, bytes: Box<[u8]>) {
+        self.set(src, dst, &TcpHeader { src_port, dst_port, ..TcpHeader::default() }, 0, 0);
+        self.size = IPV4_HEADER + bytes.len() as u32;
+        self.sctp = Some(bytes);
+    }
+
+    /// An SCTP packet rather than a TCP segment.
+    #[inline]
+    pub fn is_sctp(&self) -> bool {
+        self.sctp.is_some()
     }
 
     /// Makes `self` what [`Packet::new`] would return, in place (a reused
@@ -78,6 +97,7 @@ impl Packet {
         self.corrupted = false;
         self.via = None;
         self.tail = None;
+        self.sctp = None;
     }
 
     /// Writes the payload bytes into `buf` (`payload_len` long): the

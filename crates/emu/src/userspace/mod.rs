@@ -44,6 +44,9 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
             }
         }
     }
+    for f in net.flows.iter().filter(|f| f.transport.is_sctp() && (mine[f.from] || mine[f.to])) {
+        errs.push(sc.error_at(&format!("flows[{}].transport", f.id), format!("{}: the userspace backend's hosts run TCP and MPTCP only; run SCTP on the simulator", f.transport.name())).to_string());
+    }
     for u in mplab_backend::config::unsupported(net) {
         let f = &net.flows[u.flow];
         let senders = [(f.from, true), (f.to, false)].into_iter().filter(|&(n, cli)| mine[n] && crate::kconf::end_sends(&f.app, cli)).count();

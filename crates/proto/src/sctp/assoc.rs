@@ -318,6 +318,19 @@ impl Association {
     pub fn path_state(&self, i: usize) -> Option<PathState> {
         self.dests.get(i).map(|d| d.state)
     }
+    /// (our address, the peer's address) of destination `i`.
+    pub fn destination(&self, i: usize) -> Option<(IpAddr, IpAddr)> {
+        self.dests.get(i).map(|d| (d.local, d.remote))
+    }
+    /// Receive side: bytes waiting beyond a gap and the oldest one's wait.
+    pub fn reorder_probe(&self, now: Instant) -> (u64, Duration) {
+        self.rcv.as_ref().map_or((0, Duration::ZERO), |r| r.reorder_probe(now))
+    }
+    /// The peer's SHUTDOWN arrived (or the association ended): no more
+    /// data will come.
+    pub fn peer_finished(&self) -> bool {
+        matches!(self.state, State::ShutdownReceived | State::ShutdownAckSent | State::Closed)
+    }
     pub fn path_stats(&self) -> Vec<PathStats> {
         self.dests.iter().map(Destination::snapshot).collect()
     }

@@ -116,6 +116,12 @@ impl Receiver {
     pub fn readable(&self) -> u64 {
         self.ready_bytes
     }
+    /// Bytes held beyond a gap, and how long the oldest of them has
+    /// waited for it (zero when nothing is held).
+    pub fn reorder_probe(&self, now: Instant) -> (u64, core::time::Duration) {
+        let oldest = self.ooo.values().map(|h| h.arrived).min();
+        (self.ooo_bytes, oldest.map_or(core::time::Duration::ZERO, |t| now.saturating_since(t)))
+    }
     pub fn has_gaps(&self) -> bool {
         !self.ooo.is_empty()
     }

@@ -44,6 +44,9 @@ impl World {
         }
         let key = (f.from as u32, u32::from(f.src), f.sport, u32::from(f.dst), f.dport);
         self.demux.insert(key, (flow as u32, 0));
+        if f.transport.is_sctp() {
+            self.sctp_ends.insert((f.from as u32, f.sport), (flow as u32, 0));
+        }
         self.flows[flow].ends[0].ep = Some(ep);
         self.service(flow, 0);
     }
@@ -100,8 +103,10 @@ impl World {
                     self.pool.unalloc(id);
                     break;
                 }
-                if pkt.tcp.syn() && !pkt.tcp.ack_flag() {
-                    // A new subflow's first segment: its replies come back here.
+                if (pkt.tcp.syn() && !pkt.tcp.ack_flag()) || pkt.is_sctp() {
+                    // A new subflow's first segment, or an SCTP packet on
+                    // any of an association's address pairs: replies come
+                    // back here.
                     let key = (node as u32, u32::from(pkt.src), pkt.tcp.src_port, u32::from(pkt.dst), pkt.tcp.dst_port);
                     self.demux.entry(key).or_insert((flow as u32, end as u8));
                 }

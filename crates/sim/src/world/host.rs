@@ -12,6 +12,15 @@ impl World {
         let key = (node as u32, u32::from(pkt.dst), pkt.tcp.dst_port, u32::from(pkt.src), pkt.tcp.src_port);
         let (flow, end) = match self.demux.get(&key) {
             Some(&fe) => fe,
+            None if pkt.is_sctp() => match self.sctp_association(node, id, key) {
+                Some(fe) => fe,
+                None => {
+                    // Out of the blue (RFC 9260 8.4): no association and
+                    // no INIT for a listening port. Dropped, not answered.
+                    self.stats.sctp_out_of_the_blue += 1;
+                    return;
+                }
+            },
             None => match self.new_connection(node, id, key) {
                 Some(fe) => fe,
                 None => {
@@ -55,7 +64,7 @@ impl World {
             return Some((flow, end));
         }
         let &flow = self.listeners.get(&(node as u32, pkt.tcp.dst_port))?;
-        if self.flows[flow as usize].ends[1].ep.is_some() {
+        if self.flows[flow as usize].ends[1].ep.is_some() || self.net.flows[flow as usize].transport.is_sctp() {
             return None; // one connection per flow: a stray SYN is refused
         }
         let f = &self.net.flows[flow as usize];
@@ -75,6 +84,33 @@ impl World {
         if let Some(t) = ep.token() {
             self.tokens.insert((node as u32, t), (flow, 1));
         }
+        self.demux.insert(key, (flow, 1));
+        self.flows[flow as usize].ends[1].ep = Some(ep);
+        Some((flow, 1))
+    }
+
+    /// An SCTP packet on an address pair not seen yet: the association on
+    /// its port (multihoming), or a new one when it is an INIT for a
+    /// listening SCTP flow.
+    fn sctp_association(&mut self, node: usize, id: u32, key: DemuxKey) -> Option<(u32, u8)> {
+        let pkt = &self.pool.pkts[id as usize];
+        let port = pkt.tcp.dst_port;
+        if let Some(&(flow, end)) = self.sctp_ends.get(&(node as u32, port)) {
+            self.demux.insert(key, (flow, end));
+            return Some((flow, end));
+        }
+        // The first chunk of an INIT packet is the INIT (type 1, RFC 9260 3.3.2).
+        let is_init = pkt.sctp.as_deref().is_some_and(|b| b.get(12) == Some(&1));
+        let &flow = self.listeners.get(&(node as u32, port))?;
+        let f = &self.net.flows[flow as usize];
+        if !is_init || !f.transport.is_sctp() || self.flows[flow as usize].ends[1].ep.is_some() {
+            return None;
+        }
+        let seed = self.rng.stream(0x155_0000 + 2 * flow as u64 + 1).next_u64();
+        let ep = self.factory.accept(&self.net, f, pkt.dst, pkt.src, pkt, seed, self.now)?;
+        self.flows[flow as usize].server = node;
+        self.host_counters[node].connections += 1;
+        self.sctp_ends.insert((node as u32, port), (flow, 1));
         self.demux.insert(key, (flow, 1));
         self.flows[flow as usize].ends[1].ep = Some(ep);
         Some((flow, 1))

@@ -177,6 +177,14 @@ impl World {
         for &b in chain.iter().skip(from) {
             let mut out = self.boxes.spare();
             for p in pkts.drain(..) {
+                // Every middlebox kind models a TCP device (options, sequence
+                // numbers, 4-tuples of TCP connections): SCTP goes through
+                // them untouched, as through a box that forwards what it
+                // does not parse.
+                if p.is_sctp() {
+                    out.push(p);
+                    continue;
+                }
                 self.boxes.all[b as usize].mb.process(self.now, at, p, &mut out);
             }
             self.arm(b);

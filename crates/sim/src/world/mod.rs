@@ -61,6 +61,8 @@ pub struct RunStats {
     pub packets_forwarded: u64,
     /// RSTs the hosts sent for segments no connection wanted.
     pub resets_sent: u64,
+    /// SCTP packets for no association and no listening SCTP flow.
+    pub sctp_out_of_the_blue: u64,
 }
 
 /// What a host accepted and refused (reported for load balancers' backends).
@@ -87,6 +89,9 @@ pub struct World {
     tokens: HashMap<(u32, u32), (u32, u8)>,
     /// (node, local port) -> flow listening there.
     listeners: HashMap<(u32, u16), u32>,
+    /// (node, local port) -> the SCTP association there: a multihomed
+    /// association is found by port on any of its addresses.
+    sctp_ends: HashMap<(u32, u16), (u32, u8)>,
     factory: Box<dyn EndpointFactory>,
     rng: RngStreams,
     interval: Instant,
@@ -230,6 +235,7 @@ impl World {
             flows,
             demux: HashMap::default(),
             tokens: HashMap::default(),
+            sctp_ends: HashMap::default(),
             listeners,
             factory,
             rng,
