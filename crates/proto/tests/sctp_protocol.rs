@@ -467,3 +467,24 @@ fn graceful_shutdown() {
     assert_eq!(a.close_reason(), Some(&CloseReason::Shutdown));
     assert_eq!(b.close_reason(), Some(&CloseReason::Shutdown));
 }
+
+/// The handshake is four packets, one of each: the COOKIE ECHO that
+/// creates the association is answered once, not again as a duplicate.
+#[test]
+fn handshake_is_four_packets_with_one_cookie_ack() {
+    let (mut a, mut b) = pair(SctpConfig::default());
+    let now = Instant::ZERO;
+    let mut kinds = Vec::new();
+    for _ in 0..4 {
+        for t in drain(&mut a, now) {
+            kinds.push(format!("{:?}", t.packet.chunks[0]).split([' ', '(', '{']).next().unwrap().to_string());
+            b.on_packet(now, t.src, t.dst, &Packet::decode(&t.packet.encode().unwrap()).unwrap());
+        }
+        for t in drain(&mut b, now) {
+            kinds.push(format!("{:?}", t.packet.chunks[0]).split([' ', '(', '{']).next().unwrap().to_string());
+            a.on_packet(now, t.src, t.dst, &Packet::decode(&t.packet.encode().unwrap()).unwrap());
+        }
+    }
+    assert_eq!(kinds, ["Init", "InitAck", "CookieEcho", "CookieAck"]);
+    assert_eq!((a.state(), b.state()), (State::Established, State::Established));
+}

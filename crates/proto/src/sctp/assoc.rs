@@ -465,6 +465,7 @@ impl Association {
         let vtag = pkt.header.verification_tag;
         let first = &pkt.chunks[0];
         // RFC 9260 8.5.1: the exceptions to the tag rule.
+        let mut accepted_cookie = false;
         match first {
             Chunk::Init(init) => {
                 // An INIT travels alone, with tag 0.
@@ -494,6 +495,7 @@ impl Association {
                 if !self.accept_cookie(now, src, dst, pkt.header.src_port, vtag, cookie) {
                     return;
                 }
+                accepted_cookie = true;
             }
             _ => {
                 if self.state == State::Listen || vtag != self.my_tag {
@@ -510,7 +512,9 @@ impl Association {
         let mut immediate = false;
         let had_gap = self.rcv.as_ref().is_some_and(Receiver::has_gaps);
         let mut report: Vec<ErrorCause> = Vec::new();
-        for c in &pkt.chunks {
+        // The COOKIE ECHO that just created the association was answered
+        // there; only the chunks bundled after it remain.
+        for c in &pkt.chunks[usize::from(accepted_cookie)..] {
             if self.state == State::Closed {
                 break;
             }
