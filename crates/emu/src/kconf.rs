@@ -132,8 +132,13 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
     let is_k = |n: usize| kernel.get(n).copied().unwrap_or(true);
     for f in &net.flows {
         if f.transport.is_sctp() {
-            if kernel.iter().any(|&k| k) {
-                err(&format!("flows[{}].transport", f.id), format!("{}: this kernel has no SCTP, and the usrsctp hosts are not part of the kernel backend yet; run it on the simulator", f.transport.name()));
+            // No SCTP in this kernel: both ends run usrsctp (crate::usrsctp).
+            if is_k(f.from) && is_k(f.to) {
+                if let Some(why) = crate::usrsctp::flow::unsupported(f) {
+                    err(&format!("flows[{}]", f.id), why);
+                } else if let Err(why) = crate::usrsctp::ffi::Usrsctp::load() {
+                    err(&format!("flows[{}].transport", f.id), format!("{} on the kernel backend runs usrsctp: {why}", f.transport.name()));
+                }
             }
             continue;
         }

@@ -300,7 +300,26 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     }
     let mut listeners: Vec<Vec<(usize, Arc<std::os::fd::OwnedFd>)>> = Vec::new();
     let mut clients = Vec::new();
+    let states: Vec<Arc<FlowState>> = net.flows.iter().map(|_| Arc::new(FlowState::default())).collect();
+    let hard_ns = net.duration_ns + GRACE.as_nanos() as u64;
+    // SCTP flows: usrsctp host processes in the ends' namespaces, ready
+    // (bound, listening) before time zero.
+    let mut sctp: Vec<crate::usrsctp::flow::SctpFlow> = Vec::new();
+    for (fi, f) in net.flows.iter().enumerate().filter(|(_, f)| f.transport.is_sctp()) {
+        let s = crate::usrsctp::flow::SctpFlow::spawn(net, f, &topo.node_ns, hard_ns, states[fi].clone()).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?;
+        s.wait_ready(Duration::from_secs(5)).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?;
+        sctp.push(s);
+    }
+    let sctp_paths: Vec<Option<Arc<std::sync::Mutex<Vec<crate::usrsctp::host::PathLine>>>>> = {
+        let mut it = sctp.iter();
+        net.flows.iter().map(|f| if f.transport.is_sctp() { it.next().map(|s| s.paths.clone()) } else { None }).collect()
+    };
     for f in &net.flows {
+        if f.transport.is_sctp() {
+            listeners.push(Vec::new());
+            clients.push(None);
+            continue;
+        }
         let mut ls = Vec::new();
         // Every server of the flow (a balanced flow's backends) listens.
         for &srv in f.servers.iter().filter(|&&srv| !mplab[srv]) {
@@ -325,8 +344,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             captures.push(Capture::start(&topo.node_ns[c.node], &c.iface_name, &path, t0_real).map_err(KernelError::Failed)?);
         }
     }
-    let clk = Clock { t0, end_ns: net.duration_ns, hard_ns: net.duration_ns + GRACE.as_nanos() as u64, abort: abort.clone() };
-    let states: Vec<Arc<FlowState>> = net.flows.iter().map(|_| Arc::new(FlowState::default())).collect();
+    let clk = Clock { t0, end_ns: net.duration_ns, hard_ns, abort: abort.clone() };
+    for s in &mut sctp {
+        s.start(t0_real);
+    }
     let mut threads = Vec::new();
     for (i, f) in net.flows.iter().enumerate() {
         for (node, l) in listeners[i].clone() {
@@ -442,6 +463,16 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
                 state: None,
             });
             tr.last_delivered = d;
+            // usrsctp's sender: its primary path's cwnd and srtt for the row.
+            if let Some(p) = sctp_paths[fi].as_ref().and_then(|m| m.lock().ok().and_then(|g| g.first().cloned())) {
+                let row = results.flows.last_mut().expect("just pushed");
+                row.cwnd_bytes = (detailed && net.probes.cwnd).then_some(u64::from(p.cwnd));
+                row.srtt_ms = (detailed && net.probes.srtt).then_some(f64::from(p.srtt_ms));
+                if p.srtt_ms > 0 {
+                    tr.srtt_sum_ms += f64::from(p.srtt_ms);
+                    tr.srtt_n += 1;
+                }
+            }
             if let Some(i) = &first {
                 if i.rtt_us > 0 {
                     tr.srtt_sum_ms += i.rtt_us as f64 / 1e3;
@@ -482,6 +513,11 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     }
     for t in threads {
         let _ = t.join();
+    }
+    // The usrsctp hosts end by themselves at the hard deadline at the latest.
+    let sctp_deadline = t0 + Duration::from_nanos(hard_ns) + Duration::from_secs(3);
+    for s in sctp {
+        s.finish(if interrupted { Wall::now() } else { sctp_deadline });
     }
     // Last look at the subflows (retransmissions during the drain count).
     for (fi, f) in net.flows.iter().enumerate() {
@@ -659,6 +695,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     }
     if net.flows.iter().any(|f| f.transport == TransportKind::Mptcp) {
         s.notes.push("kernel backend: per-subflow goodput is bytes acknowledged on the subflow".into());
+    }
+    if net.flows.iter().any(|f| f.transport.is_sctp()) {
+        s.notes.push("kernel backend: SCTP flows run usrsctp (raw IPv4 protocol 132) in the hosts' namespaces; usrsctp counts no bytes per destination, so SCTP flows have no per-path rows, and cwnd/srtt are the primary path's".into());
     }
     for e in report.errors.iter().chain(&teardown_errors) {
         s.notes.push(format!("kernel backend: {e}"));

@@ -30,5 +30,6 @@ pub mod strip;
 pub mod sys;
 pub mod topo;
 pub mod userspace;
+pub mod usrsctp;
 
 impl std::error::Error for kernel::KernelError {}

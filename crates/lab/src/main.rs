@@ -134,6 +134,10 @@ enum Command {
         #[command(flatten)]
         slurm: SlurmArgs,
     },
+    /// One SCTP host on usrsctp, inside the namespace it runs in (what the
+    /// kernel backend starts per SCTP flow end).
+    #[command(hide = true)]
+    UsrsctpHost { spec: String },
     /// One array task of a Slurm sweep (what the job script runs).
     #[command(hide = true)]
     SweepTask {
@@ -373,6 +377,7 @@ fn main() -> ExitCode {
                 Err(e) => fail("compare", run::RunError::Failed(format!("{}: {e}", out.display()))),
             }
         }
+        Command::UsrsctpHost { spec } => std::process::exit(mplab_emu::usrsctp::host::host_main(&spec)),
         Command::Clean { force } => {
             if !mplab_emu::sys::is_root() {
                 eprintln!("mplab clean: needs root (it deletes network namespaces)");
