@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System packages mplab's tests use: kernel-MPTCP captures (tcpdump, iproute2,
 # python3), wire checks against tshark, middleboxes (iptables, nftables),
-# offload control (ethtool), the HTML report's browser test (chromium) and the
+# offload control (ethtool), SCTP hosts on the kernel backend (libusrsctp2), the HTML report's browser test (chromium) and the
 # Parquet check with pandas/pyarrow (pip). Installs only what is missing; needs
 # root for apt.
 set -euo pipefail
@@ -10,6 +10,9 @@ for pair in tshark:tshark tcpdump:tcpdump ip:iproute2 python3:python3 iptables:i
   cmd=${pair%%:*}; pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || need+=("$pkg")
 done
+# usrsctp (the FreeBSD SCTP stack as a library): the kernel backend's SCTP
+# hosts load libusrsctp.so.2 at run time (this kernel has no SCTP).
+ldconfig -p 2>/dev/null | grep 'libusrsctp\.so\.2 ' >/dev/null || need+=(libusrsctp2)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need[*]}; run as root or install them" >&2
