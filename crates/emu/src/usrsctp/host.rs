@@ -450,6 +450,7 @@ mod tests {
             local: vec!["10.0.0.2".parse().unwrap()],
             remote: vec!["10.0.0.1".parse().unwrap(), "10.0.1.1".parse().unwrap()],
             port: 5001,
+            local_port: 0,
             bytes: Some(1000),
             message: 1452,
             t0_realtime_ns: 1,
