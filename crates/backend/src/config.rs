@@ -79,6 +79,8 @@ pub fn sctp_config(s: &network::SctpFlowConfig) -> SctpConfig {
         rto_min: Duration::from_nanos(s.rto_min_ns),
         rto_initial: Duration::from_nanos(s.rto_initial_ns),
         hb_interval: Duration::from_nanos(s.heartbeat_interval_ns),
+        // usrsctp's sctp_peer_chunk_oh default.
+        peer_chunk_overhead: if s.profile == network::SctpProfile::Usrsctp { 256 } else { 0 },
         ..SctpConfig::default()
     }
 }

@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 
 pub use crate::attack::AttackKind;
 
-pub use crate::schema::{BufferSplitting, CmtVariant, SctpRtxPolicy, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StackProfile, StripOn, TransportKind};
+pub use crate::schema::{BufferSplitting, CmtVariant, SctpProfile, SctpRtxPolicy, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StackProfile, StripOn, TransportKind};
 
 pub type NodeId = usize;
 pub type LinkId = usize;
@@ -408,6 +408,7 @@ pub struct SctpFlowConfig {
     pub snd_buf: u64,
     pub rto_min_ns: u64,
     pub rto_initial_ns: u64,
+    pub profile: SctpProfile,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

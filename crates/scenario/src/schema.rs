@@ -618,6 +618,19 @@ pub enum SctpRtxPolicy {
     Ssthresh,
 }
 
+/// Whose choices the simulator's SCTP makes where RFC 9260 leaves room or
+/// the FreeBSD stack departs from it (docs/sctp.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SctpProfile {
+    /// RFC 9260 as written.
+    #[default]
+    Rfc,
+    /// As usrsctp 0.9.5 (the kernel backend's SCTP): 256 bytes charged
+    /// against the peer's window per outstanding chunk.
+    Usrsctp,
+}
+
 /// `[transport.sctp]`: settings of `sctp` and `cmt-sctp` flows.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -649,6 +662,10 @@ pub struct SctpSpec {
     pub rto_min: Option<Duration>,
     #[serde(default)]
     pub rto_initial: Option<Duration>,
+    /// The simulator's stack profile (the kernel backend runs usrsctp
+    /// whatever this says).
+    #[serde(default)]
+    pub profile: SctpProfile,
 }
 
 impl Default for SctpSpec {
@@ -664,6 +681,7 @@ impl Default for SctpSpec {
             snd_buf: None,
             rto_min: None,
             rto_initial: None,
+            profile: SctpProfile::Rfc,
         }
     }
 }

@@ -315,6 +315,7 @@ fn flow_sctp(spec: &Spec, f: &FlowSpec, path: &str) -> Result<Option<SctpFlowCon
         snd_buf: f.snd_buf.or(s.snd_buf).map_or(DEFAULT_BUF, |b| b.bytes()),
         rto_min_ns: ms(s.rto_min, "rto_min", 1000)?,
         rto_initial_ns: ms(s.rto_initial, "rto_initial", 1000)?,
+        profile: s.profile,
     }))
 }
 

@@ -190,3 +190,22 @@ fn sctp_capture_decodes_in_tshark() {
     assert!(second.lines().count() > 10 && second.lines().all(|l| l == "10.0.1.2"), "{second}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `profile = "usrsctp"` charges 256 bytes per outstanding chunk against
+/// the peer's window, as FreeBSD's sctp_peer_chunk_oh does: where the
+/// receive buffer limits the rate, it carries about 1452 / (1452 + 256) =
+/// 85 % of what RFC 9260's accounting carries.
+#[test]
+fn the_usrsctp_profile_charges_chunk_overhead_against_the_window() {
+    let rate = |profile: &str| {
+        let mut sc = Scenario::from_str(&two_paths("sctp", ""), "t.toml").unwrap();
+        sc.set_all([("transport.sctp.rcv_buf", "12KB"), ("flows.0.bytes", "2MB"), ("transport.sctp.profile", profile)]).unwrap();
+        let r = run_scenario(sc);
+        assert!(flow(&r).verified, "{profile}: {:?}", flow(&r));
+        flow(&r).goodput_bps / 1e6
+    };
+    let (rfc, us) = (rate("rfc"), rate("usrsctp"));
+    eprintln!("12 KB window: rfc {rfc:.2}, usrsctp {us:.2} Mbit/s ({:.2})", us / rfc);
+    let expect = 1452.0 / (1452.0 + 256.0);
+    assert!((us / rfc - expect).abs() < 0.06, "ratio {:.3}, expected about {expect:.3}", us / rfc);
+}

@@ -76,6 +76,7 @@ pub struct Usrsctp {
     pub sysctl_sendspace: SysctlSet,
     pub sysctl_recvspace: SysctlSet,
     pub sysctl_ecn_enable: SysctlSet,
+    pub sysctl_peer_chunk_oh: SysctlSet,
 }
 
 pub const LIBRARY: &str = "libusrsctp.so.2";
@@ -120,6 +121,7 @@ impl Usrsctp {
             sysctl_sendspace: sym!("usrsctp_sysctl_set_sctp_sendspace"),
             sysctl_recvspace: sym!("usrsctp_sysctl_set_sctp_recvspace"),
             sysctl_ecn_enable: sym!("usrsctp_sysctl_set_sctp_ecn_enable"),
+            sysctl_peer_chunk_oh: sym!("usrsctp_sysctl_set_sctp_peer_chunk_oh"),
             _lib: lib,
         })
     }

@@ -190,6 +190,9 @@ fn configure(u: &Usrsctp, s: &Settings) {
         (u.sysctl_recvspace)(s.rcv_buf);
         // The model has no ECN: keep the two stacks comparable.
         (u.sysctl_ecn_enable)(0);
+        if let Some(v) = std::env::var("MPLAB_USRSCTP_CHUNK_OH").ok().and_then(|v| v.parse().ok()) {
+            (u.sysctl_peer_chunk_oh)(v);
+        }
     }
 }
 

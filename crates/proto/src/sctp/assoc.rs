@@ -1047,10 +1047,15 @@ impl Association {
         if any_new {
             self.assoc_errors = 0;
         }
-        // Peer window (RFC 9260 6.2.1): a_rwnd less what is still in flight.
+        // Peer window (RFC 9260 6.2.1): a_rwnd less what is still in flight
+        // (and the per-chunk overhead a FreeBSD-like sender charges).
         let flight: u64 = self.dests.iter().map(|d| d.flight).sum();
+        let overhead = match self.cfg.peer_chunk_overhead {
+            0 => 0,
+            oh => self.snd.sent.iter().filter(|c| c.in_flight).count() as u64 * u64::from(oh),
+        };
         self.snd.peer_a_rwnd = s.a_rwnd as u64;
-        self.snd.peer_rwnd = (s.a_rwnd as u64).saturating_sub(flight);
+        self.snd.peer_rwnd = (s.a_rwnd as u64).saturating_sub(flight + overhead);
         self.maybe_progress_shutdown(now);
     }
 
@@ -1445,7 +1450,7 @@ impl Association {
             chunks.push(Self::data_chunk(&c));
             let ending = c.flags & data_flags::E != 0;
             self.snd.sent.push_back(c);
-            self.snd.peer_rwnd = self.snd.peer_rwnd.saturating_sub(len);
+            self.snd.peer_rwnd = self.snd.peer_rwnd.saturating_sub(len + u64::from(self.cfg.peer_chunk_overhead));
             sent_bytes += len;
             let d = &mut self.dests[i];
             d.stats.messages_sent += ending as u64;

@@ -97,6 +97,12 @@ pub struct SctpConfig {
     pub abc_l: u32,
     pub cookie_lifetime: Duration,
     pub streams: u16,
+    /// Bytes the sender charges against the peer's window per outstanding
+    /// DATA chunk on top of its payload. RFC 9260 6.2.1 charges the payload
+    /// only (0); FreeBSD and usrsctp charge `sctp_peer_chunk_oh` = 256 for
+    /// the receiver's per-chunk buffer overhead, which makes a small
+    /// receive buffer carry less.
+    pub peer_chunk_overhead: u32,
 }
 
 impl Default for SctpConfig {
@@ -125,6 +131,7 @@ impl Default for SctpConfig {
             abc_l: 1,
             cookie_lifetime: Duration::from_secs(60),
             streams: 1,
+            peer_chunk_overhead: 0,
         }
     }
 }
