@@ -132,8 +132,8 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
     let is_k = |n: usize| kernel.get(n).copied().unwrap_or(true);
     for f in &net.flows {
         if f.transport.is_sctp() {
-            // No SCTP in this kernel: both ends run usrsctp (crate::usrsctp).
-            if is_k(f.from) && is_k(f.to) {
+            // No SCTP in this kernel: its ends run usrsctp (crate::usrsctp).
+            if is_k(f.from) || is_k(f.to) {
                 if let Some(why) = crate::usrsctp::flow::unsupported(f) {
                     err(&format!("flows[{}]", f.id), why);
                 } else if let Err(why) = crate::usrsctp::ffi::Usrsctp::load() {

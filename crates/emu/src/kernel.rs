@@ -306,7 +306,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     // (bound, listening) before time zero.
     let mut sctp: Vec<crate::usrsctp::flow::SctpFlow> = Vec::new();
     for (fi, f) in net.flows.iter().enumerate().filter(|(_, f)| f.transport.is_sctp()) {
-        let s = crate::usrsctp::flow::SctpFlow::spawn(net, f, &topo.node_ns, hard_ns, states[fi].clone()).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?;
+        let s = crate::usrsctp::flow::SctpFlow::spawn(net, f, &topo.node_ns, hard_ns, states[fi].clone(), [!mplab[f.to], !mplab[f.from]]).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?;
         s.wait_ready(Duration::from_secs(5)).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?;
         sctp.push(s);
     }

@@ -268,6 +268,20 @@ fn finish(mut acc: u32) -> u16 {
 /// Serialises an IP packet carrying `tcp` and `payload` into `out` (cleared
 /// first), with IP and TCP checksums filled in. IPv4 or IPv6 follows the
 /// address family; both addresses must be of the same family.
+/// An IPv4 packet of any protocol (`proto`, e.g. 132 for SCTP) around an
+/// already encoded transport payload, into `out` (cleared first).
+pub fn build_ipv4(src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr, ttl: u8, ip_id: u16, proto: u8, payload: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
+    use etherparse::{IpNumber, Ipv4Header};
+    out.clear();
+    let mut h = Ipv4Header::new(payload.len() as u16, ttl, IpNumber(proto), src.octets(), dst.octets()).map_err(|_| WireError::Packet("IPv4 payload too long"))?;
+    h.identification = ip_id;
+    h.dont_fragment = true;
+    h.header_checksum = h.calc_header_checksum();
+    h.write(out).map_err(|_| WireError::Packet("IPv4 header"))?;
+    out.extend_from_slice(payload);
+    Ok(())
+}
+
 pub fn build_ip_tcp(src: IpAddr, dst: IpAddr, ttl: u8, ip_id: u16, tcp: &TcpHeader, payload: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
     use etherparse::{IpNumber, Ipv4Header, Ipv6Header};
     out.clear();

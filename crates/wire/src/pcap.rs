@@ -44,16 +44,8 @@ impl<W: Write> PcapSink<W> {
     /// Writes one IPv4 packet of another protocol (SCTP: 132) whose
     /// transport bytes are already encoded, checksum included.
     pub fn write_ipv4(&mut self, time: Duration, src: std::net::Ipv4Addr, dst: std::net::Ipv4Addr, protocol: u8, transport: &[u8]) -> Result<(), PcapSinkError> {
-        use etherparse::{IpNumber, Ipv4Header};
         self.ip_id = self.ip_id.wrapping_add(1);
-        self.buf.clear();
-        let mut h = Ipv4Header::new(transport.len() as u16, 64, IpNumber(protocol), src.octets(), dst.octets())
-            .map_err(|_| crate::WireError::Packet("IPv4 payload too long"))?;
-        h.identification = self.ip_id;
-        h.dont_fragment = true;
-        h.header_checksum = h.calc_header_checksum();
-        h.write(&mut self.buf).map_err(|_| crate::WireError::Packet("IPv4 header"))?;
-        self.buf.extend_from_slice(transport);
+        crate::packet::build_ipv4(src, dst, 64, self.ip_id, protocol, transport, &mut self.buf)?;
         let len = self.buf.len() as u32;
         self.w.write_packet(&PcapPacket::new(time, len, &self.buf))?;
         Ok(())

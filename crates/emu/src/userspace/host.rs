@@ -151,9 +151,11 @@ pub struct HostSpec {
 pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>, clk: Clock, counters: Arc<Mutex<HostCounters>>) {
     let epoch = Wall::now();
     let now_i = || Instant(epoch.elapsed().as_nanos() as u64);
+    let mut sctp = super::sctp::SctpEnds::new(net, spec.node, &spec.ends, &states);
     let mut ends: Vec<End> = spec
         .ends
         .iter()
+        .filter(|(fi, _)| !net.flows[*fi].transport.is_sctp())
         .map(|&(fi, role)| {
             let f = net.flows[fi].clone();
             let first = if role == Role::Client { f.src } else { f.dst };
@@ -195,6 +197,9 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                 Err(_) => break,
             };
             c.rx_packets += 1;
+            if !sctp.is_empty() && sctp.input(now, &rbuf[..n], &mut c) {
+                continue;
+            }
             let Ok(p) = TcpPacket::parse_ip(&rbuf[..n]) else {
                 c.not_tcp += 1;
                 continue;
@@ -250,6 +255,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                 }
             }
         }
+        sctp.poll(now, t_ns, &clk, &tun, &mut c);
         // ---- output
         let mut more = false;
         for (ei, end) in ends.iter_mut().enumerate() {
@@ -340,6 +346,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             }
             next = next.min(app_wait_ns(end, clk.now_ns()));
         }
+        next = next.min(sctp.wait_ns(now, clk.now_ns()));
         next = next.min(20_000_000);
         if next > 0 && !more {
             let mut fds = [libc::pollfd { fd: tun.raw_fd(), events: libc::POLLIN, revents: 0 }];

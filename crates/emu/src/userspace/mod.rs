@@ -12,6 +12,7 @@
 pub mod conn;
 pub mod gso;
 pub mod host;
+pub mod sctp;
 pub mod tun;
 
 use mplab_scenario::network::{Network, NodeKind};
@@ -44,8 +45,12 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
             }
         }
     }
+    // SCTP on an mplab host runs proto's association on the TUN; its
+    // kernel-host peer runs usrsctp (checked by kconf::unsupported_on).
     for f in net.flows.iter().filter(|f| f.transport.is_sctp() && (mine[f.from] || mine[f.to])) {
-        errs.push(sc.error_at(&format!("flows[{}].transport", f.id), format!("{}: the userspace backend's hosts run TCP and MPTCP only; run SCTP on the simulator", f.transport.name())).to_string());
+        if let Some(why) = crate::usrsctp::flow::unsupported(f) {
+            errs.push(sc.error_at(&format!("flows[{}]", f.id), why).to_string());
+        }
     }
     for u in mplab_backend::config::unsupported(net) {
         let f = &net.flows[u.flow];

@@ -3,7 +3,7 @@
 //!
 //! The host's addresses stay on its veths (so ARP, the scenario's routes
 //! and per-source policy tables work unchanged), but a policy rule placed
-//! before the `local` table sends every TCP packet arriving on a scenario
+//! before the `local` table sends every TCP (and SCTP) packet arriving on a scenario
 //! interface to table 250, whose default route is the TUN: the kernel
 //! forwards those packets into the TUN instead of delivering them to its
 //! own TCP (which would answer with RSTs). Packets mplab writes into the
@@ -113,6 +113,9 @@ impl Tun {
         ];
         for i in &ifs {
             cmds.push(format!("rule add priority 5 iif {i} ipproto tcp table {TUN_TABLE}"));
+            // SCTP too: the host's kernel has none and would answer
+            // protocol-unreachable; mplab's SCTP ends read it from the TUN.
+            cmds.push(format!("rule add priority 6 iif {i} ipproto 132 table {TUN_TABLE}"));
         }
         topo::ip_batch(Some(ns), &cmds)?;
         tun.ns = Some(ns.to_string());

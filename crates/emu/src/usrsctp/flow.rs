@@ -89,9 +89,10 @@ pub fn unsupported(f: &Flow) -> Option<String> {
 }
 
 impl SctpFlow {
-    /// Starts both hosts (they wait for time zero). `ns` names each node's
-    /// namespace.
-    pub fn spawn(net: &Network, f: &Flow, ns: &[String], hard_ns: u64, st: Arc<FlowState>) -> Result<SctpFlow, String> {
+    /// Starts the hosts of the ends `kernel` says (server, client) run on
+    /// the kernel's namespaces (the others are mplab hosts of the userspace
+    /// backend); they wait for time zero. `ns` names each node's namespace.
+    pub fn spawn(net: &Network, f: &Flow, ns: &[String], hard_ns: u64, st: Arc<FlowState>, kernel: [bool; 2]) -> Result<SctpFlow, String> {
         let exe = mplab_exe()?;
         let App::Bulk { bytes } = f.app else { return Err(unsupported(f).unwrap_or_default()) };
         let mtu = net.nodes[f.from].interfaces.iter().chain(&net.nodes[f.to].interfaces).map(|i| i.mtu).filter(|&m| m > 0).min().unwrap_or(1500);
@@ -115,7 +116,7 @@ impl SctpFlow {
         let (tx, ready) = mpsc::channel();
         let paths = Arc::new(Mutex::new(Vec::new()));
         let mut me = SctpFlow { children: Vec::new(), stdins: Vec::new(), readers: Vec::new(), ready, paths: paths.clone() };
-        for (spec, node) in [(base, f.to), (client, f.from)] {
+        for ((spec, node), _) in [(base, f.to), (client, f.from)].into_iter().zip(kernel).filter(|(_, k)| *k) {
             let json = serde_json::to_string(&spec).map_err(|e| e.to_string())?;
             let mut child = Command::new("ip")
                 .args(["netns", "exec", &ns[node]])
@@ -137,10 +138,10 @@ impl SctpFlow {
         Ok(me)
     }
 
-    /// Waits (at most `limit`) until both hosts are bound and listening.
+    /// Waits (at most `limit`) until every host is bound (and listening).
     pub fn wait_ready(&self, limit: Duration) -> Result<(), String> {
         let end = Wall::now() + limit;
-        for _ in 0..2 {
+        for _ in 0..self.children.len() {
             let left = end.saturating_duration_since(Wall::now());
             self.ready.recv_timeout(left).map_err(|_| format!("the usrsctp hosts were not ready within {limit:?}"))?;
         }

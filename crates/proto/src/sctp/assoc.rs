@@ -160,6 +160,15 @@ pub struct Association {
 }
 
 const HB_INFO_LEN: usize = 18;
+
+/// Leading bits two addresses share (0 across families).
+fn common_prefix(a: IpAddr, b: IpAddr) -> u32 {
+    match (a, b) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u32::from(a) ^ u32::from(b)).leading_zeros(),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a) ^ u128::from(b)).leading_zeros(),
+        _ => 0,
+    }
+}
 /// Gap blocks of one SACK the sender processes at most.
 const MAX_GAP_BLOCKS: usize = 256;
 
@@ -754,11 +763,14 @@ impl Association {
             .iter()
             .enumerate()
             .map(|(i, &r)| {
-                // Pair the i-th local address with the i-th peer address
-                // (same family if possible).
+                // Pair each peer address with the local address sharing
+                // the longest prefix with it (on parallel paths: the one on
+                // its subnet), the i-th local one on a tie; same family if
+                // possible.
                 let same: Vec<IpAddr> = self.local_addrs.iter().copied().filter(|l| l.is_ipv4() == r.is_ipv4()).collect();
                 let pool = if same.is_empty() { &self.local_addrs } else { &same };
-                let local = pool[i % pool.len()];
+                let best = pool.iter().map(|&l| common_prefix(l, r)).max().unwrap_or(0);
+                let local = if common_prefix(pool[i % pool.len()], r) == best { pool[i % pool.len()] } else { pool.iter().copied().find(|&l| common_prefix(l, r) == best).unwrap_or(pool[0]) };
                 let rto = Rto::new(self.cfg.rto_initial, self.cfg.rto_min, self.cfg.rto_max);
                 Destination::new(local, r, mtu, peer_rwnd.max(1) as u64, rto, now)
             })
@@ -791,7 +803,12 @@ impl Association {
         self.peer_tag = ia.initiate_tag;
         self.nr_sack = self.cfg.nr_sack && Self::offers_nr_sack(&ia.params);
         let addrs = Self::peer_addresses(src, &ia.params);
-        self.setup(now, self.my_initial_tsn, ia.initial_tsn, ia.a_rwnd, &addrs, src, ia.inbound_streams);
+        // The primary path is the address the INIT went to (the one the
+        // application connected to), even when the INIT ACK came from
+        // another of the peer's addresses (usrsctp answers from the address
+        // its routing picks).
+        let init_dst = self.t1.as_ref().map(|t| t.0.dst).filter(|d| addrs.contains(d)).unwrap_or(src);
+        self.setup(now, self.my_initial_tsn, ia.initial_tsn, ia.a_rwnd, &addrs, init_dst, ia.inbound_streams);
         let mut chunks = vec![Chunk::CookieEcho { cookie }];
         let unknown = Self::unknown_params(&ia.params);
         if !unknown.is_empty() {
