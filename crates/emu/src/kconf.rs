@@ -464,6 +464,27 @@ mod tests {
         assert!(e.contains("at most 8"), "{e}");
     }
 
+    /// SCTP flows run usrsctp on kernel hosts: bulk transfers to one
+    /// server are accepted (where the library loads), anything else is
+    /// refused naming the flow.
+    #[test]
+    fn sctp_flows_beyond_bulk_are_refused_on_the_kernel() {
+        let sctp = |app: &str| {
+            let toml = format!("name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"cmt-sctp\"\n{app}\n");
+            let sc = Scenario::from_str(&toml, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+            let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
+            unsupported_on(&sc, &net, &[true; 2])
+        };
+        let e = sctp("app = \"download\"\nbytes = \"1MB\"");
+        assert!(e.len() == 1 && e[0].contains("flows[0]") && e[0].contains("bulk"), "{e:?}");
+        let ok = sctp("app = \"bulk\"");
+        let loads = crate::usrsctp::ffi::Usrsctp::load().is_ok();
+        assert_eq!(ok.is_empty(), loads, "{ok:?}");
+        if !loads {
+            assert!(ok[0].contains("libusrsctp"), "{ok:?}");
+        }
+    }
+
     /// The kernel backend refuses exactly the middlebox kinds whose
     /// registry entry says so, with the entry's reason, and accepts the
     /// others.
