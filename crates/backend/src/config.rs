@@ -85,6 +85,20 @@ pub fn sctp_config(s: &network::SctpFlowConfig) -> SctpConfig {
     }
 }
 
+/// An SCTP end's address list on `node`: every interface address, `first`
+/// (the flow's own) first, so the flow's address pair is the primary path.
+pub fn sctp_addrs(net: &Network, node: usize, first: Ipv4Addr) -> Vec<Ipv4Addr> {
+    let mut v = vec![first];
+    v.extend(net.nodes[node].interfaces.iter().map(|i| i.addr).filter(|&a| a != first && !a.is_unspecified()));
+    v
+}
+
+/// The path MTU an SCTP end on `node` uses: its smallest interface MTU
+/// (no PMTU discovery), 1500 when none is known.
+pub fn sctp_mtu(net: &Network, node: usize) -> u32 {
+    net.nodes[node].interfaces.iter().map(|i| i.mtu).filter(|&m| m > 0).min().unwrap_or(1500)
+}
+
 /// The flow as an end that only acknowledges its data sees it: such an end
 /// never runs its congestion control or scheduler, so a name only the
 /// peer's stack knows (a kernel sender's `bbr`) is no error there, and the

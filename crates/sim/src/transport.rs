@@ -9,7 +9,7 @@ use mplab_scenario::network::{self, Flow, Network};
 
 use crate::endpoint::Endpoint;
 use crate::packet::Packet;
-use crate::config::{mptcp_config, sctp_config, tcp_config};
+use crate::config::{mptcp_config, sctp_addrs, sctp_config, sctp_mtu, tcp_config};
 use crate::mptcp_endpoint::MptcpEndpoint;
 use crate::sctp_endpoint::SctpEndpoint;
 use crate::tcp_endpoint::TcpEndpoint;
@@ -41,20 +41,10 @@ pub trait EndpointFactory {
     fn accept(&mut self, net: &Network, flow: &Flow, local: Ipv4Addr, remote: Ipv4Addr, syn: &Packet, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>>;
 }
 
-/// Every interface address of `node`, `first` first: an SCTP endpoint's
-/// address list (multihoming), its primary path first.
-fn host_addrs(net: &Network, node: usize, first: Ipv4Addr) -> Vec<Ipv4Addr> {
-    let mut v = vec![first];
-    v.extend(net.nodes[node].interfaces.iter().map(|i| i.addr).filter(|&a| a != first && !a.is_unspecified()));
-    v
-}
-
-/// Path MTU discovery is not modelled: every destination gets the host's
-/// smallest interface MTU.
-fn sctp_mtu(mut cfg: mplab_proto::sctp::SctpConfig, net: &Network, node: usize) -> mplab_proto::sctp::SctpConfig {
-    if let Some(m) = net.nodes[node].interfaces.iter().map(|i| i.mtu).filter(|&m| m > 0).min() {
-        cfg.mtu = m;
-    }
+/// The flow's association settings, with the host's MTU.
+fn sctp_cfg(net: &Network, f: &Flow, node: usize) -> mplab_proto::sctp::SctpConfig {
+    let mut cfg = sctp_config(f.sctp.as_ref().expect(CHECKED));
+    cfg.mtu = sctp_mtu(net, node);
     cfg
 }
 
@@ -78,8 +68,7 @@ impl EndpointFactory for SimFactory {
                 Some(Box::new(MptcpEndpoint::connect(cfg, local, remote, seed, now)))
             }
             network::TransportKind::Sctp | network::TransportKind::CmtSctp => {
-                let cfg = sctp_mtu(sctp_config(f.sctp.as_ref().expect(CHECKED)), net, f.from);
-                Some(Box::new(SctpEndpoint::connect(cfg, host_addrs(net, f.from, f.src), f.sport, f.dst, f.dport, seed, now)))
+                Some(Box::new(SctpEndpoint::connect(sctp_cfg(net, f, f.from), sctp_addrs(net, f.from, f.src), f.sport, f.dst, f.dport, seed, now)))
             }
         }
     }
@@ -95,8 +84,7 @@ impl EndpointFactory for SimFactory {
             }
             // The association answers the INIT itself, once it is handed over.
             network::TransportKind::Sctp | network::TransportKind::CmtSctp => {
-                let cfg = sctp_mtu(sctp_config(f.sctp.as_ref().expect(CHECKED)), net, f.to);
-                Some(Box::new(SctpEndpoint::listen(cfg, host_addrs(net, f.to, local), f.dport, seed, now)))
+                Some(Box::new(SctpEndpoint::listen(sctp_cfg(net, f, f.to), sctp_addrs(net, f.to, local), f.dport, seed, now)))
             }
         }
     }

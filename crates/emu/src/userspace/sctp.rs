@@ -55,12 +55,9 @@ impl SctpEnds {
         for &(fi, role) in ends.iter().filter(|(fi, _)| net.flows[*fi].transport.is_sctp()) {
             let f = net.flows[fi].clone();
             let first = if role == Role::Client { f.src } else { f.dst };
-            let mut local = vec![IpAddr::V4(first)];
-            local.extend(net.nodes[node].interfaces.iter().map(|i| i.addr).filter(|&a| a != first && !a.is_unspecified()).map(IpAddr::V4));
+            let local: Vec<IpAddr> = mplab_backend::config::sctp_addrs(net, node, first).into_iter().map(IpAddr::V4).collect();
             let mut cfg = mplab_backend::config::sctp_config(f.sctp.as_ref().expect("an SCTP flow has its settings"));
-            if let Some(m) = net.nodes[node].interfaces.iter().map(|i| i.mtu).filter(|&m| m > 0).min() {
-                cfg.mtu = m;
-            }
+            cfg.mtu = mplab_backend::config::sctp_mtu(net, node);
             let seed = crate::sys::realtime_ns() ^ ((fi as u64) << 40) ^ node as u64;
             let assoc = (role == Role::Server).then(|| {
                 let mut secret = [0u8; 32];

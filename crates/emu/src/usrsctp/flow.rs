@@ -5,13 +5,13 @@
 //! sender's latest per-path view for the probes.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::Ipv4Addr;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant as Wall};
 
+use mplab_backend::config::{sctp_addrs, sctp_mtu};
 use mplab_scenario::network::{App, BufferSplitting, CmtVariant, Flow, Network};
 
 use super::host::{HostSpec, Line, PathLine, Role, Settings};
@@ -39,14 +39,6 @@ fn mplab_exe() -> Result<std::path::PathBuf, String> {
     } else {
         Err(format!("SCTP hosts run `mplab usrsctp-host`; {} is not mplab (set MPLAB_EXE)", me.display()))
     }
-}
-
-/// Every interface address of `node`, `first` first (as the simulator's
-/// SCTP hosts list them).
-fn addrs(net: &Network, node: usize, first: Ipv4Addr) -> Vec<Ipv4Addr> {
-    let mut v = vec![first];
-    v.extend(net.nodes[node].interfaces.iter().map(|i| i.addr).filter(|&a| a != first && !a.is_unspecified()));
-    v
 }
 
 /// usrsctp's settings for the flow's `[transport.sctp]`.
@@ -95,10 +87,10 @@ impl SctpFlow {
     pub fn spawn(net: &Network, f: &Flow, ns: &[String], hard_ns: u64, st: Arc<FlowState>, kernel: [bool; 2]) -> Result<SctpFlow, String> {
         let exe = mplab_exe()?;
         let App::Bulk { bytes } = f.app else { return Err(unsupported(f).unwrap_or_default()) };
-        let mtu = net.nodes[f.from].interfaces.iter().chain(&net.nodes[f.to].interfaces).map(|i| i.mtu).filter(|&m| m > 0).min().unwrap_or(1500);
+        let mtu = sctp_mtu(net, f.from).min(sctp_mtu(net, f.to));
         let base = HostSpec {
             role: Role::Server,
-            local: addrs(net, f.to, f.dst),
+            local: sctp_addrs(net, f.to, f.dst),
             remote: Vec::new(),
             port: f.dport,
             local_port: 0,
@@ -112,7 +104,7 @@ impl SctpFlow {
             interval_ns: net.probes.interval_ns.max(1_000_000),
             settings: settings(f),
         };
-        let client = HostSpec { role: Role::Client, local: addrs(net, f.from, f.src), remote: addrs(net, f.to, f.dst), local_port: f.sport, ..base.clone() };
+        let client = HostSpec { role: Role::Client, local: sctp_addrs(net, f.from, f.src), remote: sctp_addrs(net, f.to, f.dst), local_port: f.sport, ..base.clone() };
         let (tx, ready) = mpsc::channel();
         let paths = Arc::new(Mutex::new(Vec::new()));
         let mut me = SctpFlow { children: Vec::new(), stdins: Vec::new(), readers: Vec::new(), ready, paths: paths.clone() };
