@@ -189,6 +189,18 @@ fn userspace_link_cut_and_recovery() {
         return;
     }
     let g = NsGuard::new("uscut");
+    // The mplab host's connection internals every 0.5 s go to stderr, shown
+    // when the test fails: a stall after the restore (seen once in CI, a
+    // 4 s one) then names the subflow and timer holding the data level up.
+    // (The tests of this binary run one at a time, under `serial`.)
+    std::env::set_var("MPLAB_US_DEBUG", "1");
+    struct Unset;
+    impl Drop for Unset {
+        fn drop(&mut self) {
+            std::env::remove_var("MPLAB_US_DEBUG");
+        }
+    }
+    let _unset = Unset;
     let ev = "[[events]]\nat = \"3s\"\nlink = \"p1\"\naction = \"down\"\n[[events]]\nat = \"6s\"\nlink = \"p1\"\naction = \"up\"\n";
     for (i, (c, s)) in [("mplab", "kernel"), ("kernel", "mplab")].into_iter().enumerate() {
         let toml = two_paths("12s", c, s, &format!("{FULLMESH}{ev}{}", bulk(None)));
