@@ -474,29 +474,24 @@ impl ErrorTlv {
     fn check(&self) -> Result<(), ConvertError> {
         let code = self.code().0;
         match self {
-            ErrorTlv::UnsupportedVersion { versions: l } | ErrorTlv::UnsupportedTcpOption { kinds: l } => {
-                if l.is_empty() || l.contains(&0) {
-                    return Err(ConvertError::BadErrorValue { code });
-                }
+            ErrorTlv::UnsupportedVersion { versions: l } | ErrorTlv::UnsupportedTcpOption { kinds: l }
+                if l.is_empty() || l.contains(&0) =>
+            {
+                Err(ConvertError::BadErrorValue { code })
             }
             ErrorTlv::MalformedMessage { echo: b }
             | ErrorTlv::UnsupportedMessage { echo: b }
-            | ErrorTlv::MissingCookie { cookie: b } => {
-                if !b.len().is_multiple_of(4) {
-                    return Err(ConvertError::Unaligned { tlv_type: tlv_type::ERROR, len: b.len() });
-                }
+            | ErrorTlv::MissingCookie { cookie: b }
+                if !b.len().is_multiple_of(4) =>
+            {
+                Err(ConvertError::Unaligned { tlv_type: tlv_type::ERROR, len: b.len() })
             }
-            ErrorTlv::Other { code, value } => {
-                if ErrorCode(*code).is_known() {
-                    return Err(ConvertError::KnownCodeAsOther(*code));
-                }
-                if value.len() % 4 != 1 {
-                    return Err(ConvertError::Unaligned { tlv_type: tlv_type::ERROR, len: value.len() });
-                }
+            ErrorTlv::Other { .. } if ErrorCode(code).is_known() => Err(ConvertError::KnownCodeAsOther(code)),
+            ErrorTlv::Other { value, .. } if value.len() % 4 != 1 => {
+                Err(ConvertError::Unaligned { tlv_type: tlv_type::ERROR, len: value.len() })
             }
-            _ => {}
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Appends the Value field (the caller has written Type, Length, Code).
