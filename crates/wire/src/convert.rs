@@ -134,17 +134,19 @@ pub enum ConvertError {
 
 impl ConvertError {
     /// What a Transport Converter answers a Client's malformed message
-    /// with (6.1, 6.2.1, 6.2.2, 6.2.8): `None` for [`Truncated`] (wait for
-    /// more of the stream) and [`ZeroTotalLength`] (reset the connection,
-    /// 6.1); Unsupported Version for a bad version, Unsupported Message for
-    /// the reserved TLV type, Malformed Message for everything else. (A
-    /// Client resets the connection on any of them.)
+    /// with (6, 6.1, 6.2.1, 6.2.2, 6.2.8): `None` for [`Truncated`] (wait
+    /// for more of the stream), [`ZeroTotalLength`] (reset the connection,
+    /// 6.1) and [`BadMagic`] (not a Convert message: a SYN without Convert
+    /// TLVs is silently ignored, 6); Unsupported Version for a bad version,
+    /// Unsupported Message for the reserved TLV type, Malformed Message for
+    /// everything else. (A Client resets the connection on any of them.)
     ///
     /// [`Truncated`]: ConvertError::Truncated
     /// [`ZeroTotalLength`]: ConvertError::ZeroTotalLength
+    /// [`BadMagic`]: ConvertError::BadMagic
     pub fn reply_code(&self) -> Option<ErrorCode> {
         match self {
-            ConvertError::Truncated { .. } | ConvertError::ZeroTotalLength => None,
+            ConvertError::Truncated { .. } | ConvertError::ZeroTotalLength | ConvertError::BadMagic(_) => None,
             ConvertError::UnsupportedVersion(_) => Some(ErrorCode::UNSUPPORTED_VERSION),
             ConvertError::ReservedTlvType => Some(ErrorCode::UNSUPPORTED_MESSAGE),
             _ => Some(ErrorCode::MALFORMED_MESSAGE),
@@ -761,7 +763,7 @@ impl ConvertMessage {
     /// message with ([`ConvertError::reply_code`]): Unsupported Version
     /// listing version 1, or Malformed / Unsupported Message echoing
     /// `received` (the Client's bytes, cut at the Total Length when it is
-    /// known). `None` when the Converter resets or waits instead.
+    /// known). `None` when the Converter resets, waits or ignores instead.
     pub fn reply_to(err: &ConvertError, received: &[u8]) -> Option<ConvertMessage> {
         let received = match ConvertMessage::message_len(received) {
             Ok(n) => &received[..n.min(received.len())],

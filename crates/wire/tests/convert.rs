@@ -353,6 +353,9 @@ fn header_errors() {
 fn replies_to_header_errors() {
     assert_eq!(ConvertError::Truncated { need: 8, have: 6 }.reply_code(), None);
     assert_eq!(ConvertError::ZeroTotalLength.reply_code(), None);
+    assert_eq!(ConvertError::BadMagic(0x4745).reply_code(), None);
+    assert_eq!(ConvertMessage::reply_to(&err(b"GET / HTTP/1.1\r\n"), b"GET / HTTP/1.1\r\n"), None);
+    assert_eq!(ConvertError::NoTlvs.reply_code(), Some(ErrorCode::MALFORMED_MESSAGE));
     let v2 = [0x02, 0x02, 0x22, 0x63, 0x01, 0x01, 0, 0];
     let e = err(&v2);
     assert_eq!(e.reply_code(), Some(ErrorCode::UNSUPPORTED_VERSION));
