@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz the TCP/MPTCP segment parser, then a pair of MPTCP connections, for N
+# Fuzz the TCP/MPTCP segment parser, then (a third of the time each) the
+# SCTP and Convert Protocol codecs, then a pair of MPTCP connections, for N
 # seconds each (default 60) with cargo-fuzz
 # (libFuzzer). Needs the nightly toolchain; installs cargo-fuzz if missing.
 # Skips with a message (exit 0) when no nightly toolchain is available.
@@ -32,6 +33,14 @@ cargo +nightly fuzz run segment fuzz/corpus/segment -- -max_total_time="$secs" -
 # The SCTP chunk codec (parse, re-encode, re-parse), a third of the time.
 mkdir -p fuzz/corpus/sctp_chunks
 cargo +nightly fuzz run sctp_chunks fuzz/corpus/sctp_chunks -- -max_total_time="$(( secs / 3 + 1 ))" -max_len=1500 -seed=1 -runs="$runs" 2>&1 | tail -5
+# The Convert Protocol (RFC 8803) message codec (decode, re-encode,
+# decode), a third of the time, seeded with an Info request, a Base Connect
+# with a SYN's data after it, and an Error TLV.
+mkdir -p fuzz/corpus/convert
+printf '\x01\x02\x22\x63\x01\x01\x00\x00' > fuzz/corpus/convert/info
+printf '\x01\x06\x22\x63\x0a\x05\x01\xbb\0\0\0\0\0\0\0\0\0\0\xff\xff\xc0\x00\x02\x01GET /' > fuzz/corpus/convert/connect
+printf '\x01\x03\x22\x63\x1e\x02\x21\x22\x1d\x00\x00\x00' > fuzz/corpus/convert/error
+cargo +nightly fuzz run convert fuzz/corpus/convert -- -max_total_time="$(( secs / 3 + 1 ))" -max_len=1100 -seed=1 -runs="$runs" 2>&1 | tail -5
 # The stateful target: a pair of MPTCP connections under an arbitrary script
 # of segments, forgeries, drops, reordering and timers
 # (crates/proto/tests/support/pair.rs). Its findings go to

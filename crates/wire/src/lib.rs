@@ -2,11 +2,15 @@
 //!
 //! The bytes layer of mplab: TCP header options including every MPTCP v1
 //! subtype (RFC 8684), MPTCP key/token/IDSN/HMAC/checksum crypto, and IP+TCP
-//! packet parsing/serialisation on top of etherparse.
+//! packet parsing/serialisation on top of etherparse; the SCTP packet
+//! codec ([`sctp`]) and the 0-RTT TCP Convert Protocol codec (RFC 8803,
+//! [`convert`]).
 //!
-//! Typed values in, bytes out, and back; malformed input yields a
-//! [`WireError`], never a panic, and the hot path never allocates.
+//! Typed values in, bytes out, and back; malformed input yields a typed
+//! error ([`WireError`]; `SctpError`, `ConvertError` for those codecs),
+//! never a panic, and the hot path never allocates.
 
+pub mod convert;
 pub mod crypto;
 pub mod error;
 pub mod mptcp;

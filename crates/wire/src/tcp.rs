@@ -251,7 +251,7 @@ impl TcpOptions {
                     o.sack_permitted = true;
                 }
                 kind::SACK => {
-                    if (l - 2) % 8 != 0 || l == 2 || (l - 2) / 8 > MAX_SACK_BLOCKS {
+                    if !(l - 2).is_multiple_of(8) || l == 2 || (l - 2) / 8 > MAX_SACK_BLOCKS {
                         return Err(bad);
                     }
                     // A later SACK option replaces an earlier one; `set_sack`
