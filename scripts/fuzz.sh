@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz the TCP/MPTCP segment parser, then (a third of the time each) the
-# SCTP and Convert Protocol codecs, then a pair of MPTCP connections, for N
+# SCTP and Convert Protocol codecs, then a pair of MPTCP connections and
+# (half the time) a pair of plain TCP connections, for N
 # seconds each (default 60) with cargo-fuzz
 # (libFuzzer). Needs the nightly toolchain; installs cargo-fuzz if missing.
 # Skips with a message (exit 0) when no nightly toolchain is available.
@@ -50,3 +51,7 @@ mkdir -p fuzz/corpus/mptcp_pair
 cp -n fuzz/regressions/* fuzz/corpus/mptcp_pair/ 2>/dev/null || true
 rm -f fuzz/corpus/mptcp_pair/README.md
 cargo +nightly fuzz run mptcp_pair fuzz/corpus/mptcp_pair -- -max_total_time="$secs" -max_len=8192 -seed=1 -runs="${FUZZ_RUNS_PAIR:-2000000}" 2>&1 | tail -5
+# The TCP engine alone (tests/support/tcp_pair.rs), half the time.
+mkdir -p fuzz/corpus/tcp_pair
+cp -n fuzz/regressions/tcp-* fuzz/corpus/tcp_pair/ 2>/dev/null || true
+cargo +nightly fuzz run tcp_pair fuzz/corpus/tcp_pair -- -max_total_time="$(( secs / 2 + 1 ))" -max_len=8192 -seed=1 -runs="${FUZZ_RUNS_PAIR:-2000000}" 2>&1 | tail -5

@@ -2,6 +2,8 @@
 
 use libfuzzer_sys::fuzz_target;
 
+#[path = "../../tests/support/script.rs"]
+mod script;
 #[path = "../../tests/support/pair.rs"]
 mod pair;
 

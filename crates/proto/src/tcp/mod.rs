@@ -772,6 +772,14 @@ impl Connection {
                 self.state = if self.fin_queued { State::FinWait1 } else { State::Established };
                 self.on_synced_segment(now, h, payload_len)
             }
+            _ if !self.acceptable(h, payload_len) => {
+                // RFC 9293 3.10.7.4: an ACK back, nothing else (its ACK
+                // number and window are not believed either).
+                if !h.rst() {
+                    self.ack_due = AckDue::Now;
+                }
+                None
+            }
             _ => self.on_synced_segment(now, h, payload_len),
         }
     }

@@ -32,19 +32,11 @@ use mplab_proto::Instant;
 use mplab_wire::tcp::TcpOptions;
 use mplab_wire::TcpHeader;
 
+pub use crate::script::{pattern, Script};
+
 pub const MAX_SUBFLOWS: usize = 16;
 const MAX_WIRE: usize = 256;
 const MS: u64 = 1_000_000;
-
-/// The stream's byte at `off`: not periodic (a segment placed at the wrong
-/// offset shows), cheap.
-pub fn pattern(off: u64) -> u8 {
-    let mut z = (off / 8).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> ((off % 8) * 8)) as u8
-}
 
 struct Pattern;
 impl PayloadSource for Pattern {
@@ -66,38 +58,6 @@ struct Pkt {
     payload: Vec<u8>,
     /// Not what the genuine sender wrote (forged, or mutated on the way).
     forged: bool,
-}
-
-/// Reads the script; past its end every read is 0.
-pub struct Script<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl<'a> Script<'a> {
-    pub fn new(b: &'a [u8]) -> Self {
-        Script { b, i: 0 }
-    }
-    fn u8(&mut self) -> u8 {
-        let v = self.b.get(self.i).copied().unwrap_or(0);
-        self.i += 1;
-        v
-    }
-    fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.u8(), self.u8()])
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-    fn bytes(&mut self, n: usize) -> &'a [u8] {
-        let s = self.i.min(self.b.len());
-        let e = (self.i + n).min(self.b.len());
-        self.i += n;
-        &self.b[s..e]
-    }
-    fn done(&self) -> bool {
-        self.i >= self.b.len()
-    }
 }
 
 fn addr(a: u8, port: u16) -> SocketAddr {

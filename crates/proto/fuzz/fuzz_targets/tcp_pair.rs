@@ -1,0 +1,14 @@
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../tests/support/script.rs"]
+mod script;
+#[path = "../../tests/support/tcp_pair.rs"]
+mod tcp_pair;
+
+fuzz_target!(|data: &[u8]| {
+    if let Err(e) = tcp_pair::run(data, 4000) {
+        panic!("invariant broken: {e}");
+    }
+});
