@@ -316,6 +316,7 @@ pub fn link_params(d: &network::LinkDirection) -> LinkParams {
         loss: loss_model(d.loss, d.gilbert_elliott.as_ref()),
         queue,
         allow_reorder: d.reorder,
+        duplicate: d.duplicate,
     }
 }
 

@@ -198,6 +198,8 @@ pub struct LinkParams {
     /// Propagation delay.
     pub delay: Duration,
     pub jitter: Jitter,
+    /// Probability that a packet is sent twice ([`LinkDirection::duplicates`]).
+    pub duplicate: f64,
 }
 
 /// What happened to an offered packet.
@@ -246,6 +248,8 @@ pub struct LinkStats {
     pub loss_drops: u64,
     /// Offered while down, or inside the link when it went down.
     pub down_drops: u64,
+    /// Copies a duplicating link made (each also counted as offered).
+    pub duplicated: u64,
 }
 
 impl LinkStats {
@@ -636,6 +640,7 @@ pub struct LinkDirection<P> {
     queue_drops: u64,
     loss_drops: u64,
     down_drops: u64,
+    duplicated: u64,
     p: LinkParams,
     red: RedState,
     /// Packets that will never be delivered (refused, lost on the wire,
@@ -699,6 +704,7 @@ impl<P: Copy + Default> LinkDirection<P> {
             queue_drops: 0,
             loss_drops: 0,
             down_drops: 0,
+            duplicated: 0,
             discarded: Vec::new(),
             last_end_ns: 0,
             p,
@@ -777,6 +783,16 @@ impl<P: Copy + Default> LinkDirection<P> {
         }
         self.max_queue_bytes = self.max_queue_bytes.max(self.queue_bytes);
         Offer::Queued
+    }
+
+    /// Whether the packet about to be offered is sent twice (netem's
+    /// `duplicate`). The caller then copies it and offers the copy right
+    /// behind the original: the copy takes its own place in the queue and
+    /// its own loss and jitter draws. Only a duplicating link draws.
+    pub fn duplicates(&mut self, rng: &mut SimRng) -> bool {
+        let dup = self.p.duplicate > 0.0 && self.up && rng.uniform() < self.p.duplicate;
+        self.duplicated += u64::from(dup);
+        dup
     }
 
     fn refuse(&mut self, pkt: P, size: u32) {
@@ -925,6 +941,7 @@ impl<P: Copy + Default> LinkDirection<P> {
             queue_drops: self.queue_drops,
             loss_drops: self.loss_drops,
             down_drops: self.down_drops,
+            duplicated: self.duplicated,
         }
     }
 
@@ -1144,6 +1161,7 @@ mod tests {
             loss: LossModel::None,
             queue,
             allow_reorder: false,
+            duplicate: 0.0,
         }
     }
 

@@ -145,6 +145,9 @@ pub struct LinkSummary {
     pub drops_loss: u64,
     pub drops_down: u64,
     pub max_queue_bytes: u64,
+    /// Copies made by a duplicating link (`duplicate`).
+    #[serde(default)]
+    pub duplicated: u64,
 }
 
 /// One row of flows.csv.

@@ -162,6 +162,7 @@ pub fn link_summary(name: &str, dir: usize, st: &LinkStats) -> LinkSummary {
         drops_loss: st.drops_loss(),
         drops_down: st.drops_down(),
         max_queue_bytes: st.max_queue_bytes,
+        duplicated: st.duplicated,
     }
 }
 

@@ -514,6 +514,23 @@ impl Engine {
 
     fn offer_frame(&mut self, p: usize, s: u32, len: usize, at: u64) {
         self.pool.len[s as usize] = len as u32;
+        let d = &mut self.dirs[p];
+        if d.link.duplicates(&mut d.rng) {
+            // A copy in a slot of its own, queued right behind the original.
+            if let Some(c) = self.pool.alloc() {
+                let (from, to) = (self.pool.ptr(s), self.pool.ptr(c));
+                // SAFETY: two distinct slots, each at least `len` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
+                self.pool.len[c as usize] = len as u32;
+                self.offer_one(p, s, len, at);
+                self.offer_one(p, c, len, at);
+                return;
+            }
+        }
+        self.offer_one(p, s, len, at);
+    }
+
+    fn offer_one(&mut self, p: usize, s: u32, len: usize, at: u64) {
         let size = (len - 14).max(1) as u32;
         let d = &mut self.dirs[p];
         let at = at.max(d.last_offer);

@@ -104,3 +104,33 @@ fn kernel_emulator_loss_accuracy() {
     }
     g.assert_clean();
 }
+
+/// Duplication: 5 % of a paced flow's packets sent twice. The receiving
+/// interface counts the copies, the kernel's TCP takes each byte once.
+#[test]
+fn kernel_emulator_duplicate_accuracy() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("dup");
+    let p = 0.05;
+    let toml = format!(
+        "name = \"dup\"\nduration = \"5s\"\nseed = 3\n[[nodes]]\nname = \"c\"\n[[nodes]]\nname = \"s\"\n[[links]]\nname = \"l\"\na = \"c\"\nb = \"s\"\nrate = \"100Mbit\"\ndelay = \"2ms\"\n[links.ab]\nduplicate = {p}\n\
+         [[flows]]\nname = \"f\"\nfrom = \"c\"\nto = \"s\"\ntransport = \"tcp\"\napp = \"rate\"\nrate = \"20Mbit\"\n"
+    );
+    let r = run(&g, 0, &toml);
+    let s = &r.results.summary;
+    assert!(s.flows[0].verified, "{:?}", s.flows[0]);
+    let tx = s.interfaces.iter().find(|x| x.node == "c").unwrap().tx_bytes as f64;
+    let rx = s.interfaces.iter().find(|x| x.node == "s").unwrap().rx_bytes as f64;
+    let link = s.links.iter().find(|l| l.direction == "ab").unwrap();
+    let n = (link.tx_packets - link.duplicated) as f64;
+    let measured = rx / tx - 1.0;
+    let sd = (p * (1.0 - p) / n).sqrt();
+    eprintln!("duplicate {p}: measured {measured:.4} over {n} packets (sd {sd:.4}); model made {} copies", link.duplicated);
+    assert!(link.drops_queue == 0 && link.drops_loss == 0, "{link:?}");
+    assert!((measured - p).abs() <= 5.0 * sd + 0.002, "duplicate {p}: measured {measured:.4}, sd {sd:.4}");
+    assert!((link.duplicated as f64 / n - p).abs() <= 5.0 * sd, "{link:?}");
+    g.assert_clean();
+}

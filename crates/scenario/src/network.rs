@@ -289,6 +289,9 @@ pub struct LinkDirection {
     /// Independent (Bernoulli) loss probability; 0 when `gilbert_elliott` is set.
     pub loss: f64,
     pub gilbert_elliott: Option<GilbertElliott>,
+    /// Probability that a packet is duplicated: the copy is offered to the
+    /// link right behind the original (netem's `duplicate`).
+    pub duplicate: f64,
     pub queue: Queue,
 }
 

@@ -105,6 +105,7 @@ fn direction(l: &LinkSpec, o: Option<&DirectionSpec>, path: &str, dir: &str) -> 
         reorder: o.reorder.or(l.reorder).unwrap_or(false),
         loss,
         gilbert_elliott,
+        duplicate: o.duplicate.or(l.duplicate).map_or(0.0, |p| p.value()),
         queue,
     })
 }

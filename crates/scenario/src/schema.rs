@@ -302,6 +302,9 @@ pub struct DirectionSpec {
     pub loss: Option<Probability>,
     #[serde(default)]
     pub loss_model: Option<LossModel>,
+    /// Probability that a packet is sent twice (netem's `duplicate`).
+    #[serde(default)]
+    pub duplicate: Option<Probability>,
     #[serde(default)]
     pub queue: Option<QueueSpec>,
 }
@@ -332,6 +335,9 @@ pub struct LinkSpec {
     pub loss: Option<Probability>,
     #[serde(default)]
     pub loss_model: Option<LossModel>,
+    /// Probability that a packet is sent twice (netem's `duplicate`).
+    #[serde(default)]
+    pub duplicate: Option<Probability>,
     #[serde(default)]
     pub queue: Option<QueueSpec>,
     #[serde(default)]

@@ -260,3 +260,23 @@ queues = ["left-right"]
     let total: f64 = r.summary.flows.iter().map(|f| f.goodput_bps).sum();
     assert!(total > 0.9 * 20e6 * 1448.0 / 1500.0, "RED keeps the link busy: {:.2}", mbit(total));
 }
+
+#[test]
+fn duplicated_packets_are_sent_twice_and_the_stream_arrives_once() {
+    // 5 % of the packets each way go twice (netem's `duplicate`): the copies
+    // take their own place in the queue, the receiver takes each byte once.
+    let r = run(&one_link("10Mbit", "20ms", 34, "duplicate = 0.05", "app = \"bulk\"\nbytes = \"5MB\"", "20s"));
+    let f = &r.summary.flows[0];
+    assert!(f.completed && f.verified && f.bytes_delivered == 5_000_000, "{f:?}");
+    for l in &r.summary.links {
+        let share = l.duplicated as f64 / (l.tx_packets - l.duplicated) as f64;
+        assert!((share - 0.05).abs() < 0.01, "{}: {} copies of {} packets", l.direction, l.duplicated, l.tx_packets);
+    }
+    // The copies of data segments cost link time: at most 1/1.05 of the
+    // payload rate is left for the stream.
+    let ct = f.completion_time_s.unwrap();
+    let goodput = 5e6 * 8.0 / ct;
+    assert!(goodput < 10e6 * 1448.0 / 1500.0 / 1.04, "goodput {:.2} Mbit/s", mbit(goodput));
+    let again = run(&one_link("10Mbit", "20ms", 34, "duplicate = 0.05", "app = \"bulk\"\nbytes = \"5MB\"", "20s"));
+    assert_eq!(r, again, "deterministic");
+}

@@ -180,6 +180,7 @@ pub(crate) fn params(rate: Rate, delay: Option<Duration>, loss: Option<Probabili
         reorder: false,
         loss: loss.unwrap_or_default().value(),
         gilbert_elliott: None,
+        duplicate: 0.0,
         queue: queue.unwrap_or(DEFAULT_QUEUE),
     }
 }

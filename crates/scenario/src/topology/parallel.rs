@@ -90,6 +90,7 @@ impl super::Generator for ParallelSpec {
                 reorder,
                 loss,
                 gilbert_elliott: None,
+                duplicate: 0.0,
                 queue,
             };
             d.links.push(DraftLink {

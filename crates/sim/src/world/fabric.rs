@@ -118,6 +118,13 @@ impl Pool {
     pub(super) fn release(&mut self, h: Hop) {
         self.free.push(h.id);
     }
+    /// A copy of the packet in a slot of its own (a duplicating link).
+    pub(super) fn copy(&mut self, h: Hop) -> Hop {
+        let p = self.pkts[h.id as usize].clone();
+        let mut c = self.put(p);
+        c.size_ttl = h.size_ttl; // a router may have counted the TTL down
+        c
+    }
 }
 
 pub(super) struct LinkRt {
@@ -240,6 +247,19 @@ impl World {
     }
 
     pub(super) fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
+        let l = &mut self.links[link];
+        if l.dirs[dir].duplicates(&mut l.rng[dir]) {
+            // The copy is made before the original may be dropped (its
+            // slot freed); it queues right behind it.
+            let c = self.pool.copy(h);
+            self.offer_one(node, iface, link, dir, h);
+            self.offer_one(node, iface, link, dir, c);
+            return;
+        }
+        self.offer_one(node, iface, link, dir, h);
+    }
+
+    fn offer_one(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
         let l = &mut self.links[link];
         if let Offer::Queued = l.dirs[dir].offer(self.now, h, h.size(), &mut l.rng[dir]) {
             let at = l.dirs[dir].last_end();
