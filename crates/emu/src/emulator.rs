@@ -819,6 +819,9 @@ impl Engine {
             }
             let ev = ev.clone();
             self.next_event += 1;
+            if !ev.action.is_link_change() {
+                continue; // a host's address event: the backend runs it
+            }
             // Applied now: at most a loop iteration after the event's time
             // (the model's clock never goes backwards).
             let t = Instant(now);
@@ -848,6 +851,7 @@ impl Engine {
                             l.set_loss(mplab_backend::config::loss_model(p, None));
                         }
                     }
+                    LinkAction::RemoveAddr { .. } | LinkAction::AddAddr { .. } => {}
                 }
                 l.take_discarded(&mut self.discarded);
                 for x in self.discarded.drain(..) {

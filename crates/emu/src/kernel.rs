@@ -388,6 +388,15 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         );
     }
 
+    // Address events (remove_addr / add_addr) at their times.
+    let addr_events = crate::addr_events::AddrEvents::new(net, &topo.node_ns, mplab, &plan);
+    let addr_thread = if addr_events.is_empty() {
+        None
+    } else {
+        let c = clk.clone();
+        Some(std::thread::Builder::new().name("addr-events".into()).spawn(move || addr_events.run(c)).map_err(|e| KernelError::Failed(e.to_string()))?)
+    };
+
     // Probes at every interval until the end.
     let mut results = RunResults::default();
     let wait_until = |ns: u64| -> bool {
@@ -514,6 +523,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     for t in threads {
         let _ = t.join();
     }
+    let addr_notes = addr_thread.map(|t| t.join().unwrap_or_default()).unwrap_or_default();
     // The usrsctp hosts end by themselves at the hard deadline at the latest.
     let sctp_deadline = t0 + Duration::from_nanos(hard_ns) + Duration::from_secs(3);
     for s in sctp {
@@ -588,6 +598,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         });
         s.attacks.push(mplab_backend::results::AttackSummary { link: net.links[*li].name.clone(), attack: attack.unwrap_or("?").into(), report: r.clone() });
     }
+    s.notes.extend(addr_notes.into_iter().map(|n| format!("address event at {n}")));
     let mut backends: Vec<usize> = Vec::new();
     for (p, st) in balancer_stats {
         let name = net.nodes[p.node].name.clone();

@@ -18,6 +18,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod addr_events;
 pub mod apps;
 pub mod balancer;
 pub mod emulator;

@@ -621,3 +621,34 @@ fn userspace_mplab_initiated_control() {
     }
     g.assert_clean();
 }
+
+/// Scenario events remove_addr / add_addr on the real backends: the
+/// client withdraws its eth1 address at 3 s and puts it back at 6 s, on
+/// the kernel's stack (`ip mptcp endpoint delete` / `add`) and on mplab's
+/// (control commands). Both leave the address, carry on over path 0, and
+/// join from it again, as the simulator does.
+#[test]
+fn address_withdrawn_and_restored_on_kernel_and_mplab_clients() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("usaddr");
+    let ev = "[[events]]\nat = \"3s\"\nnode = \"client\"\niface = \"eth1\"\naction = \"remove_addr\"\n[[events]]\nat = \"6s\"\nnode = \"client\"\niface = \"eth1\"\naction = \"add_addr\"\n";
+    for (i, c) in ["kernel", "mplab"].into_iter().enumerate() {
+        let toml = two_paths("12s", c, "kernel", &format!("{FULLMESH}{ev}{}", bulk(None)));
+        let r = run_us(&g, i, &toml, None);
+        let f = &r.results.summary.flows[0];
+        let (before, during, after) = (window_mbit(&r, "up", 1.0, 3.0), window_mbit(&r, "up", 4.0, 6.0), window_mbit(&r, "up", 8.0, 12.0));
+        let notes: Vec<&String> = r.results.summary.notes.iter().filter(|n| n.starts_with("address event")).collect();
+        eprintln!("{c} client: before {before:.2} withdrawn {during:.2} restored {after:.2} Mbit/s; {notes:?}; {:?}", f.subflows);
+        assert!(f.verified && !f.fallback, "{f:?}");
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes.iter().all(|n| !n.contains("failed") && !n.contains("nothing")), "{notes:?}");
+        assert!((during / 9.5 - 1.0).abs() < 0.1, "{c}: {during:.2} Mbit/s while withdrawn");
+        assert!(after >= 15.0, "{c}: {after:.2} Mbit/s after the address came back");
+        let late = f.subflows.iter().filter(|s| s.local.starts_with("10.9.1.1:")).count();
+        assert!(late >= 3, "{c}: no new subflow from the restored address: {:?}", f.subflows);
+    }
+    g.assert_clean();
+}

@@ -443,6 +443,18 @@ pub enum LinkAction {
     Up,
     /// Change parameters; `None` keeps the current value.
     Set { direction: Direction, rate_bps: Option<u64>, delay_ns: Option<u64>, jitter_ns: Option<u64>, loss: Option<f64> },
+    /// `node` withdraws its address on this link from MPTCP (REMOVE_ADDR);
+    /// the link itself is untouched.
+    RemoveAddr { node: NodeId, node_name: String, iface: usize, iface_name: String, addr: Ipv4Addr },
+    /// `node` puts that address back in service.
+    AddAddr { node: NodeId, node_name: String, iface: usize, iface_name: String, addr: Ipv4Addr },
+}
+
+impl LinkAction {
+    /// Whether the event changes the link (not a host's addresses).
+    pub fn is_link_change(&self) -> bool {
+        matches!(self, LinkAction::Down | LinkAction::Up | LinkAction::Set { .. })
+    }
 }
 
 // ------------------------------------------------------------ middleboxes

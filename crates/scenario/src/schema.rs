@@ -812,6 +812,12 @@ pub enum EventAction {
     Down,
     Up,
     Set,
+    /// The host withdraws the interface's address from MPTCP (REMOVE_ADDR;
+    /// `ip mptcp endpoint delete`); needs `node` and `iface`.
+    RemoveAddr,
+    /// The host puts it back (`ip mptcp endpoint add`): announced or
+    /// joined again, as the path manager does at establishment.
+    AddAddr,
 }
 
 /// Which direction(s) of a link something applies to.

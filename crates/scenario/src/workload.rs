@@ -423,6 +423,25 @@ fn events(spec: &Spec, net: &Network) -> Result<Vec<Event>, Diag> {
             ("direction", e.direction.is_some()),
         ];
         let action = match e.action {
+            EventAction::RemoveAddr | EventAction::AddAddr => {
+                if let Some((field, _)) = params.iter().find(|(_, set)| *set) {
+                    return diag(format!("{path}.{field}"), "only applies to action = \"set\"");
+                }
+                let (Some(node), Some(iface)) = (&e.node, &e.iface) else {
+                    return diag(path, "an address event names the host's interface with `node` and `iface`");
+                };
+                let n = find_node(&net.nodes, node, &format!("{path}.node"))?;
+                if n.kind == NodeKind::Router {
+                    return diag(format!("{path}.node"), format!("{node:?} is a router; only hosts have MPTCP addresses"));
+                }
+                let i = n.iface(iface).ok_or_else(|| Diag::new(format!("{path}.iface"), format!("{node} has no interface {iface:?}")))?;
+                let (node, node_name, iface, iface_name, addr) = (n.id, n.name.clone(), i.index, i.name.clone(), i.addr);
+                if e.action == EventAction::RemoveAddr {
+                    LinkAction::RemoveAddr { node, node_name, iface, iface_name, addr }
+                } else {
+                    LinkAction::AddAddr { node, node_name, iface, iface_name, addr }
+                }
+            }
             EventAction::Down | EventAction::Up => {
                 if let Some((field, _)) = params.iter().find(|(_, set)| *set) {
                     return diag(format!("{path}.{field}"), "only applies to action = \"set\"");

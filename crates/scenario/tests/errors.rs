@@ -353,3 +353,12 @@ fn load_balancer_errors_name_the_field() {
     assert_eq!(lb("mode = \"token\"\nvip = \"10.100.0.1\"\nbackends = []\n"), r#"scenario.toml:36:12: middleboxes[0].backends: a load balancer needs at least one backend host"#);
     assert_eq!(lb("mode = \"token\"\nvip = \"10.100.0.1\"\nbackends = [\"s0\"]\nsize = \"1KB\"\n"), r#"scenario.toml:37:8: middleboxes[0].size: does not apply to kind = "load_balancer""#);
 }
+
+#[test]
+fn address_events_name_a_host_interface() {
+    let ev = "\n[[events]]\nat = \"5s\"\naction = \"remove_addr\"\n";
+    assert_eq!(error(&with(&format!("{ev}link = \"c-s\"\n"))), "scenario.toml:14:1: events[0]: an address event names the host's interface with `node` and `iface`");
+    assert_eq!(error(&with(&format!("{ev}node = \"c\"\niface = \"eth0\"\nloss = 0.1\n"))), r#"scenario.toml:19:8: events[0].loss: only applies to action = "set""#);
+    let net = common::net(&with(&format!("{ev}node = \"c\"\niface = \"eth0\"\n")));
+    assert!(matches!(&net.events[0].action, mplab_scenario::network::LinkAction::RemoveAddr { node_name, iface_name, .. } if node_name == "c" && iface_name == "eth0"));
+}

@@ -54,4 +54,8 @@ pub trait Endpoint: StreamSocket {
     fn token(&self) -> Option<u32> {
         None
     }
+    /// The host withdrew its address `addr` from MPTCP (`false`) or put it
+    /// back (`true`): scenario events `remove_addr` / `add_addr`. Nothing
+    /// for single-path transports.
+    fn set_addr_in_service(&mut self, _addr: std::net::Ipv4Addr, _in_service: bool) {}
 }

@@ -161,4 +161,13 @@ impl Endpoint for MptcpEndpoint {
     fn token(&self) -> Option<u32> {
         Some(self.conn.local_token())
     }
+
+    fn set_addr_in_service(&mut self, addr: Ipv4Addr, in_service: bool) {
+        let Some(id) = self.conn.local_addr_id(IpAddr::V4(addr)) else { return };
+        if in_service {
+            self.conn.add_local(id);
+        } else {
+            self.conn.remove_local(id);
+        }
+    }
 }

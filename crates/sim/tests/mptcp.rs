@@ -384,3 +384,48 @@ fn a_checksum_failure_on_the_only_subflow_falls_back_like_linux() {
     let f = &r.summary.flows[0];
     assert!(f.completed && f.fallback && !f.verified, "{f:?}");
 }
+
+/// Two 10 Mbit/s paths, fullmesh; `who` withdraws its second address at
+/// 3 s and puts it back at 6 s (scenario events remove_addr / add_addr).
+fn withdrawn_and_restored(who: &str, addr_of: &str) -> RunResults {
+    let mut toml = String::from("name = \"addr\"\nduration = \"12s\"\n[[nodes]]\nname = \"client\"\n[[nodes]]\nname = \"server\"\n");
+    for i in 0..2 {
+        toml += &format!("[[links]]\nname = \"p{i}\"\na = \"client:eth{i}\"\nb = \"server:eth{i}\"\nrate = \"10Mbit\"\ndelay = \"10ms\"\nqueue = {{ kind = \"droptail\", packets = 40 }}\na_addr = \"10.9.{i}.1/24\"\nb_addr = \"10.9.{i}.2/24\"\n");
+    }
+    toml += "[probes]\ninterval = \"250ms\"\n[transport.mptcp]\npath_manager = \"fullmesh\"\n";
+    for (at, action) in [("3s", "remove_addr"), ("6s", "add_addr")] {
+        toml += &format!("[[events]]\nat = \"{at}\"\nnode = \"{who}\"\niface = \"eth1\"\naction = \"{action}\"\n");
+    }
+    toml += "[[flows]]\nname = \"up\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\n";
+    let r = run(&toml);
+    let f = &r.summary.flows[0];
+    assert!(f.verified && !f.fallback, "{f:?}");
+    // flows.csv names subflows by their index in the summary's list.
+    let uses = |i: usize| f.subflows.get(i).is_some_and(|s| s.local.starts_with(&format!("{addr_of}:")) || s.remote.starts_with(&format!("{addr_of}:")));
+    let on = |t0: f64| {
+        r.flows.iter().filter(|s| s.flow == "up" && s.subflow.parse::<usize>().is_ok_and(uses) && s.time_s > t0 && s.time_s <= t0 + 2.0).map(|s| s.goodput_bps).sum::<f64>()
+    };
+    // While withdrawn, no subflow uses the address; after, one does again.
+    assert_eq!(on(3.5), 0.0, "{addr_of} still carries data while withdrawn");
+    assert!(on(8.0) > 0.0, "{addr_of} unused after it came back");
+    r
+}
+
+#[test]
+fn a_client_address_withdrawn_and_restored_is_left_then_joined_again() {
+    let r = withdrawn_and_restored("client", "10.9.1.1");
+    // Both subflows left use path 0 (the source address picks the path):
+    // one path's rate while withdrawn, both paths' before and after.
+    let (before, during, after) = (goodput(&r, "up", 1.0, 3.0), goodput(&r, "up", 4.0, 6.0), goodput(&r, "up", 8.0, 12.0));
+    assert!(before > 17.5 && after > 17.5, "{before} {after} Mbit/s");
+    assert!((during / 9.5 - 1.0).abs() < 0.05, "{during} Mbit/s");
+    let f = &r.summary.flows[0];
+    assert!(f.subflows.iter().filter(|s| s.local.starts_with("10.9.1.1:")).count() >= 3, "new subflows from the restored address: {:?}", f.subflows);
+}
+
+#[test]
+fn a_server_address_withdrawn_and_restored_is_announced_and_joined_again() {
+    let r = withdrawn_and_restored("server", "10.9.1.2");
+    let f = &r.summary.flows[0];
+    assert!(f.subflows.iter().filter(|s| s.remote.starts_with("10.9.1.2:")).count() >= 3, "joins to the re-announced address: {:?}", f.subflows);
+}

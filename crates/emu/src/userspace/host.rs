@@ -394,11 +394,16 @@ fn control(ends: &mut [End], line: &str) -> String {
                 }
                 done.push(format!("{name}: MP_PRIO on {} subflow(s)", idx.len()));
             }
-            ("remove", Some(a)) => {
+            ("remove" | "add", Some(a)) => {
                 let Some(id) = end.cfg.locals.iter().find(|l| l.addr == a).map(|l| l.id) else { continue };
                 let Some(mp) = conn.mptcp() else { continue };
-                mp.remove_local(id);
-                done.push(format!("{name}: REMOVE_ADDR id {id}"));
+                if verb == "add" {
+                    mp.add_local(id);
+                    done.push(format!("{name}: address id {id} back in service"));
+                } else {
+                    mp.remove_local(id);
+                    done.push(format!("{name}: REMOVE_ADDR id {id}"));
+                }
             }
             ("abort", _) if arg.is_none_or(|f| f == name) => {
                 conn.abort();

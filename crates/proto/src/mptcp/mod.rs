@@ -278,6 +278,9 @@ pub struct Connection {
     /// ADD_ADDR echoes to send.
     echoes: VecDeque<(u8, IpAddr, Option<u16>)>,
     remove_pending: Vec<u8>,
+    /// Our address ids withdrawn by `remove_local` (until `add_local`):
+    /// the path manager does not see them.
+    withdrawn: Vec<u8>,
     fastclose_pending: bool,
     rng: u64,
 
@@ -398,6 +401,7 @@ impl Connection {
             announces: Vec::new(),
             echoes: VecDeque::new(),
             remove_pending: Vec::new(),
+            withdrawn: Vec::new(),
             fastclose_pending: false,
             rng,
             app_end: 0,
@@ -614,13 +618,51 @@ impl Connection {
             s.tcp.ack_now();
         }
     }
-    /// Withdraws one of our addresses: REMOVE_ADDR, and its subflows end.
+    /// Withdraws one of our addresses: REMOVE_ADDR, its subflows end, and
+    /// no subflow uses it again until [`add_local`](Self::add_local).
     pub fn remove_local(&mut self, id: u8) {
         self.changed_all();
-        self.remove_pending.push(id);
+        if !self.remove_pending.contains(&id) {
+            self.remove_pending.push(id);
+        }
+        if !self.withdrawn.contains(&id) {
+            self.withdrawn.push(id);
+        }
+        self.announces.retain(|a| a.id != id);
         for s in self.subflows.iter_mut().filter(|s| s.local_id == id) {
             s.tcp.abort();
         }
+    }
+
+    /// Puts a withdrawn address of ours (one of `locals`) back in service:
+    /// the path manager announces it or opens subflows from it, as it would
+    /// have at establishment (Linux: `ip mptcp endpoint add` again).
+    pub fn add_local(&mut self, id: u8) {
+        self.changed_all();
+        self.withdrawn.retain(|&x| x != id);
+        // A REMOVE_ADDR not sent yet would now only confuse the peer.
+        self.remove_pending.retain(|&x| x != id);
+        let Some(l) = self.cfg.locals.iter().find(|l| l.id == id).copied() else { return };
+        if !self.pm_started || self.closing || self.reset || self.fallback.is_some() {
+            return;
+        }
+        let mut out = Vec::new();
+        let tuples: Vec<_> = self.subflows.iter().filter(|s| !s.is_closed()).map(|s| (s.local, s.remote)).collect();
+        let remotes = self.join_remotes();
+        let locals = self.live_locals();
+        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
+        self.pm.on_local_added(&v, l, &mut out);
+        self.apply(out);
+    }
+
+    /// The id of our address `ip`, if it is one of `locals`.
+    pub fn local_addr_id(&self, ip: IpAddr) -> Option<u8> {
+        self.cfg.locals.iter().find(|l| l.addr == ip).map(|l| l.id)
+    }
+
+    /// Our addresses the path manager may use (not withdrawn).
+    fn live_locals(&self) -> Vec<LocalAddr> {
+        self.cfg.locals.iter().filter(|l| !self.withdrawn.contains(&l.id)).copied().collect()
     }
 
     // ---------------------------------------------------------------- input
@@ -1196,7 +1238,8 @@ impl Connection {
         let mut out = Vec::new();
         let tuples: Vec<_> = self.subflows.iter().filter(|s| !s.is_closed()).map(|s| (s.local, s.remote)).collect();
         let remotes = self.join_remotes();
-        let v = PmView { client: self.client, locals: &self.cfg.locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
+        let locals = self.live_locals();
+        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
         self.pm.on_add_addr(&v, r, &mut out);
         self.apply(out);
     }
@@ -1212,7 +1255,11 @@ impl Connection {
         for s in self.subflows.iter_mut().filter(|s| ids.contains(&s.remote_id) && s.is_join()) {
             s.tcp.abort();
         }
+        // A removed address no longer counts against the ADD_ADDR limit
+        // (as Linux's `add_addr_accepted`): announced again, it is taken.
+        let before = self.remotes.len();
         self.remotes.retain(|r| r.id == 0 || !ids.contains(&r.id));
+        self.add_addr_accepted = self.add_addr_accepted.saturating_sub((before - self.remotes.len()) as u32);
     }
 
     fn on_fastclose(&mut self) {
@@ -1399,7 +1446,8 @@ impl Connection {
             let mut out = Vec::new();
             let tuples: Vec<_> = self.subflows.iter().map(|s| (s.local, s.remote)).collect();
             let remotes = self.join_remotes();
-            let v = PmView { client: self.client, locals: &self.cfg.locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
+            let locals = self.live_locals();
+        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
             self.pm.on_established(&v, &mut out);
             self.apply(out);
         }

@@ -80,6 +80,9 @@ pub trait PathManager: Debug {
     fn on_established(&mut self, v: &PmView, out: &mut Vec<PmAction>);
     /// The peer announced `addr` (already counted against the limit).
     fn on_add_addr(&mut self, v: &PmView, addr: RemoteAddr, out: &mut Vec<PmAction>);
+    /// Our address `l`, withdrawn earlier, is back in service (it is in
+    /// `v.locals`). By default nothing happens.
+    fn on_local_added(&mut self, _v: &PmView, _l: LocalAddr, _out: &mut Vec<PmAction>) {}
 }
 
 /// Server side of every manager: announce the addresses flagged `signal`.
@@ -106,6 +109,19 @@ fn room(v: &PmView, out: &[PmAction]) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct Endpoints;
 
+impl Endpoints {
+    /// A `subflow` endpoint's subflows: to the peer's first address, or to
+    /// every one it knows when also `fullmesh`.
+    fn subflows_from(v: &PmView, l: &LocalAddr, out: &mut Vec<PmAction>) {
+        let targets: Vec<RemoteAddr> = if l.fullmesh { v.remotes.to_vec() } else { v.remotes.iter().take(1).copied().collect() };
+        for r in targets {
+            if !v.has(l.addr, r.addr) && room(v, out) {
+                out.push(PmAction::Open { local: l.addr, remote: r, backup: l.backup });
+            }
+        }
+    }
+}
+
 impl PathManager for Endpoints {
     fn name(&self) -> &'static str {
         "default"
@@ -117,12 +133,19 @@ impl PathManager for Endpoints {
             return;
         }
         for l in v.locals.iter().filter(|l| l.subflow) {
-            let targets: Vec<RemoteAddr> = if l.fullmesh { v.remotes.to_vec() } else { v.remotes.iter().take(1).copied().collect() };
-            for r in targets {
-                if !v.has(l.addr, r.addr) && room(v, out) {
-                    out.push(PmAction::Open { local: l.addr, remote: r, backup: l.backup });
-                }
+            Self::subflows_from(v, l, out);
+        }
+    }
+
+    fn on_local_added(&mut self, v: &PmView, l: LocalAddr, out: &mut Vec<PmAction>) {
+        if !v.client {
+            if l.signal {
+                out.push(PmAction::Announce { id: l.id, addr: l.addr });
             }
+            return;
+        }
+        if l.subflow {
+            Self::subflows_from(v, &l, out);
         }
     }
 
@@ -173,6 +196,18 @@ impl PathManager for FullMesh {
     fn on_add_addr(&mut self, v: &PmView, addr: RemoteAddr, out: &mut Vec<PmAction>) {
         if v.client {
             self.mesh_to(v, addr, out);
+        }
+    }
+
+    fn on_local_added(&mut self, v: &PmView, l: LocalAddr, out: &mut Vec<PmAction>) {
+        if !v.client {
+            out.push(PmAction::Announce { id: l.id, addr: l.addr });
+            return;
+        }
+        for r in v.remotes {
+            if !v.has(l.addr, r.addr) && room(v, out) {
+                out.push(PmAction::Open { local: l.addr, remote: *r, backup: l.backup });
+            }
         }
     }
 }

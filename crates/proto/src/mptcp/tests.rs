@@ -620,3 +620,54 @@ fn segments_outside_the_window_change_nothing() {
         assert!(changed, "{what}: in the window");
     }
 }
+
+fn open_from(c: &Connection, a: IpAddr) -> usize {
+    c.subflows().iter().filter(|s| s.local.ip() == a && !s.is_closed() && s.tcp.is_established()).count()
+}
+
+#[test]
+fn a_withdrawn_client_address_is_left_then_used_again_when_restored() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 10);
+    n.to_send = 6_000_000;
+    n.run(800);
+    assert_eq!(open_from(&n.client, ip(2, 1)), 1);
+    n.client.remove_local(1);
+    n.run(1600);
+    assert_eq!(open_from(&n.client, ip(2, 1)), 0, "{:?}", n.client.subflow_stats());
+    // The server heard REMOVE_ADDR: its subflow to that address is gone.
+    assert!(n.server().subflows().iter().filter(|s| s.remote.ip() == ip(2, 1)).all(|s| s.is_closed()));
+    let before = bytes_on(&n.client);
+    n.client.add_local(1);
+    n.run(30_000);
+    assert_eq!(n.received, 6_000_000);
+    assert_eq!(n.misplaced, 0);
+    let sf = n.client.subflow_stats();
+    assert_eq!(sf.len(), before.len() + 1, "one new subflow from the restored address: {sf:?}");
+    let last = sf.last().unwrap();
+    assert!(last.local.ip() == ip(2, 1) && last.tcp.bytes_acked > 500_000, "{last:?}");
+}
+
+#[test]
+fn a_server_address_withdrawn_and_restored_ten_times_is_joined_each_time() {
+    // More rounds than the ADD_ADDR limit (8): a removed address no longer
+    // counts against it.
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1), ip(9, 2)], "fullmesh", 5, 10);
+    n.to_send = 40_000_000;
+    let mut t = 500;
+    n.run(t);
+    for round in 0..10 {
+        let to = |c: &Connection| c.subflows().iter().filter(|s| s.remote.ip() == ip(9, 2) && !s.is_closed() && s.tcp.is_established()).count();
+        assert_eq!(to(&n.client), 1, "round {round}: {:?}", n.client.subflow_stats());
+        n.server.as_mut().unwrap().remove_local(1);
+        t += 300;
+        n.run(t);
+        assert_eq!(to(&n.client), 0, "round {round}: still joined after REMOVE_ADDR");
+        n.server.as_mut().unwrap().add_local(1);
+        t += 300;
+        n.run(t);
+    }
+    n.run(60_000);
+    assert_eq!(n.received, 40_000_000);
+    assert_eq!(n.misplaced, 0);
+    assert!(n.client.stats().add_addr_received >= 11, "{:?}", n.client.stats());
+}

@@ -432,6 +432,10 @@ impl World {
     pub(super) fn scenario_event(&mut self, idx: usize) {
         let ev = self.net.events[idx].clone();
         let now = self.now;
+        if let network::LinkAction::RemoveAddr { node, addr, .. } | network::LinkAction::AddAddr { node, addr, .. } = ev.action {
+            let in_service = matches!(ev.action, network::LinkAction::AddAddr { .. });
+            return self.set_addr_in_service(node, addr, in_service);
+        }
         let dirs: &[usize] = match &ev.action {
             network::LinkAction::Set { direction: network::Direction::Ab, .. } => &[0],
             network::LinkAction::Set { direction: network::Direction::Ba, .. } => &[1],
@@ -456,6 +460,7 @@ impl World {
                         l.set_loss(config::loss_model(p, None));
                     }
                 }
+                network::LinkAction::RemoveAddr { .. } | network::LinkAction::AddAddr { .. } => {}
             }
             self.reclaim(ev.link, d);
             self.schedule_link(ev.link, d);

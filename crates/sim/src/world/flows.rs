@@ -66,6 +66,19 @@ impl World {
         self.after_input(flow, end, p);
     }
 
+    /// Scenario events `remove_addr` / `add_addr`: every connection of
+    /// `node` hears that its address `addr` left or came back.
+    pub(super) fn set_addr_in_service(&mut self, node: usize, addr: std::net::Ipv4Addr, in_service: bool) {
+        for flow in 0..self.flows.len() {
+            for end in 0..2 {
+                let at = if end == 0 { self.net.flows[flow].from } else { self.flows[flow].server };
+                let Some(ep) = self.flows[flow].ends[end].ep.as_mut().filter(|_| at == node) else { continue };
+                ep.set_addr_in_service(addr, in_service);
+                self.after_input(flow, end, Progress::default());
+            }
+        }
+    }
+
     pub(super) fn after_input(&mut self, flow: usize, end: usize, p: Progress) {
         let e = &mut self.flows[flow].ends[end];
         e.misplaced |= p.misplaced;
