@@ -747,6 +747,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             (n.clone(), serde_json::json!({
                 "rx_packets": c.rx_packets, "tx_packets": c.tx_packets, "bad_checksum": c.bad_checksum, "not_tcp": c.not_tcp,
                 "kernel_tcp": ktcp, "rsts_sent": c.rsts_sent, "tx_dropped": c.tx_dropped, "unplaced_segments": c.unplaced_segments, "wakeups": c.wakeups,
+                "max_pass_ms": c.max_pass_ns as f64 / 1e6, "passes_over_10ms": c.passes_over_10ms,
                 "streams": c.digests.iter().map(|(f, r, n, h)| serde_json::json!({"flow": f, "end": r, "bytes_read": n, "sha256": h})).collect::<Vec<_>>(),
             }))
         }).collect::<serde_json::Map<_, _>>(),

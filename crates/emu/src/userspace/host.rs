@@ -57,6 +57,11 @@ pub struct HostCounters {
     pub tx_dropped: u64,
     pub unplaced_segments: u64,
     pub wakeups: u64,
+    /// The longest pass of the packet loop (input, timers, output, probes;
+    /// not the wait for packets), and the passes longer than 10 ms: a
+    /// stalled loop shows here.
+    pub max_pass_ns: u64,
+    pub passes_over_10ms: u64,
     /// Connections accepted as a server (a balancer's backend counts its own).
     pub connections: u64,
     /// MP_JOIN SYNs answered, and refused (unknown token, or the
@@ -188,6 +193,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
         if clk.abort.load(Ordering::Relaxed) || clk.now_ns() >= clk.hard_ns {
             break;
         }
+        let pass_start = std::time::Instant::now();
         // ---- input, one batch
         let now = now_i();
         for _ in 0..BATCH {
@@ -348,6 +354,9 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
         }
         next = next.min(sctp.wait_ns(now, clk.now_ns()));
         next = next.min(20_000_000);
+        let pass = pass_start.elapsed().as_nanos() as u64;
+        c.max_pass_ns = c.max_pass_ns.max(pass);
+        c.passes_over_10ms += u64::from(pass > 10_000_000);
         if next > 0 && !more {
             let mut fds = [libc::pollfd { fd: tun.raw_fd(), events: libc::POLLIN, revents: 0 }];
             let _ = crate::sys::poll_in(&mut fds, next);
