@@ -453,6 +453,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             last[h] = now;
         }
         for (fi, f) in net.flows.iter().enumerate() {
+            // No rows before a flow starts (as the simulator).
+            if t * 1e9 + 1.0 < f.start_ns as f64 {
+                continue;
+            }
             let st = &states[fi];
             let tr = &mut tracks[fi];
             let first = observe(f, st, tr);

@@ -14,6 +14,7 @@ pub mod plugins;
 pub mod report;
 pub mod run;
 pub mod slurm;
+pub mod soak;
 pub mod sweep;
 pub mod table;
 pub mod trace;

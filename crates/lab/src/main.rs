@@ -1,6 +1,6 @@
 //! `mplab`: the Multipath TCP lab command line.
 
-use mplab::{attack, compare, figures, plugins, report, run, slurm, sweep, trace, validate};
+use mplab::{attack, compare, figures, plugins, report, run, slurm, soak, sweep, trace, validate};
 
 
 use std::io::Write as _;
@@ -262,6 +262,32 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Soak: many MPTCP connections for a long time through link flaps,
+    /// Gilbert-Elliott loss bursts, reordering, duplication and addresses
+    /// withdrawn and restored on both ends. Checks every byte, samples the
+    /// process's memory, descriptors and threads, and checks what the run
+    /// left behind; exits 1 on a failure. kernel and userspace need root.
+    ///
+    /// Examples:
+    ///   mplab soak --duration 1h
+    ///   sudo mplab soak --backend userspace --duration 10min
+    ///   mplab soak --duration 10min --write-scenario soak.toml
+    #[command(verbatim_doc_comment)]
+    Soak {
+        #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
+        backend: String,
+        /// Scenario time (e.g. 1h, 10min, 300s).
+        #[arg(long, default_value = "1h")]
+        duration: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output directory (default results/soak-<backend>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write the soak's scenario file here and stop.
+        #[arg(long)]
+        write_scenario: Option<PathBuf>,
+    },
 }
 
 /// Prints an error, "error" in red when stderr is a terminal.
@@ -291,7 +317,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Simulations (the default backend) run faster on huge pages; this
     // restarts the process once with them, before any thread exists.
-    if matches!(&cli.command, Command::Run { backend, .. } if backend == "sim") || matches!(cli.command, Command::Sweep { .. } | Command::Validate { .. }) {
+    if matches!(&cli.command, Command::Run { backend, .. } | Command::Soak { backend, .. } if backend == "sim") || matches!(cli.command, Command::Sweep { .. } | Command::Validate { .. }) {
         mplab_sim::hugepages::reexec_with_huge_pages();
     }
     let (quiet, verbose) = (cli.quiet, cli.verbose);
@@ -423,6 +449,31 @@ fn main() -> ExitCode {
                     if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
                 }
                 Err(e) => fail("validate", run::RunError::Usage(e)),
+            }
+        }
+        Command::Soak { backend, duration, seed, out, write_scenario } => {
+            let secs = match duration.parse::<mplab_scenario::Duration>() {
+                Ok(d) if d.as_nanos() >= 10_000_000_000 => d.as_nanos() / 1_000_000_000,
+                Ok(_) => return fail("soak", run::RunError::Usage("--duration: at least 10s".into())),
+                Err(e) => return fail("soak", run::RunError::Usage(format!("--duration {duration:?}: {e}"))),
+            };
+            if let Some(path) = write_scenario {
+                let stack = if backend == "userspace" { "mplab" } else { "kernel" };
+                return match std::fs::write(&path, soak::scenario(secs, seed, stack)) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail("soak", run::RunError::Failed(format!("{}: {e}", path.display()))),
+                };
+            }
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("soak-{backend}")));
+            match soak::soak(&backend, secs, seed, &out) {
+                Ok(r) => {
+                    if !quiet {
+                        print!("{}", soak::render(&r));
+                        println!("  results and soak.json in {}", out.display());
+                    }
+                    if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+                }
+                Err(e) => fail("soak", e),
             }
         }
         Command::Attack { scenario, backends, rows, link, out, list } => {

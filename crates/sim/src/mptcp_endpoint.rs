@@ -134,7 +134,7 @@ impl Endpoint for MptcpEndpoint {
             .iter()
             .map(|s| {
                 let mut p = PathStats::from_tcp(s.local, s.remote, s.backup, &s.tcp);
-                p.state = if s.closed {
+                p.state = if s.closed || s.finished {
                     S::Closed
                 } else if s.stale {
                     S::Stale

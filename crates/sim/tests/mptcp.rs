@@ -294,7 +294,10 @@ fn coalescing_box_on_one_of_two_paths_costs_only_that_subflow() {
     // Mid-transfer the probes show it closed beside the working one.
     use mplab_sim::results::SubflowState as S;
     let state_at = |sub: &str, t: f64| r.flows.iter().find(|s| s.subflow == sub && (s.time_s - t).abs() < 1e-6).and_then(|s| s.state);
-    assert_eq!((state_at("0", 3.0), state_at("1", 3.0)), (Some(S::Established), Some(S::Closed)), "the reset subflow is closed");
+    assert_eq!(state_at("0", 3.0), Some(S::Established));
+    // A closed subflow gets one row saying so, and no more.
+    let last = r.flows.iter().filter(|s| s.subflow == "1").last().expect("rows of subflow 1");
+    assert!(last.state == Some(S::Closed) && last.time_s < 3.0, "the reset subflow is closed: {last:?}");
 }
 
 #[test]

@@ -159,6 +159,7 @@ impl Conn {
                 backup: false,
                 established: c.is_established(),
                 closed: c.is_closed(),
+                finished: c.is_finished(),
                 stale: false,
                 tcp: c.stats(),
             }],

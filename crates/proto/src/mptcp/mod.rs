@@ -209,6 +209,8 @@ pub struct SubflowStats {
     pub backup: bool,
     pub established: bool,
     pub closed: bool,
+    /// Nothing more will pass on it (closed, or in TIME-WAIT).
+    pub finished: bool,
     pub stale: bool,
     pub tcp: TcpStats,
 }
@@ -512,6 +514,7 @@ impl Connection {
                 backup: s.backup || s.peer_backup,
                 established: s.handshake == Handshake::Established,
                 closed: s.is_closed(),
+                finished: s.tcp.is_finished(),
                 stale: s.stale,
                 tcp: s.tcp.stats(),
             })

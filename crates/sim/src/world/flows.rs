@@ -30,6 +30,12 @@ pub(super) struct FlowRt {
     pub(super) srtt_sum_ns: f64,
     pub(super) srtt_samples: u64,
     pub(super) last_path_acked: Vec<u64>,
+    /// Subflows whose closed state has been sampled once (no more rows),
+    /// and whether the flow's last row (every subflow closed) is out: a
+    /// long run of many short connections would otherwise keep a row per
+    /// probe for each of them long after it ended.
+    pub(super) closed_sampled: Vec<bool>,
+    pub(super) ended_sampled: bool,
 }
 
 impl World {

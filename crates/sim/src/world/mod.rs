@@ -189,6 +189,8 @@ impl World {
                 ],
                 start: Instant(f.start_ns),
                 last_delivered: 0,
+                closed_sampled: Vec::new(),
+                ended_sampled: false,
                 srtt_sum_ns: 0.0,
                 srtt_samples: 0,
                 last_path_acked: Vec::new(),

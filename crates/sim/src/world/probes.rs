@@ -36,6 +36,12 @@ impl World {
         }
         let probes = &self.net.probes;
         for (fi, f) in self.flows.iter_mut().enumerate() {
+            // No rows before a flow starts (nor, below, after it ended): a
+            // long run of many short connections keeps rows for the live
+            // ones only.
+            if self.now < f.start {
+                continue;
+            }
             let name = &self.net.flows[fi].name;
             let detailed = probes.flows.contains(&fi);
             let cwnd = |v: u64| (detailed && probes.cwnd).then_some(v);
@@ -46,6 +52,12 @@ impl World {
             f.last_delivered = delivered;
             let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
             let paths = f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default();
+            // A flow whose subflows are all closed gets one last row.
+            let ended = !paths.is_empty() && paths.iter().all(|p| p.state == SubflowState::Closed);
+            if ended && f.ended_sampled {
+                continue;
+            }
+            f.ended_sampled = ended;
             let first = paths.first();
             if let Some((ooo, hol)) = f.ends[1 - sender].ep.as_ref().and_then(|e| e.reorder_probe(self.now)) {
                 self.results.reorder.push(ReorderSample { row: self.results.flows.len(), ooo_bytes: ooo, hol_ms: hol as f64 / 1e6 });
@@ -65,10 +77,15 @@ impl World {
                 f.srtt_samples += 1;
             }
             f.last_path_acked.resize(paths.len(), 0);
+            f.closed_sampled.resize(paths.len(), false);
             if paths.len() > 1 || self.net.flows[fi].transport == network::TransportKind::Mptcp {
                 for (i, p) in paths.iter().enumerate() {
                     let gp = (p.bytes_acked - f.last_path_acked[i].min(p.bytes_acked)) as f64 * 8.0 / secs;
                     f.last_path_acked[i] = p.bytes_acked;
+                    // A closed subflow: one row saying so, then none.
+                    if p.state == SubflowState::Closed && std::mem::replace(&mut f.closed_sampled[i], true) {
+                        continue;
+                    }
                     self.results.flows.push(FlowSample {
                         time_s: t,
                         flow: name.clone(),

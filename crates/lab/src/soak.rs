@@ -1,0 +1,354 @@
+//! `mplab soak`: a long run of many MPTCP connections through faults —
+//! link flaps, Gilbert-Elliott loss bursts, reordering, duplication,
+//! addresses withdrawn and restored on both ends — on any backend, with
+//! every byte verified, the process's memory, file descriptors and threads
+//! sampled, and what the run left behind (namespaces, child processes,
+//! descriptors) checked afterwards. docs/soak.md has the figures.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mplab_scenario::Scenario;
+use serde::Serialize;
+
+use crate::run::{self, RunError};
+
+/// A fault repeats every this many seconds (each kind at its own offset).
+const CYCLE_S: u64 = 150;
+/// A new download starts every this many seconds.
+const DOWNLOAD_GAP_S: u64 = 5;
+/// Downloads that start this close to the end need not finish.
+const TAIL_S: u64 = 60;
+const SIZES: [&str; 3] = ["200KB", "1MB", "3MB"];
+
+/// The soak scenario: a client and a server joined by two paths, 20 Mbit/s
+/// with Gilbert-Elliott loss and 10 Mbit/s with jitter, reordering and
+/// duplication; a constant-rate upload, a request/response flow and a new
+/// download every 5 s for the whole run; every 150 s the second path flaps
+/// for 8 s, the client withdraws and restores its second address, and every
+/// other cycle the server does the same with its own.
+pub fn scenario(duration_s: u64, seed: u64, client_stack: &str) -> String {
+    let mut t = String::new();
+    let _ = write!(
+        t,
+        r#"name = "soak"
+description = "Many MPTCP connections through link flaps, loss bursts, reordering, duplication and address churn"
+duration = "{duration_s}s"
+seed = {seed}
+
+[[nodes]]
+name = "client"
+stack = "{client_stack}"
+[[nodes]]
+name = "server"
+
+[[links]]
+name = "p0"
+a = "client:eth0"
+b = "server:eth0"
+rate = "20Mbit"
+delay = "10ms"
+queue = {{ kind = "droptail", packets = 60 }}
+loss_model = {{ gilbert_elliott = {{ p_gb = 0.001, p_bg = 0.1, loss_good = 0.0, loss_bad = 0.2 }} }}
+a_addr = "10.9.0.1/24"
+b_addr = "10.9.0.2/24"
+
+[[links]]
+name = "p1"
+a = "client:eth1"
+b = "server:eth1"
+rate = "10Mbit"
+delay = "25ms"
+jitter = "3ms"
+reorder = true
+duplicate = 0.005
+queue = {{ kind = "droptail", packets = 40 }}
+a_addr = "10.9.1.1/24"
+b_addr = "10.9.1.2/24"
+
+[transport.mptcp]
+path_manager = "fullmesh"
+checksum = true
+
+[probes]
+interval = "5s"
+flows = ["stream", "web"]
+
+[[flows]]
+name = "stream"
+from = "client"
+to = "server"
+transport = "mptcp"
+app = "rate"
+rate = "4Mbit"
+
+[[flows]]
+name = "web"
+from = "client"
+to = "server"
+transport = "mptcp"
+app = "request"
+request_size = "300B"
+response_size = "20KB"
+interval = "500ms"
+"#
+    );
+    let mut i = 0;
+    let mut start = 2;
+    while start + 1 < duration_s {
+        let _ = write!(
+            t,
+            "\n[[flows]]\nname = \"dl{i}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"download\"\nbytes = \"{}\"\nstart = \"{start}s\"\n",
+            SIZES[i % SIZES.len()]
+        );
+        i += 1;
+        start += DOWNLOAD_GAP_S;
+    }
+    let mut cycle = 0;
+    while cycle * CYCLE_S + 40 < duration_s {
+        let base = cycle * CYCLE_S;
+        let mut ev = |at: u64, body: &str| {
+            if at < duration_s {
+                let _ = write!(t, "\n[[events]]\nat = \"{at}s\"\n{body}");
+            }
+        };
+        ev(base + 40, "link = \"p1\"\naction = \"down\"\n");
+        ev(base + 48, "link = \"p1\"\naction = \"up\"\n");
+        ev(base + 90, "node = \"client\"\niface = \"eth1\"\naction = \"remove_addr\"\n");
+        ev(base + 105, "node = \"client\"\niface = \"eth1\"\naction = \"add_addr\"\n");
+        if cycle % 2 == 1 {
+            ev(base + 120, "node = \"server\"\niface = \"eth1\"\naction = \"remove_addr\"\n");
+            ev(base + 130, "node = \"server\"\niface = \"eth1\"\naction = \"add_addr\"\n");
+        }
+        cycle += 1;
+    }
+    t
+}
+
+/// One sample of the process.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sample {
+    pub wall_s: f64,
+    pub rss_kib: u64,
+    pub fds: u64,
+    pub threads: u64,
+}
+
+fn sample(t0: Instant) -> Sample {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |k: &str| status.lines().find(|l| l.starts_with(k)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let fds = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as u64).unwrap_or(0);
+    // The simulator's packet pool may sit on huge pages, which VmRSS leaves out.
+    Sample { wall_s: t0.elapsed().as_secs_f64(), rss_kib: field("VmRSS:") + field("HugetlbPages:"), fds, threads: field("Threads:") }
+}
+
+/// Child processes of this one still alive (usrsctp hosts, ip, tcpdump).
+fn children() -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
+        // pid (comm) state ppid ...
+        let Some(rest) = stat.rsplit_once(") ").map(|x| x.1) else { continue };
+        if rest.split_whitespace().nth(1) == Some(me.as_str()) {
+            out.push(stat.split_whitespace().take(2).collect::<Vec<_>>().join(" "));
+        }
+    }
+    out
+}
+
+fn mplab_namespaces() -> Vec<String> {
+    let out = std::process::Command::new("ip").args(["netns", "list"]).output();
+    let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    let mine = format!("mplab-{}-", std::process::id());
+    text.lines().filter_map(|l| l.split_whitespace().next()).filter(|n| n.starts_with(&mine)).map(str::to_string).collect()
+}
+
+/// What a soak found.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub backend: String,
+    pub duration_s: u64,
+    pub wall_s: f64,
+    pub connections: usize,
+    pub downloads_completed: usize,
+    pub downloads_due: usize,
+    pub bytes_delivered: u64,
+    pub flows_unverified: Vec<String>,
+    pub downloads_short: Vec<String>,
+    pub link_flaps: usize,
+    pub address_events: usize,
+    pub loss_drops: u64,
+    pub duplicated: u64,
+    pub subflows_opened: usize,
+    pub fallbacks: usize,
+    /// RSS (MiB) after warm-up (the first quarter) and at the end, and the
+    /// highest.
+    pub rss_warm_mib: f64,
+    pub rss_end_mib: f64,
+    pub rss_max_mib: f64,
+    pub fds_before: u64,
+    pub fds_after: u64,
+    pub threads_before: u64,
+    pub threads_after: u64,
+    pub namespaces_left: Vec<String>,
+    pub children_left: Vec<String>,
+    /// Userspace backend: the longest packet-loop pass of an mplab host and
+    /// the passes over 10 ms.
+    pub max_loop_pass_ms: Option<f64>,
+    pub loop_passes_over_10ms: Option<u64>,
+    pub samples: Vec<Sample>,
+    pub failures: Vec<String>,
+}
+
+/// Runs the soak on `backend` for `duration_s` seconds of scenario time and
+/// writes the run's results and `soak.json` to `out`.
+pub fn soak(backend: &str, duration_s: u64, seed: u64, out: &Path) -> Result<Report, RunError> {
+    let client_stack = if backend == "userspace" { "mplab" } else { "kernel" };
+    let toml = scenario(duration_s, seed, client_stack);
+    std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    std::fs::write(out.join("soak.toml"), &toml).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    let sc = Scenario::from_str(&toml, "soak.toml").map_err(|e| RunError::Usage(e.to_string()))?;
+    let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+    let flaps = net.events.iter().filter(|e| matches!(e.action, mplab_scenario::network::LinkAction::Down)).count();
+    let addr_events = net.events.iter().filter(|e| !e.action.is_link_change()).count();
+
+    let t0 = Instant::now();
+    let before = sample(t0);
+    let samples = Arc::new(Mutex::new(vec![before]));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (samples, stop) = (samples.clone(), stop.clone());
+        std::thread::spawn(move || {
+            // Ten samples a second; past 2000 every other one is dropped
+            // (and the spacing doubled), so a long run keeps an even record.
+            let mut every = 1usize;
+            let mut k = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                k += 1;
+                if k % every != 0 {
+                    continue;
+                }
+                let mut v = samples.lock().unwrap_or_else(|e| e.into_inner());
+                v.push(sample(t0));
+                if v.len() >= 2000 {
+                    let kept: Vec<Sample> = v.iter().step_by(2).copied().collect();
+                    *v = kept;
+                    every *= 2;
+                }
+            }
+        })
+    };
+    let result = if backend == "sim" { run::simulate(&sc, net, out, false, None) } else { run::run_real(backend, &sc, net, out) };
+    stop.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    let (results, meta) = result?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    // Give the run's last threads and processes a moment to be reaped.
+    std::thread::sleep(Duration::from_millis(300));
+    let after = sample(t0);
+    let samples = samples.lock().map(|v| v.clone()).unwrap_or_default();
+
+    let s = &results.summary;
+    let dls: Vec<_> = s.flows.iter().filter(|f| f.name.starts_with("dl")).collect();
+    let due = |name: &str| -> bool {
+        let i: u64 = name[2..].parse().unwrap_or(0);
+        2 + i * DOWNLOAD_GAP_S + TAIL_S <= duration_s
+    };
+    let size = |name: &str| -> u64 {
+        let i: usize = name[2..].parse().unwrap_or(0);
+        [200_000, 1_000_000, 3_000_000][i % SIZES.len()]
+    };
+    let mut r = Report {
+        backend: backend.into(),
+        duration_s,
+        wall_s,
+        connections: s.flows.len(),
+        downloads_completed: dls.iter().filter(|f| f.completed).count(),
+        downloads_due: dls.iter().filter(|f| due(&f.name)).count(),
+        bytes_delivered: s.flows.iter().map(|f| f.bytes_delivered).sum(),
+        flows_unverified: s.flows.iter().filter(|f| !f.verified).map(|f| f.name.clone()).collect(),
+        downloads_short: dls.iter().filter(|f| due(&f.name) && !(f.completed && f.bytes_delivered == size(&f.name))).map(|f| format!("{} ({} of {} bytes)", f.name, f.bytes_delivered, size(&f.name))).collect(),
+        link_flaps: flaps,
+        address_events: addr_events,
+        loss_drops: s.links.iter().map(|l| l.drops_loss).sum(),
+        duplicated: s.links.iter().map(|l| l.duplicated).sum(),
+        subflows_opened: s.flows.iter().map(|f| f.subflows.len()).sum(),
+        fallbacks: s.flows.iter().filter(|f| f.fallback).count(),
+        rss_warm_mib: 0.0,
+        rss_end_mib: 0.0,
+        rss_max_mib: samples.iter().map(|x| x.rss_kib).max().unwrap_or(0) as f64 / 1024.0,
+        fds_before: before.fds,
+        fds_after: after.fds,
+        threads_before: before.threads,
+        threads_after: after.threads,
+        namespaces_left: mplab_namespaces(),
+        children_left: children(),
+        max_loop_pass_ms: None,
+        loop_passes_over_10ms: None,
+        samples,
+        failures: Vec::new(),
+    };
+    // Warm: the largest RSS over the second quarter of the run; end: over
+    // the last quarter. Growth past warm-up beyond what the recorded time
+    // series account for is a leak.
+    let n = r.samples.len();
+    let max_in = |a: usize, b: usize| r.samples[a.min(n)..b.min(n)].iter().map(|x| x.rss_kib).max().unwrap_or(0) as f64 / 1024.0;
+    r.rss_warm_mib = max_in(n / 4, n / 2);
+    r.rss_end_mib = max_in(3 * n / 4, n);
+    if let Some(hosts) = meta.get("mplab_hosts").and_then(|h| h.as_object()) {
+        r.max_loop_pass_ms = hosts.values().filter_map(|h| h["max_pass_ms"].as_f64()).reduce(f64::max);
+        r.loop_passes_over_10ms = Some(hosts.values().filter_map(|h| h["passes_over_10ms"].as_u64()).sum());
+    }
+    let mut fail = |m: String| r.failures.push(m);
+    if !r.flows_unverified.is_empty() {
+        fail(format!("flows whose bytes did not verify: {:?}", r.flows_unverified));
+    }
+    if !r.downloads_short.is_empty() {
+        fail(format!("downloads due to finish that did not deliver every byte: {:?}", r.downloads_short));
+    }
+    if r.rss_warm_mib > 0.0 && r.rss_end_mib > r.rss_warm_mib * 1.25 + 16.0 {
+        fail(format!("memory grew after warm-up: {:.1} MiB -> {:.1} MiB", r.rss_warm_mib, r.rss_end_mib));
+    }
+    if r.fds_after > r.fds_before {
+        fail(format!("file descriptors left open: {} before, {} after", r.fds_before, r.fds_after));
+    }
+    if r.threads_after > r.threads_before {
+        fail(format!("threads left running: {} before, {} after", r.threads_before, r.threads_after));
+    }
+    if !r.namespaces_left.is_empty() {
+        fail(format!("namespaces left: {:?}", r.namespaces_left));
+    }
+    if !r.children_left.is_empty() {
+        fail(format!("child processes left: {:?}", r.children_left));
+    }
+    std::fs::write(out.join("soak.json"), serde_json::to_string_pretty(&r).unwrap_or_default() + "\n").map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    Ok(r)
+}
+
+/// The report as a table.
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "soak on {}: {} s of scenario time in {:.1} s wall", r.backend, r.duration_s, r.wall_s);
+    let _ = writeln!(o, "  connections       {} ({} downloads completed, {} due)", r.connections, r.downloads_completed, r.downloads_due);
+    let _ = writeln!(o, "  bytes delivered   {} (unverified flows: {}, short downloads: {})", r.bytes_delivered, r.flows_unverified.len(), r.downloads_short.len());
+    let _ = writeln!(o, "  faults            {} link flaps, {} address events, {} packets lost in bursts, {} duplicated", r.link_flaps, r.address_events, r.loss_drops, r.duplicated);
+    let _ = writeln!(o, "  subflows          {} opened, {} connections fell back", r.subflows_opened, r.fallbacks);
+    let _ = writeln!(o, "  memory (RSS)      {:.1} MiB after warm-up, {:.1} MiB at the end, {:.1} MiB at most", r.rss_warm_mib, r.rss_end_mib, r.rss_max_mib);
+    let _ = writeln!(o, "  left behind       fds {} -> {}, threads {} -> {}, namespaces {}, child processes {}", r.fds_before, r.fds_after, r.threads_before, r.threads_after, r.namespaces_left.len(), r.children_left.len());
+    if let (Some(ms), Some(n)) = (r.max_loop_pass_ms, r.loop_passes_over_10ms) {
+        let _ = writeln!(o, "  mplab host loop   longest pass {ms:.2} ms, {n} passes over 10 ms");
+    }
+    if r.failures.is_empty() {
+        let _ = writeln!(o, "  verdict           pass");
+    } else {
+        for f in &r.failures {
+            let _ = writeln!(o, "  FAIL              {f}");
+        }
+    }
+    o
+}
