@@ -168,6 +168,7 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
         "events": stats.events,
         "events_per_s": stats.events as f64 / wall_s.max(1e-9),
         "packets_forwarded": stats.packets_forwarded,
+        "segments_after_end": stats.segments_after_end,
     });
     write_results(out, &results, &effective, &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok((results, meta))

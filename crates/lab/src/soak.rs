@@ -27,9 +27,10 @@ const SIZES: [&str; 3] = ["200KB", "1MB", "3MB"];
 /// The soak scenario: a client and a server joined by two paths, 20 Mbit/s
 /// with Gilbert-Elliott loss and 10 Mbit/s with jitter, reordering and
 /// duplication; a constant-rate upload, a request/response flow and a new
-/// download every 5 s for the whole run; every 150 s the second path flaps
-/// for 8 s, the client withdraws and restores its second address, and every
-/// other cycle the server does the same with its own.
+/// download every 5 s for the whole run; every 150 s (half the run if that
+/// is shorter, at least 30 s) the second path flaps for 8 s, the client
+/// withdraws and restores its second address, and every other cycle the
+/// server does the same with its own.
 pub fn scenario(duration_s: u64, seed: u64, client_stack: &str) -> String {
     let mut t = String::new();
     let _ = write!(
@@ -107,21 +108,24 @@ interval = "500ms"
         i += 1;
         start += DOWNLOAD_GAP_S;
     }
+    // The fault cycle: 150 s, shorter for a short run so that it still
+    // sees every kind of fault (two cycles at least).
+    let c = (duration_s / 2).clamp(30, CYCLE_S);
+    let at = |cycle: u64, of150: u64| cycle * c + of150 * c / CYCLE_S;
     let mut cycle = 0;
-    while cycle * CYCLE_S + 40 < duration_s {
-        let base = cycle * CYCLE_S;
-        let mut ev = |at: u64, body: &str| {
-            if at < duration_s {
-                let _ = write!(t, "\n[[events]]\nat = \"{at}s\"\n{body}");
+    while at(cycle, 40) < duration_s {
+        let mut ev = |when: u64, body: &str| {
+            if when < duration_s {
+                let _ = write!(t, "\n[[events]]\nat = \"{when}s\"\n{body}");
             }
         };
-        ev(base + 40, "link = \"p1\"\naction = \"down\"\n");
-        ev(base + 48, "link = \"p1\"\naction = \"up\"\n");
-        ev(base + 90, "node = \"client\"\niface = \"eth1\"\naction = \"remove_addr\"\n");
-        ev(base + 105, "node = \"client\"\niface = \"eth1\"\naction = \"add_addr\"\n");
+        ev(at(cycle, 40), "link = \"p1\"\naction = \"down\"\n");
+        ev(at(cycle, 48), "link = \"p1\"\naction = \"up\"\n");
+        ev(at(cycle, 90), "node = \"client\"\niface = \"eth1\"\naction = \"remove_addr\"\n");
+        ev(at(cycle, 105), "node = \"client\"\niface = \"eth1\"\naction = \"add_addr\"\n");
         if cycle % 2 == 1 {
-            ev(base + 120, "node = \"server\"\niface = \"eth1\"\naction = \"remove_addr\"\n");
-            ev(base + 130, "node = \"server\"\niface = \"eth1\"\naction = \"add_addr\"\n");
+            ev(at(cycle, 120), "node = \"server\"\niface = \"eth1\"\naction = \"remove_addr\"\n");
+            ev(at(cycle, 130), "node = \"server\"\niface = \"eth1\"\naction = \"add_addr\"\n");
         }
         cycle += 1;
     }

@@ -625,7 +625,8 @@ impl Connection {
     /// no subflow uses it again until [`add_local`](Self::add_local).
     pub fn remove_local(&mut self, id: u8) {
         self.changed_all();
-        if !self.remove_pending.contains(&id) {
+        // A connection that is over has no one to tell.
+        if !self.remove_pending.contains(&id) && !self.closing {
             self.remove_pending.push(id);
         }
         if !self.withdrawn.contains(&id) {

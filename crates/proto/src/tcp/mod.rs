@@ -611,10 +611,11 @@ impl Connection {
         };
     }
 
-    /// Aborts: the next `poll_transmit` is a RST, then nothing.
+    /// Aborts: the next `poll_transmit` is a RST, then nothing. In
+    /// TIME-WAIT the peer is done too: no RST (RFC 9293 3.10.5).
     pub fn abort(&mut self) {
         if self.state != State::Closed {
-            self.rst_due = self.synced || self.state == State::SynReceived;
+            self.rst_due = (self.synced || self.state == State::SynReceived) && self.state != State::TimeWait;
             self.state = State::Closed;
         }
     }

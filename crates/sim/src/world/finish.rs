@@ -44,10 +44,10 @@ impl World {
                 requests_done: f.ends[0].app.requests_done,
                 completed_at_s: self.receiver_done_at(fi).map(|c| c.as_secs_f64()),
                 data_ok: f.ends.iter().all(|e| e.app.rx.ok() && !e.misplaced && !e.corrupted),
-                fallback: ep.is_some_and(|e| e.fell_back()),
+                fallback: f.ended.as_ref().map_or_else(|| ep.is_some_and(|e| e.fell_back()), |x| x.0),
                 latencies_ms: f.ends[0].app.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
                 mean_srtt_ms: (f.srtt_samples > 0).then(|| f.srtt_sum_ns / f.srtt_samples as f64 / 1e6),
-                paths: ep.map(|e| e.paths()).unwrap_or_default(),
+                paths: f.ended.as_ref().map_or_else(|| ep.map(|e| e.paths()).unwrap_or_default(), |x| x.1.clone()),
             }));
         }
         for (ni, n) in self.nodes.iter().enumerate() {

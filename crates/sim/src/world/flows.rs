@@ -36,6 +36,10 @@ pub(super) struct FlowRt {
     /// probe for each of them long after it ended.
     pub(super) closed_sampled: Vec<bool>,
     pub(super) ended_sampled: bool,
+    /// Once both ends are over, what the summary needs of the sender's
+    /// endpoint (fell back, its paths); the endpoints themselves are then
+    /// dropped, so that finished connections hold no memory.
+    pub(super) ended: Option<(bool, Vec<crate::summary::PathStats>)>,
 }
 
 impl World {

@@ -31,7 +31,10 @@ impl World {
         };
         let pkt = &self.pool.pkts[id as usize];
         let e = &mut self.flows[flow as usize].ends[end as usize];
-        let Some(ep) = e.ep.as_mut() else { return };
+        let Some(ep) = e.ep.as_mut() else {
+            self.stats.segments_after_end += 1;
+            return;
+        };
         let p = ep.on_packet(self.now, pkt);
         self.after_input(flow as usize, end as usize, p);
     }

@@ -63,6 +63,9 @@ pub struct RunStats {
     pub resets_sent: u64,
     /// SCTP packets for no association and no listening SCTP flow.
     pub sctp_out_of_the_blue: u64,
+    /// Segments for a connection both of whose ends were over (and whose
+    /// state was dropped): dropped.
+    pub segments_after_end: u64,
 }
 
 /// What a host accepted and refused (reported for load balancers' backends).
@@ -191,6 +194,7 @@ impl World {
                 last_delivered: 0,
                 closed_sampled: Vec::new(),
                 ended_sampled: false,
+                ended: None,
                 srtt_sum_ns: 0.0,
                 srtt_samples: 0,
                 last_path_acked: Vec::new(),

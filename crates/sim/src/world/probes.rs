@@ -39,7 +39,7 @@ impl World {
             // No rows before a flow starts (nor, below, after it ended): a
             // long run of many short connections keeps rows for the live
             // ones only.
-            if self.now < f.start {
+            if self.now < f.start || f.ended.is_some() {
                 continue;
             }
             let name = &self.net.flows[fi].name;
@@ -58,6 +58,14 @@ impl World {
                 continue;
             }
             f.ended_sampled = ended;
+            let other_over = f.ends[1 - sender].ep.as_ref().is_none_or(|e| e.paths().iter().all(|p| p.state == SubflowState::Closed));
+            if ended && other_over && f.ended.is_none() {
+                let fell_back = f.ends[sender].ep.as_ref().is_some_and(|e| e.fell_back());
+                f.ended = Some((fell_back, paths.clone()));
+                for e in &mut f.ends {
+                    e.ep = None;
+                }
+            }
             let first = paths.first();
             if let Some((ooo, hol)) = f.ends[1 - sender].ep.as_ref().and_then(|e| e.reorder_probe(self.now)) {
                 self.results.reorder.push(ReorderSample { row: self.results.flows.len(), ooo_bytes: ooo, hol_ms: hol as f64 / 1e6 });
