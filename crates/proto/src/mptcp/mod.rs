@@ -44,6 +44,10 @@ pub const DSS_RESERVE: u16 = 28;
 /// data fragment (`mptcp_data_frag`, carved from 32 KiB page fragments).
 const HEAD_RETRANSMIT: u64 = 32 * 1024;
 
+/// Pure ACKs without MPTCP options in a row after which the single subflow
+/// falls back (data without a mapping falls back at once).
+const OPTIONLESS_ACKS_TO_FALL_BACK: u8 = 3;
+
 #[derive(Debug, Clone)]
 pub struct MptcpConfig {
     /// Settings of every subflow (the DSS reserve is added).
@@ -731,11 +735,20 @@ impl Connection {
                 }
             }
         }
+        let optionless = self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed();
+        let pure_ack = payload_len == 0 && !h.fin();
+        let run = &mut self.subflows[i].optionless_acks;
+        *run = if optionless && pure_ack { run.saturating_add(1) } else { 0 };
         if h.options.mptcp().any(|o| matches!(o, MptcpOption::MpFail { .. })) && self.alive_subflows() == 1 {
             self.fall_back(Fallback::Checksum);
-        } else if self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed() {
+        } else if optionless && (!pure_ack || self.subflows[i].optionless_acks >= OPTIONLESS_ACKS_TO_FALL_BACK) {
             // The peer went on as plain TCP (it fell back, or a box strips
-            // option 30 from here on): so do we.
+            // option 30 from here on): so do we. Data without a mapping
+            // says so at once; pure ACKs only when several in a row come
+            // without options, so that one ACK whose options a box
+            // dropped (or an attacker's) does not make this end fall back
+            // while the peer goes on with MPTCP, and resend as plain TCP
+            // what the peer then takes twice.
             self.fall_back(Fallback::NoMapping);
         }
         if self.fallback.is_some() {
@@ -778,8 +791,11 @@ impl Connection {
         let mut dss = None;
         for o in h.options.mptcp() {
             match *o {
-                // The initiator's first data, mapped implicitly at IDSN+1.
-                MptcpOption::MpCapable(MpCapable { data_len: Some(dl), .. }) if !self.client => {
+                // The initiator's first data, mapped implicitly at IDSN+1
+                // and at the subflow's first byte: only a segment starting
+                // there carries that mapping (a later one claiming it maps
+                // nothing, RFC 8684 3.1).
+                MptcpOption::MpCapable(MpCapable { data_len: Some(dl), .. }) if !self.client && self.subflows[i].tcp.rcv_offset(h.seq) == Some(0) => {
                     if let Some(rk) = self.remote {
                         self.subflows[i].add_rx(subflow::RxMap { sub: 0, dsn: rk.idsn.wrapping_add(1), len: dl as u64 });
                         self.subflows[i].saw_dss = true;
@@ -914,7 +930,7 @@ impl Connection {
         }
         for o in h.options.mptcp() {
             match o {
-                MptcpOption::MpCapable(MpCapable { data_len: Some(_), .. }) => return true,
+                MptcpOption::MpCapable(MpCapable { data_len: Some(_), .. }) if off == 0 => return true,
                 MptcpOption::Dss(Dss { mapping: Some(m), .. }) => {
                     if m.is_infinite() {
                         return true;
@@ -2030,7 +2046,10 @@ impl Connection {
         if s.handshake == Handshake::ThirdAck && self.client {
             match s.origin {
                 Origin::Initial => {
-                    let first_data = payload_len > 0 && s.tx_lookup(sub.start).is_some_and(|(d, _)| d == 0);
+                    // The MP_CAPABLE data form maps the subflow's first byte
+                    // to the first data byte: a copy of that data sent
+                    // again later in the subflow goes with a DSS mapping.
+                    let first_data = payload_len > 0 && sub.start == 0 && s.tx_lookup(sub.start).is_some_and(|(d, _)| d == 0);
                     if (payload_len == 0 && (!fin_due || !s.keys_sent)) || first_data {
                         let (data_len, checksum) = if first_data {
                             let dl = payload_len as u16;

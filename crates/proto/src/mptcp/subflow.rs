@@ -69,6 +69,9 @@ pub struct Subflow {
     pub stale: bool,
     /// A DSS option arrived on it (the peer speaks MPTCP here).
     pub saw_dss: bool,
+    /// In-window pure ACKs without any MPTCP option received in a row
+    /// (see `OPTIONLESS_ACKS_TO_FALL_BACK`).
+    pub optionless_acks: u8,
     /// The initiator's keys went out at least once (MP_CAPABLE third ACK).
     pub keys_sent: bool,
     /// An MP_PRIO to send on the next segment.
@@ -106,6 +109,7 @@ impl Subflow {
             rx: VecDeque::new(),
             stale: false,
             saw_dss: false,
+            optionless_acks: 0,
             keys_sent: false,
             prio_pending: false,
             reset_reason: None,
