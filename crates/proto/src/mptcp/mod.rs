@@ -739,8 +739,25 @@ impl Connection {
         let pure_ack = payload_len == 0 && !h.fin();
         let run = &mut self.subflows[i].optionless_acks;
         *run = if optionless && pure_ack { run.saturating_add(1) } else { 0 };
+        // The client's first data went with MP_CAPABLE; an ACK of it with
+        // no MPTCP option at all says the server fell back (it never got
+        // the keys: RFC 8684 3.1, 3.7), so the client falls back too, or
+        // what it sends again would reach a plain TCP stream twice.
+        let sf = &self.subflows[i];
+        let acks_first_data = self.client
+            && sf.origin == Origin::Initial
+            && sf.handshake == Handshake::ThirdAck
+            && !sf.saw_dss
+            && h.ack_flag()
+            && !h.syn()
+            && !h.rst()
+            && !h.options.has_mptcp()
+            && (h.ack.wrapping_sub(sf.tcp.iss().wrapping_add(1)) as i32) > 0
+            && sf.tx_lookup(0).is_some();
         if h.options.mptcp().any(|o| matches!(o, MptcpOption::MpFail { .. })) && self.alive_subflows() == 1 {
             self.fall_back(Fallback::Checksum);
+        } else if acks_first_data && self.alive_subflows() == 1 {
+            self.fall_back(Fallback::NoMapping);
         } else if optionless && (!pure_ack || self.subflows[i].optionless_acks >= OPTIONLESS_ACKS_TO_FALL_BACK) {
             // The peer went on as plain TCP (it fell back, or a box strips
             // option 30 from here on): so do we. Data without a mapping

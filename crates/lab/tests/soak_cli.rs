@@ -1,0 +1,53 @@
+//! `mplab soak`: a short soak on the simulator (every test run) and, as
+//! root, on the kernel and userspace backends: every byte verified, every
+//! fault kind injected, nothing left behind. The long runs (an hour on the
+//! simulator, ten minutes on the real backends) are in docs/soak.md.
+
+mod kernel_support;
+mod lab_common;
+
+use lab_common::{mplab, Scratch};
+
+fn soak(backend: &str, duration: &str) -> serde_json::Value {
+    let tmp = Scratch::new(&format!("soak-{backend}"));
+    let out = tmp.join("r");
+    let o = mplab(&tmp.0, &["soak", "--backend", backend, "--duration", duration, "--out", out.to_str().unwrap()]);
+    eprintln!("{}{}", o.stdout, o.stderr);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
+    assert!(r["failures"].as_array().unwrap().is_empty(), "{}", r["failures"]);
+    // Every kind of fault happened, and every download due finished whole.
+    assert!(r["link_flaps"].as_u64().unwrap() >= 2 && r["address_events"].as_u64().unwrap() >= 6, "{r}");
+    assert!(r["duplicated"].as_u64().unwrap() > 0 && r["loss_drops"].as_u64().unwrap() > 0, "{r}");
+    assert!(r["flows_unverified"].as_array().unwrap().is_empty() && r["downloads_short"].as_array().unwrap().is_empty(), "{r}");
+    r
+}
+
+#[test]
+fn soak_on_the_simulator_loses_nothing_and_holds_its_memory() {
+    let r = soak("sim", "15min");
+    // 180 downloads over 15 min: those due all completed.
+    assert!(r["downloads_due"].as_u64().unwrap() >= 160, "{r}");
+    // Finished connections are dropped: memory stays flat after warm-up.
+    let (warm, end) = (r["rss_warm_mib"].as_f64().unwrap(), r["rss_end_mib"].as_f64().unwrap());
+    assert!(end <= warm * 1.25 + 16.0, "{warm} -> {end} MiB");
+}
+
+#[test]
+fn soak_on_the_kernel_backend() {
+    let _s = kernel_support::serial();
+    if !kernel_support::can_run() {
+        return;
+    }
+    soak("kernel", "75s");
+}
+
+#[test]
+fn soak_on_the_userspace_backend() {
+    let _s = kernel_support::serial();
+    if !kernel_support::can_run() {
+        return;
+    }
+    let r = soak("userspace", "75s");
+    assert!(r["max_loop_pass_ms"].as_f64().is_some(), "{r}");
+}
