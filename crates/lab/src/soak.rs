@@ -45,6 +45,7 @@ name = "client"
 stack = "{client_stack}"
 [[nodes]]
 name = "server"
+stack = "kernel"
 
 [[links]]
 name = "p0"

@@ -87,10 +87,25 @@ struct RxRing {
 }
 
 impl RxRing {
+    /// The ring's memory comes with the first bytes and goes when the
+    /// connection is over ([`RxRing::release`]): a host with many finished
+    /// connections keeps none of it.
     fn new() -> RxRing {
-        RxRing { buf: vec![0; RING], held: vec![0; RING / 64], read: 0, hash: Sha256::new() }
+        RxRing { buf: Vec::new(), held: Vec::new(), read: 0, hash: Sha256::new() }
+    }
+    fn ensure(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = vec![0; RING];
+            self.held = vec![0; RING / 64];
+        }
+    }
+    /// Gives the ring's memory back (everything placed was read).
+    fn release(&mut self) {
+        self.buf = Vec::new();
+        self.held = Vec::new();
     }
     fn put(&mut self, r: &Range<u64>, payload: &[u8]) {
+        self.ensure();
         let mask = (RING - 1) as u64;
         for (i, &b) in payload.iter().enumerate().take((r.end - r.start) as usize) {
             let off = r.start + i as u64;
@@ -107,6 +122,7 @@ impl RxRing {
     }
     /// Checks and hashes `r` (the next bytes in order); the first mismatch.
     fn take(&mut self, r: Range<u64>) -> Option<String> {
+        self.ensure();
         let mask = (RING - 1) as u64;
         let mut bad = None;
         let mut off = r.start;
@@ -333,8 +349,16 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                 }
             }
             last_probe = t_ns;
-            for end in &ends {
+            for end in &mut ends {
                 publish(end);
+                // A connection over on every subflow and read to the end.
+                let over = end.conn.as_ref().is_some_and(|c| {
+                    let s = c.subflow_stats();
+                    !s.is_empty() && s.iter().all(|x| x.closed || x.finished) && c.readable() == 0
+                });
+                if over && !end.rx.buf.is_empty() {
+                    end.rx.release();
+                }
             }
             if let Some(text) = ctl.as_ref().and_then(|p| std::fs::read_to_string(p).ok().inspect(|_| drop(std::fs::remove_file(p)))) {
                 for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -424,6 +448,9 @@ fn control(ends: &mut [End], line: &str) -> String {
     }
     if done.is_empty() {
         "no effect (unknown command, address or flow, or no connection yet)".into()
+    } else if done.len() > 4 {
+        // Many connections: the first ones and how many in all.
+        format!("{}; ... ({} connections)", done[..3].join("; "), done.len())
     } else {
         done.join("; ")
     }
