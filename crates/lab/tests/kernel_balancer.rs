@@ -145,10 +145,12 @@ fn ecmp(sets: &[(&str, &str)]) -> String {
 }
 
 /// Four balancer instances behind the kernel's ECMP: the stateless design
-/// gets every join through; the token design without shared state loses
-/// the joins hashed to an instance that never saw their connection (the
-/// joins' random source ports spread them: all eight on the right
-/// instance has probability 4^-8).
+/// gets every join through; the token design without shared state cannot
+/// route the joins hashed to an instance that never saw their connection
+/// (the joins' random source ports spread them: all eight on the right
+/// instance has probability 4^-8). Such a join is hashed like a new
+/// connection, so it reaches its connection's server only by luck (one
+/// chance in two here): the refusals are bounded, not counted exactly.
 #[test]
 fn kernel_parallel_instances_break_only_the_token_design() {
     let _s = serial();
@@ -164,12 +166,23 @@ fn kernel_parallel_instances_break_only_the_token_design() {
     }
     assert_eq!(joins(&stateless), (8, 0), "{:?}", stateless.results.summary.servers);
     assert!(stateless.results.summary.flows.iter().all(|f| f.completed));
-    let unknown: u64 = token.results.summary.balancers.iter().map(|b| b.stats.joins_unknown_token).sum();
-    assert!(unknown >= 1, "{:?}", token.results.summary.balancers);
-    let (acc, _) = joins(&token);
-    assert!(acc < 8, "a join at the wrong instance was hashed; some hit the wrong server: {:?}", token.results.summary.servers);
-    eprintln!("4 instances: stateless {:.1} Mbit/s, token {:.1} Mbit/s ({unknown} unknown tokens)", mbps(&stateless), mbps(&token));
-    assert!(mbps(&stateless) > mbps(&token), "{} vs {}", mbps(&stateless), mbps(&token));
+    let lbs = &token.results.summary.balancers;
+    let unknown: u64 = lbs.iter().map(|b| b.stats.joins_unknown_token).sum();
+    let by_token: u64 = lbs.iter().map(|b| b.stats.joins_by_token).sum();
+    assert_eq!(by_token + unknown, 8, "each join seen by exactly one instance: {lbs:?}");
+    assert!(unknown >= 1, "{lbs:?}");
+    let (acc, refused) = joins(&token);
+    let servers = &token.results.summary.servers;
+    assert!(acc >= by_token, "a join routed by its token reaches its server: {servers:?}");
+    assert!(refused <= unknown, "only a join at the wrong instance can be refused: {servers:?}");
+    eprintln!(
+        "4 instances: stateless {:.1} Mbit/s, token {:.1} Mbit/s ({unknown} unknown tokens, {refused} joins refused)",
+        mbps(&stateless),
+        mbps(&token)
+    );
+    if refused > 0 {
+        assert!(mbps(&stateless) > mbps(&token), "{} vs {}", mbps(&stateless), mbps(&token));
+    }
     g.assert_clean();
 }
 
