@@ -44,7 +44,7 @@ pub struct EmuLink {
     pub params: [LinkParams; 2],
     pub up: bool,
     /// Option-30 stripping per direction (a link-placed middlebox).
-    pub strip: [Option<StripOn>; 2],
+    pub strip: [Option<StripRule>; 2],
     /// An attacker on this link (both directions): attack, strike time, count.
     pub attack: Option<(AttackKind, u64, Option<u32>)>,
     pub mtu: u32,
@@ -306,9 +306,23 @@ struct Dir {
     link: LinkDirection<u32>,
     rng: SimRng,
     out_port: usize,
-    strip: Option<StripOn>,
+    strip: Option<StripRule>,
     /// Time of the latest offer (offers never go back in time).
     last_offer: u64,
+}
+
+/// A link-placed strip_mptcp middlebox: which segments, and when it acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StripRule {
+    pub on: StripOn,
+    pub from_ns: u64,
+    pub until_ns: Option<u64>,
+}
+
+impl StripRule {
+    fn active_at(&self, now_ns: u64) -> bool {
+        now_ns >= self.from_ns && self.until_ns.is_none_or(|u| now_ns < u)
+    }
 }
 
 /// The kernel receive timestamp of a frame (SCM_TIMESTAMPNS, realtime) in
@@ -750,10 +764,13 @@ impl Engine {
             if self.out.is_empty() {
                 return;
             }
-            if let Some(on) = self.dirs[d].strip {
+            // A box with a time window acts on the frames leaving the link
+            // inside it (the simulator's box sees them entering: the two
+            // differ by the queueing delay at the window's edges).
+            if let Some(rule) = self.dirs[d].strip.filter(|r| r.active_at(now)) {
                 for i in 0..self.out.len() {
                     let s = self.out[i];
-                    strip_mptcp(self.pool.frame(s), on == StripOn::Syn);
+                    strip_mptcp(self.pool.frame(s), rule.on == StripOn::Syn);
                 }
             }
             self.send(self.dirs[d].out_port, d);

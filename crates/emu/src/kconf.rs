@@ -198,6 +198,10 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
         if let OnKernel::Refuses(why) = middleboxes::of(&mb.action).about.kernel {
             err(&format!("middleboxes[{i}].kind"), why.into());
         }
+        if mb.has_window() && matches!(mb.placement, Placement::Node { .. }) {
+            let field = if mb.from_ns > 0 { "from" } else { "until" };
+            err(&format!("middleboxes[{i}].{field}"), "on the real backends only a middlebox on a link acts for part of the run (a router's rules stay for the whole run): put it on a link".into());
+        }
     }
     if net.ecmp == mplab_scenario::network::EcmpMode::Random {
         let has_ecmp = net.nodes.iter().any(|n| n.routing.main.iter().chain(n.routing.tables.iter().flat_map(|t| &t.routes)).any(|r| r.nexthops.len() > 1));
@@ -514,5 +518,10 @@ mod tests {
                 OnKernel::Refuses(why) => assert!(errs.len() == 1 && errs[0].contains(why), "{}: {errs:?}", e.about.name),
             }
         }
+        // A window: on a link (the emulator) yes, on a router no, with the
+        // line of the field.
+        assert!(with_box("kind = \"strip_mptcp\"\nlink = \"left-right\"\nfrom = \"1s\"\nuntil = \"2s\"").is_empty());
+        let errs = with_box("kind = \"strip_mptcp\"\nnode = \"left\"\nuntil = \"2s\"");
+        assert!(errs.len() == 1 && errs[0].starts_with("t.toml:15:") && errs[0].contains("middleboxes[0].until: on the real backends only a middlebox on a link"), "{errs:?}");
     }
 }

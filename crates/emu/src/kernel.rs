@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
-use mplab_scenario::network::{self, App, Direction, MiddleboxAction, Network, NodeKind, Placement, StripOn, TransportKind};
+use mplab_scenario::network::{self, App, Direction, MiddleboxAction, Network, NodeKind, Placement, TransportKind};
 use mplab_backend::results::{FlowSample, InterfaceSample, RunResults, SubflowState, Summary};
 use mplab_backend::summary::{self, FlowOutcome, PathStats};
 
@@ -104,11 +104,10 @@ fn emu_config(net: &Network, wire_ns: &str) -> EmuConfig {
                 Direction::Both => &[0, 1],
             };
             for &d in dirs {
-                links[*link].strip[d] = Some(*on);
+                links[*link].strip[d] = Some(crate::emulator::StripRule { on: *on, from_ns: mb.from_ns, until_ns: mb.until_ns });
             }
         }
     }
-    let _ = StripOn::All;
     EmuConfig {
         wire_ns: wire_ns.to_string(),
         links,

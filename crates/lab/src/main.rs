@@ -264,7 +264,8 @@ enum Command {
     },
     /// Soak: many MPTCP connections for a long time through link flaps,
     /// Gilbert-Elliott loss bursts, reordering, duplication and addresses
-    /// withdrawn and restored on both ends. Checks every byte, samples the
+    /// withdrawn and restored on both ends, and a firewall stripping MPTCP
+    /// options for a while. Checks every byte, samples the
     /// process's memory, descriptors and threads, and checks what the run
     /// left behind; exits 1 on a failure. kernel and userspace need root.
     ///

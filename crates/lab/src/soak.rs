@@ -1,6 +1,7 @@
 //! `mplab soak`: a long run of many MPTCP connections through faults —
 //! link flaps, Gilbert-Elliott loss bursts, reordering, duplication,
-//! addresses withdrawn and restored on both ends — on any backend, with
+//! addresses withdrawn and restored on both ends, a firewall that strips
+//! MPTCP's option for a while — on any backend, with
 //! every byte verified, the process's memory, file descriptors and threads
 //! sampled, and what the run left behind (namespaces, child processes,
 //! descriptors) checked afterwards. docs/soak.md has the figures.
@@ -28,9 +29,11 @@ const SIZES: [&str; 3] = ["200KB", "1MB", "3MB"];
 /// with Gilbert-Elliott loss and 10 Mbit/s with jitter, reordering and
 /// duplication; a constant-rate upload, a request/response flow and a new
 /// download every 5 s for the whole run; every 150 s (half the run if that
-/// is shorter, at least 30 s) the second path flaps for 8 s, the client
-/// withdraws and restores its second address, and every other cycle the
-/// server does the same with its own.
+/// is shorter, at least 30 s) the second path flaps for 8 s, a firewall on
+/// it strips option 30 from every segment for 10 s (the subflows through it
+/// are lost, the connections carry on over the first path), the client
+/// withdraws and restores its second address (which opens those subflows
+/// again), and every other cycle the server does the same with its own.
 pub fn scenario(duration_s: u64, seed: u64, client_stack: &str) -> String {
     let mut t = String::new();
     let _ = write!(
@@ -114,6 +117,7 @@ interval = "500ms"
     let c = (duration_s / 2).clamp(30, CYCLE_S);
     let at = |cycle: u64, of150: u64| cycle * c + of150 * c / CYCLE_S;
     let mut cycle = 0;
+    let mut boxes = String::new();
     while at(cycle, 40) < duration_s {
         let mut ev = |when: u64, body: &str| {
             if when < duration_s {
@@ -122,6 +126,14 @@ interval = "500ms"
         };
         ev(at(cycle, 40), "link = \"p1\"\naction = \"down\"\n");
         ev(at(cycle, 48), "link = \"p1\"\naction = \"up\"\n");
+        if at(cycle, 60) < duration_s {
+            let _ = write!(
+                boxes,
+                "\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"p1\"\non = \"all\"\nfrom = \"{}s\"\nuntil = \"{}s\"\n",
+                at(cycle, 60),
+                at(cycle, 70).min(duration_s)
+            );
+        }
         ev(at(cycle, 90), "node = \"client\"\niface = \"eth1\"\naction = \"remove_addr\"\n");
         ev(at(cycle, 105), "node = \"client\"\niface = \"eth1\"\naction = \"add_addr\"\n");
         if cycle % 2 == 1 {
@@ -130,7 +142,7 @@ interval = "500ms"
         }
         cycle += 1;
     }
-    t
+    t + &boxes
 }
 
 /// One sample of the process.
@@ -186,6 +198,8 @@ pub struct Report {
     pub downloads_short: Vec<String>,
     pub link_flaps: usize,
     pub address_events: usize,
+    /// Windows in which a firewall stripped option 30 on the second path.
+    pub middlebox_windows: usize,
     pub loss_drops: u64,
     pub duplicated: u64,
     pub subflows_opened: usize,
@@ -220,6 +234,7 @@ pub fn soak(backend: &str, duration_s: u64, seed: u64, out: &Path) -> Result<Rep
     let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
     let flaps = net.events.iter().filter(|e| matches!(e.action, mplab_scenario::network::LinkAction::Down)).count();
     let addr_events = net.events.iter().filter(|e| !e.action.is_link_change()).count();
+    let windows = net.middleboxes.iter().filter(|m| m.has_window()).count();
 
     let t0 = Instant::now();
     let before = sample(t0);
@@ -280,6 +295,7 @@ pub fn soak(backend: &str, duration_s: u64, seed: u64, out: &Path) -> Result<Rep
         downloads_short: dls.iter().filter(|f| due(&f.name) && !(f.completed && f.bytes_delivered == size(&f.name))).map(|f| format!("{} ({} of {} bytes)", f.name, f.bytes_delivered, size(&f.name))).collect(),
         link_flaps: flaps,
         address_events: addr_events,
+        middlebox_windows: windows,
         loss_drops: s.links.iter().map(|l| l.drops_loss).sum(),
         duplicated: s.links.iter().map(|l| l.duplicated).sum(),
         subflows_opened: s.flows.iter().map(|f| f.subflows.len()).sum(),
@@ -341,7 +357,7 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "soak on {}: {} s of scenario time in {:.1} s wall", r.backend, r.duration_s, r.wall_s);
     let _ = writeln!(o, "  connections       {} ({} downloads completed, {} due)", r.connections, r.downloads_completed, r.downloads_due);
     let _ = writeln!(o, "  bytes delivered   {} (unverified flows: {}, short downloads: {})", r.bytes_delivered, r.flows_unverified.len(), r.downloads_short.len());
-    let _ = writeln!(o, "  faults            {} link flaps, {} address events, {} packets lost in bursts, {} duplicated", r.link_flaps, r.address_events, r.loss_drops, r.duplicated);
+    let _ = writeln!(o, "  faults            {} link flaps, {} address events, {} stripping windows, {} packets lost in bursts, {} duplicated", r.link_flaps, r.address_events, r.middlebox_windows, r.loss_drops, r.duplicated);
     let _ = writeln!(o, "  subflows          {} opened, {} connections fell back", r.subflows_opened, r.fallbacks);
     let _ = writeln!(o, "  memory (RSS)      {:.1} MiB after warm-up, {:.1} MiB at the end, {:.1} MiB at most", r.rss_warm_mib, r.rss_end_mib, r.rss_max_mib);
     let _ = writeln!(o, "  left behind       fds {} -> {}, threads {} -> {}, namespaces {}, child processes {}", r.fds_before, r.fds_after, r.threads_before, r.threads_after, r.namespaces_left.len(), r.children_left.len());

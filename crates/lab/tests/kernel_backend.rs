@@ -129,6 +129,19 @@ bytes = "4MB"
     let f = &r.results.summary.flows[0];
     eprintln!("stripped on lan (SYN only): {f:?}");
     assert!(f.fallback && f.completed && f.verified, "{f:?}");
+
+    // The same rule in place for the first second only: the connection
+    // opened then falls back, the one opened after is MPTCP, as on the
+    // simulator.
+    let late = flow.replace("name = \"x\"", "name = \"late\"").replace("bytes = \"4MB\"", "bytes = \"4MB\"\nstart = \"2s\"");
+    let toml = lab1("6s", &format!("{flow}{late}\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"lan\"\non = \"syn\"\nuntil = \"1s\"\n"));
+    let r = run(&g, 2, &toml);
+    let (early, late) = (&r.results.summary.flows[0], &r.results.summary.flows[1]);
+    eprintln!("SYNs stripped on lan for 1 s: {early:?}\n{late:?}");
+    assert!(early.fallback && early.completed && early.verified, "{early:?}");
+    assert!(!late.fallback && late.completed && late.verified && late.subflows.len() >= 2, "{late:?}");
+    let sim = mplab_sim::simulate(kernel_support::resolve(&toml).1).expect("simulator run");
+    assert_eq!(sim.summary.flows.iter().map(|f| f.fallback).collect::<Vec<_>>(), [true, false], "the simulator agrees");
     g.assert_clean();
 }
 

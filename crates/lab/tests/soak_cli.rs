@@ -17,7 +17,7 @@ fn soak(backend: &str, duration: &str) -> serde_json::Value {
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
     assert!(r["failures"].as_array().unwrap().is_empty(), "{}", r["failures"]);
     // Every kind of fault happened, and every download due finished whole.
-    assert!(r["link_flaps"].as_u64().unwrap() >= 2 && r["address_events"].as_u64().unwrap() >= 6, "{r}");
+    assert!(r["link_flaps"].as_u64().unwrap() >= 2 && r["address_events"].as_u64().unwrap() >= 6 && r["middlebox_windows"].as_u64().unwrap() >= 2, "{r}");
     assert!(r["duplicated"].as_u64().unwrap() > 0 && r["loss_drops"].as_u64().unwrap() > 0, "{r}");
     assert!(r["flows_unverified"].as_array().unwrap().is_empty() && r["downloads_short"].as_array().unwrap().is_empty(), "{r}");
     r

@@ -464,6 +464,22 @@ pub struct Middlebox {
     pub id: usize,
     pub action: MiddleboxAction,
     pub placement: Placement,
+    /// The box acts on packets from `from_ns` until `until_ns` (None:
+    /// to the end); outside that window packets pass it untouched.
+    pub from_ns: u64,
+    pub until_ns: Option<u64>,
+}
+
+impl Middlebox {
+    /// Whether the box acts on a packet passing at `now_ns`.
+    pub fn active_at(&self, now_ns: u64) -> bool {
+        now_ns >= self.from_ns && self.until_ns.is_none_or(|u| now_ns < u)
+    }
+
+    /// Whether the box is there for only part of the run.
+    pub fn has_window(&self) -> bool {
+        self.from_ns > 0 || self.until_ns.is_some()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

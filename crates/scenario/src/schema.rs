@@ -964,6 +964,14 @@ pub struct MiddleboxSpec {
     /// repeats (a flood, blind guesses, rewriting; each has its default).
     #[serde(default)]
     pub count: Option<u64>,
+    /// When the box starts acting on packets (default: from the start);
+    /// before, packets pass it untouched, as if it were not there.
+    #[serde(default)]
+    pub from: Option<Duration>,
+    /// When it stops acting (default: never): a firewall rule added and
+    /// removed, a path moved through another box.
+    #[serde(default)]
+    pub until: Option<Duration>,
 }
 
 // ----------------------------------------------------------------- probes

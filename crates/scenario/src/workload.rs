@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 
 use crate::error::{diag, Diag};
 use crate::network::{
-    CapturePoint, Event, FlowId, LinkAction, LinkId, Middlebox, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
+    CapturePoint, Event, FlowId, LinkAction, LinkId, Middlebox, MiddleboxAction, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
     Probes, SctpFlowConfig, TcpConfig,
 };
 use crate::network::Flow;
@@ -506,7 +506,21 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
             Placement::Node { .. } if !entry.on_router => return diag(format!("{path}.node"), format!("a {} middlebox sits on a link: give it `link`, not `node`", entry.about.name)),
             _ => {}
         }
-        out.push(Middlebox { id: i, action, placement });
+        let from_ns = m.from.map_or(0, |d| d.as_nanos());
+        let until_ns = m.until.map(|d| d.as_nanos());
+        if m.from.is_some() || m.until.is_some() {
+            if matches!(action, MiddleboxAction::LoadBalancer { .. } | MiddleboxAction::Attacker { .. }) {
+                let field = if m.from.is_some() { "from" } else { "until" };
+                let why = if matches!(action, MiddleboxAction::Attacker { .. }) { "an attacker strikes at `at`" } else { "a load balancer serves the whole run" };
+                return diag(format!("{path}.{field}"), format!("{why}: it takes no `from` / `until`"));
+            }
+            if let Some(u) = until_ns {
+                if u <= from_ns {
+                    return diag(format!("{path}.until"), format!("must be later than `from` ({} s)", from_ns as f64 / 1e9));
+                }
+            }
+        }
+        out.push(Middlebox { id: i, action, placement, from_ns, until_ns });
     }
     Ok(out)
 }

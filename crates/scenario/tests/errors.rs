@@ -362,3 +362,19 @@ fn address_events_name_a_host_interface() {
     let net = common::net(&with(&format!("{ev}node = \"c\"\niface = \"eth0\"\n")));
     assert!(matches!(&net.events[0].action, mplab_scenario::network::LinkAction::RemoveAddr { node_name, iface_name, .. } if node_name == "c" && iface_name == "eth0"));
 }
+
+#[test]
+fn middlebox_windows_are_checked() {
+    let e = error(&with("\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"c-s\"\nfrom = \"3s\"\nuntil = \"2s\"\n"));
+    assert!(e.ends_with("middleboxes[0].until: must be later than `from` (3 s)"), "{e}");
+    let e = error(&with("\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"c-s\"\nuntil = \"0s\"\n"));
+    assert!(e.ends_with("middleboxes[0].until: must be later than `from` (0 s)"), "{e}");
+    let e = error(&with("\n[[middleboxes]]\nkind = \"attacker\"\nlink = \"c-s\"\nattack = \"join-unknown-token\"\nfrom = \"1s\"\n"));
+    assert!(e.ends_with("middleboxes[0].from: an attacker strikes at `at`: it takes no `from` / `until`"), "{e}");
+    // A window is every other kind's.
+    let ok = with("\n[[middleboxes]]\nkind = \"resegment\"\nlink = \"c-s\"\nmode = \"split\"\nfrom = \"1s\"\nuntil = \"2s\"\n");
+    let net = mplab_scenario::Scenario::from_str(&ok, "scenario.toml").unwrap().resolve().unwrap();
+    let m = &net.middleboxes[0];
+    assert_eq!((m.from_ns, m.until_ns), (1_000_000_000, Some(2_000_000_000)));
+    assert!(!m.active_at(999_999_999) && m.active_at(1_000_000_000) && !m.active_at(2_000_000_000));
+}

@@ -432,3 +432,37 @@ fn a_server_address_withdrawn_and_restored_is_announced_and_joined_again() {
     let f = &r.summary.flows[0];
     assert!(f.subflows.iter().filter(|s| s.remote.starts_with("10.9.1.2:")).count() >= 3, "joins to the re-announced address: {:?}", f.subflows);
 }
+
+/// Two 10 Mbit/s paths and a strip_mptcp box on `link` acting from
+/// `from` until `until` (`on`: "syn" or "all"), and `flows` after.
+fn firewall_for_a_while(link: &str, on: &str, from: &str, until: &str, flows: &str) -> RunResults {
+    run(&format!(
+        "name = \"fw-window\"\nduration = \"12s\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\ndelay = \"10ms\"\n\
+         [transport.mptcp]\npath_manager = \"fullmesh\"\n\
+         [[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"{link}\"\non = \"{on}\"\nfrom = \"{from}\"\nuntil = \"{until}\"\n{flows}"
+    ))
+}
+
+#[test]
+fn a_syn_stripping_rule_in_place_for_a_second_makes_only_the_connections_opened_then_fall_back() {
+    let flow = |name: &str, start: &str| format!("[[flows]]\nname = \"{name}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\nbytes = \"2MB\"\nstart = \"{start}\"\n");
+    let r = firewall_for_a_while("path0", "syn", "0s", "1s", &(flow("early", "0s") + &flow("late", "2s")));
+    let (early, late) = (&r.summary.flows[0], &r.summary.flows[1]);
+    assert!(early.fallback && early.completed && early.verified, "{early:?}");
+    assert_eq!(early.subflows.len(), 1);
+    assert!(!late.fallback && late.completed && late.verified, "{late:?}");
+    assert!(late.subflows.len() >= 2, "{late:?}");
+}
+
+#[test]
+fn options_stripped_mid_connection_on_one_path_cost_that_path_only() {
+    let bulk = "[[flows]]\nname = \"bulk\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\nbytes = \"12MB\"\n";
+    let r = firewall_for_a_while("path1", "all", "2s", "5s", bulk);
+    let f = &r.summary.flows[0];
+    assert!(f.completed && f.verified && !f.fallback, "{f:?}");
+    // Both paths before the box acts; the path without it while it does
+    // (its subflows through the box are closed: data without a mapping).
+    let (before, during) = (goodput(&r, "bulk", 0.5, 2.0), goodput(&r, "bulk", 2.5, 5.0));
+    assert!(before > 1.6 * 9.5, "both paths before: {before:.2}");
+    assert!(during < 10.0 && during > 0.8 * 9.5, "one path while the box acts: {during:.2}");
+}

@@ -138,6 +138,8 @@ impl super::Generator for LoadBalancedSpec {
                 attack: None,
                 at: None,
                 count: None,
+                from: None,
+                until: None,
             });
         }
         Ok(d)

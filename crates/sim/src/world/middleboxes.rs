@@ -16,6 +16,10 @@ pub(super) struct BoxRt {
     place: Place,
     /// The time its timer event is queued for, if one is.
     armed: Option<Instant>,
+    /// It acts on packets from this time (ns) until that one; outside,
+    /// they pass untouched (its timer still releases what it holds).
+    from_ns: u64,
+    until_ns: Option<u64>,
 }
 
 /// The network's middleboxes, indexed for the per-packet path.
@@ -44,24 +48,30 @@ impl Boxes {
         for m in &net.middleboxes {
             if let Placement::Link { link, .. } = m.placement {
                 if let Some([ab, ba]) = middlebox::build_pair(&m.action, net, link) {
-                    let x = b.insert(Place::Link(2 * link), ab);
-                    let y = b.insert(Place::Link(2 * link + 1), ba);
+                    let x = b.insert_window(Place::Link(2 * link), ab, m.from_ns, m.until_ns);
+                    let y = b.insert_window(Place::Link(2 * link + 1), ba, m.from_ns, m.until_ns);
                     b.partner[x as usize] = Some(y);
                     b.partner[y as usize] = Some(x);
                     continue;
                 }
             }
             for place in middlebox::places(&m.placement) {
-                b.insert(place, middlebox::build(&m.action, net, place));
+                b.insert_window(place, middlebox::build(&m.action, net, place), m.from_ns, m.until_ns);
             }
         }
         b
     }
 
-    /// Adds a box after those already at `place`.
+    /// Adds a box after those already at `place`, acting for the whole run.
     pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox>) -> u32 {
+        self.insert_window(place, mb, 0, None)
+    }
+
+    /// Adds a box after those already at `place`, acting from `from_ns`
+    /// until `until_ns`.
+    fn insert_window(&mut self, place: Place, mb: Box<dyn Middlebox>, from_ns: u64, until_ns: Option<u64>) -> u32 {
         let id = self.all.len() as u32;
-        self.all.push(BoxRt { mb, place, armed: None });
+        self.all.push(BoxRt { mb, place, armed: None, from_ns, until_ns });
         self.partner.push(None);
         match place {
             Place::Link(i) => self.on_link[i].push(id),
@@ -174,7 +184,12 @@ impl World {
         // Boxes are only added before the run, and a box never calls back
         // into the world, so the chain can be lent out while it runs.
         let chain = std::mem::take(self.boxes.chain_mut(place));
+        let now_ns = self.now.as_nanos();
         for &b in chain.iter().skip(from) {
+            let rt = &self.boxes.all[b as usize];
+            if now_ns < rt.from_ns || rt.until_ns.is_some_and(|u| now_ns >= u) {
+                continue;
+            }
             let mut out = self.boxes.spare();
             for p in pkts.drain(..) {
                 // Every middlebox kind models a TCP device (options, sequence
