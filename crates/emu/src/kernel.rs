@@ -138,7 +138,7 @@ struct SubTrack {
 struct FlowTrack {
     subs: Vec<SubTrack>,
     /// The sender namespace's sock_diag socket (MPTCP flows on kernel hosts).
-    diag: Option<probes::SockDiag>,
+    diag: Option<std::rc::Rc<probes::SharedDiag>>,
     /// A balanced download's backends, (node, namespace): the diag socket
     /// opens in the one that accepts.
     diag_at: Vec<(usize, String)>,
@@ -159,13 +159,13 @@ fn sender_fd(f: &network::Flow, st: &FlowState) -> Option<std::os::fd::RawFd> {
 
 /// Reads the subflows of a flow's sender into the tracker; returns the
 /// first subflow's info (for the "all" row).
-fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpInfo> {
+fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack, tick: u64) -> Option<TcpInfo> {
     if !st.connected.load(Ordering::Relaxed) {
         return None;
     }
     if tr.diag.is_none() && f.transport == TransportKind::Mptcp {
         if let Some(ns) = st.server_node.get().and_then(|n| tr.diag_at.iter().find(|(k, _)| k == n)).map(|(_, ns)| ns.clone()) {
-            tr.diag = probes::SockDiag::open(&ns).ok();
+            tr.diag = probes::SockDiag::open(&ns).ok().map(|d| std::rc::Rc::new(probes::SharedDiag::new(d)));
             tr.diag_at.clear();
         }
     }
@@ -184,7 +184,7 @@ fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack) -> Option<TcpI
                 // Backup and the other subflow flags are not in
                 // MPTCP_FULL_INFO: the kernel reports them per TCP subflow
                 // through sock_diag, matched here by addresses and ports.
-                if let Some(flags) = tr.diag.as_ref().and_then(|d| d.subflow_flags().ok()) {
+                if let Some(flags) = tr.diag.as_ref().and_then(|d| d.flags(tick)) {
                     for s in v.iter_mut() {
                         s.flags = flags.get(&(s.local.clone(), s.remote.clone())).copied();
                         tr.diag_flags |= s.flags.is_some();
@@ -413,6 +413,16 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     let mut interrupted = !wait_until(0);
     let base: Vec<BTreeMap<String, IfCounters>> = netdev.iter_mut().map(|d| d.read()).collect();
     let mut last = base.clone();
+    // One sock_diag socket per namespace that sends MPTCP data.
+    let mut diags: BTreeMap<usize, std::rc::Rc<probes::SharedDiag>> = BTreeMap::new();
+    for f in net.flows.iter().filter(|f| f.transport == TransportKind::Mptcp) {
+        let sender = if matches!(f.app, App::Download { .. }) { f.to } else { f.from };
+        if !mplab[sender] && !(f.servers.len() > 1 && sender != f.from) && !diags.contains_key(&sender) {
+            if let Ok(d) = probes::SockDiag::open(&topo.node_ns[sender]) {
+                diags.insert(sender, std::rc::Rc::new(probes::SharedDiag::new(d)));
+            }
+        }
+    }
     let mut tracks: Vec<FlowTrack> = net
         .flows
         .iter()
@@ -423,7 +433,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
                 let diag_at = f.servers.iter().filter(|&&n| !mplab[n]).map(|&n| (n, topo.node_ns[n].clone())).collect();
                 return FlowTrack { diag_at, ..Default::default() };
             }
-            let diag = (f.transport == TransportKind::Mptcp && !mplab[sender]).then(|| probes::SockDiag::open(&topo.node_ns[sender]).ok()).flatten();
+            let diag = (f.transport == TransportKind::Mptcp && !mplab[sender]).then(|| diags.get(&sender).cloned()).flatten();
             FlowTrack { diag, ..Default::default() }
         })
         .collect();
@@ -458,7 +468,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             }
             let st = &states[fi];
             let tr = &mut tracks[fi];
-            let first = observe(f, st, tr);
+            let first = observe(f, st, tr, k);
             let detailed = net.probes.flows.contains(&fi);
             let d = st.delivered.load(Ordering::Relaxed);
             let cw = |i: &TcpInfo| (detailed && net.probes.cwnd).then_some(i.cwnd_bytes());
@@ -517,8 +527,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     }
     // The end of the run: counters and subflows as of now.
     let end: Vec<BTreeMap<String, IfCounters>> = netdev.iter_mut().map(|d| d.read()).collect();
+    let tick = k;
     for (fi, f) in net.flows.iter().enumerate() {
-        observe(f, &states[fi], &mut tracks[fi]);
+        observe(f, &states[fi], &mut tracks[fi], tick);
     }
     if interrupted {
         abort.store(true, Ordering::SeqCst);
@@ -533,8 +544,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         s.finish(if interrupted { Wall::now() } else { sctp_deadline });
     }
     // Last look at the subflows (retransmissions during the drain count).
+    let tick = k + 1;
     for (fi, f) in net.flows.iter().enumerate() {
-        observe(f, &states[fi], &mut tracks[fi]);
+        observe(f, &states[fi], &mut tracks[fi], tick);
     }
     let mut pcap_errors = Vec::new();
     let mut pcap_packets = 0u64;
@@ -586,6 +598,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     for t in tracks.iter_mut() {
         t.diag = None;
     }
+    drop(diags);
     let teardown_errors = topo.teardown();
     if interrupted {
         return Err(KernelError::Interrupted);

@@ -275,6 +275,34 @@ pub struct SockDiag {
 /// Subflow flags by `(local, remote)` as `addr:port` strings.
 pub type FlagsByAddr = BTreeMap<(String, String), SubflowFlags>;
 
+/// A namespace's sock_diag socket shared by every flow sending from
+/// there: one dump per probe tick, however many flows read it (a dump per
+/// flow would cost the square of the connections).
+pub struct SharedDiag {
+    diag: SockDiag,
+    last: std::cell::RefCell<Option<(u64, std::rc::Rc<FlagsByAddr>)>>,
+}
+
+impl SharedDiag {
+    pub fn new(diag: SockDiag) -> SharedDiag {
+        SharedDiag { diag, last: std::cell::RefCell::new(None) }
+    }
+
+    /// The subflow flags as of probe tick `tick` (dumped on the first call
+    /// of the tick).
+    pub fn flags(&self, tick: u64) -> Option<std::rc::Rc<FlagsByAddr>> {
+        let mut last = self.last.borrow_mut();
+        match &*last {
+            Some((t, f)) if *t == tick => Some(f.clone()),
+            _ => {
+                let f = std::rc::Rc::new(self.diag.subflow_flags().ok()?);
+                *last = Some((tick, f.clone()));
+                Some(f)
+            }
+        }
+    }
+}
+
 impl SockDiag {
     pub fn open(ns: &str) -> std::io::Result<SockDiag> {
         sys::in_netns(ns, || {

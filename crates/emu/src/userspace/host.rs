@@ -23,14 +23,18 @@ use mplab_wire::packet::{build_ip_tcp, tcp_checksum_ok, TcpPacket};
 use mplab_wire::{MpJoin, MptcpOption, TcpHeader};
 use sha2::{Digest, Sha256};
 
+use super::agenda::Agenda;
 use super::conn::Conn;
 use super::gso::{autosize, Batch, Writer};
 use super::tun::Tun;
 use crate::apps::{Clock, FlowState};
 use crate::probes::TcpInfo;
 
-/// Receive ring: a power of two above any receive buffer we advertise.
+/// Receive ring: at most a power of two above any receive buffer we
+/// advertise; it starts at [`MIN_RING`] and doubles as data arrives further
+/// ahead, so an idle connection holds a page, not megabytes.
 const RING: usize = 16 << 20;
+const MIN_RING: usize = 4096;
 /// Most packets read per round before the loop runs the apps and sends:
 /// in practice everything queued. The peer's ACKs must not wait in the
 /// TUN queue behind our sending (an ACK held there inflates the RTT the
@@ -87,17 +91,35 @@ struct RxRing {
 }
 
 impl RxRing {
-    /// The ring's memory comes with the first bytes and goes when the
-    /// connection is over ([`RxRing::release`]): a host with many finished
-    /// connections keeps none of it.
+    /// The ring's memory comes with the first bytes, grows with the
+    /// distance between what was read and what arrives, and goes when the
+    /// connection is over ([`RxRing::release`]): a host with many idle or
+    /// finished connections keeps little of it.
     fn new() -> RxRing {
         RxRing { buf: Vec::new(), held: Vec::new(), read: 0, hash: Sha256::new() }
     }
-    fn ensure(&mut self) {
-        if self.buf.is_empty() {
-            self.buf = vec![0; RING];
-            self.held = vec![0; RING / 64];
+    /// Room for bytes up to offset `end` (exclusive), within [`RING`] of
+    /// what was read.
+    fn ensure(&mut self, end: u64) {
+        let need = (end.saturating_sub(self.read) as usize).clamp(MIN_RING, RING).next_power_of_two();
+        if need <= self.buf.len() {
+            return;
         }
+        let cap = need.max(2 * self.buf.len()).min(RING);
+        let mut buf = vec![0u8; cap];
+        let mut held = vec![0u64; cap / 64];
+        // The held bytes move to their places in the larger ring.
+        let old = self.buf.len();
+        for off in self.read..self.read + old as u64 {
+            let s = (off % old as u64) as usize;
+            if self.held[s / 64] & (1u64 << (s % 64)) != 0 {
+                let d = (off % cap as u64) as usize;
+                buf[d] = self.buf[s];
+                held[d / 64] |= 1u64 << (d % 64);
+            }
+        }
+        self.buf = buf;
+        self.held = held;
     }
     /// Gives the ring's memory back (everything placed was read).
     fn release(&mut self) {
@@ -105,11 +127,16 @@ impl RxRing {
         self.held = Vec::new();
     }
     fn put(&mut self, r: &Range<u64>, payload: &[u8]) {
-        self.ensure();
-        let mask = (RING - 1) as u64;
+        let end = r.end.min(r.start + payload.len() as u64);
+        if end <= self.read {
+            return;
+        }
+        self.ensure(end.min(self.read + RING as u64));
+        let cap = self.buf.len();
+        let mask = (cap - 1) as u64;
         for (i, &b) in payload.iter().enumerate().take((r.end - r.start) as usize) {
             let off = r.start + i as u64;
-            if off < self.read || off >= self.read + RING as u64 {
+            if off < self.read || off >= self.read + cap as u64 {
                 continue;
             }
             let s = (off & mask) as usize;
@@ -122,13 +149,14 @@ impl RxRing {
     }
     /// Checks and hashes `r` (the next bytes in order); the first mismatch.
     fn take(&mut self, r: Range<u64>) -> Option<String> {
-        self.ensure();
-        let mask = (RING - 1) as u64;
+        self.ensure(r.end);
+        let cap = self.buf.len();
+        let mask = (cap - 1) as u64;
         let mut bad = None;
         let mut off = r.start;
         while off < r.end {
             let s = (off & mask) as usize;
-            let n = ((r.end - off) as usize).min(RING - s);
+            let n = ((r.end - off) as usize).min(cap - s);
             for k in s..s + n {
                 self.held[k / 64] &= !(1u64 << (k % 64));
             }
@@ -195,6 +223,14 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
         .collect();
     let mut tuples: HashMap<(SocketAddr, SocketAddr), usize> = HashMap::new();
     let mut tokens: HashMap<u32, usize> = HashMap::new();
+    // Server ends by listening port, for a SYN to find its end at once.
+    let mut listening: HashMap<u16, Vec<usize>> = HashMap::new();
+    for (e, end) in ends.iter().enumerate().filter(|(_, x)| x.role == Role::Server) {
+        listening.entry(end.flow.dport).or_default().push(e);
+    }
+    let mut agenda = Agenda::new(ends.len());
+    // Ends whose state changed since the last probe (only they publish).
+    let mut touched = vec![true; ends.len()];
     let mut c = HostCounters::default();
     let mut rbuf = vec![0u8; 65536];
     let mut obuf: Vec<u8> = Vec::with_capacity(2048);
@@ -239,10 +275,11 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             let is_join = p.tcp.options.mptcp().any(|o| matches!(o, MptcpOption::MpJoin(MpJoin::Syn { .. })));
             if (idx.is_none() || is_join) && p.tcp.syn() && !p.tcp.ack_flag() && !p.tcp.rst() {
                 let seed = seed0 ^ c.rx_packets;
-                idx = new_subflow(&mut ends, &mut tokens, &mut tuples, &mut c, spec.node, now, local, remote, &p.tcp, seed);
+                idx = new_subflow(&mut ends, &listening, &mut tokens, &mut tuples, &mut c, spec.node, now, local, remote, &p.tcp, seed);
             }
             match idx {
                 Some(e) => {
+                    agenda.wake(e);
                     let end = &mut ends[e];
                     let Some(conn) = end.conn.as_mut() else { continue };
                     let placed = conn.handle_segment(now, local, remote, &p.tcp, p.payload);
@@ -261,10 +298,14 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                 }
             }
         }
-        // ---- timers, applications
+        // ---- timers, applications, output: the ends a segment came for
+        // and those whose timer is due
         let now = now_i();
         let t_ns = clk.now_ns();
-        for (ei, end) in ends.iter_mut().enumerate() {
+        let turn = agenda.take(now.0);
+        for &ei in &turn {
+            let end = &mut ends[ei];
+            touched[ei] = true;
             if let Some(conn) = end.conn.as_mut() {
                 if conn.poll_timeout().is_some_and(|t| t <= now) {
                     conn.handle_timeout(now);
@@ -276,69 +317,17 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                     tokens.insert(conn.local_token(), ei);
                 }
             }
+            if send_round(end, ei, now, &tun, &mut wr, &mut tuples, &mut c) {
+                // More to send: another turn right after reading input.
+                agenda.wake(ei);
+            }
+            let at = end.conn.as_ref().and_then(|c| c.poll_timeout()).map_or(u64::MAX, |t| t.0);
+            let app = app_wait_ns(end, t_ns);
+            agenda.arm(ei, at.min(now.0.saturating_add(app)));
         }
+        agenda.done(turn);
         sctp.poll(now, t_ns, &clk, &tun, &mut c);
-        // ---- output
-        let mut more = false;
-        for (ei, end) in ends.iter_mut().enumerate() {
-            let Some(conn) = end.conn.as_mut() else { continue };
-            let mut batches: Vec<Batch> = Vec::new();
-            // Super-segment sizes per subflow, from its rate (once a round).
-            let sizes: Vec<((SocketAddr, SocketAddr), u64)> = if tun.gso() { conn.subflow_stats().iter().map(|s| ((s.local, s.remote), autosize(s.tcp.cwnd, s.tcp.srtt))).collect() } else { Vec::new() };
-            for k in 0..=OUT_BATCH {
-                if k == OUT_BATCH {
-                    more = true;
-                    break;
-                }
-                let Some(t) = conn.poll_transmit(now, &Pattern) else { break };
-                tuples.entry((t.local, t.remote)).or_insert(ei);
-                // Merged into its subflow's batch; or that batch goes out
-                // and `t` starts the next (or goes out alone). One batch
-                // per subflow: schedulers interleave the subflows.
-                if !tun.gso() {
-                    wr.single(&tun, &t, &mut c);
-                    continue;
-                }
-                let key = (t.local, t.remote);
-                // A retransmission goes alone, under the mapping its bytes
-                // first went out with, after the subflow's pending batch.
-                let t = match wr.remap(t) {
-                    Ok(t) => t,
-                    Err(t) => {
-                        if let Some(i) = batches.iter().position(|b| b.key() == key) {
-                            wr.flush(&tun, batches.swap_remove(i), &mut c);
-                        }
-                        wr.single(&tun, &t, &mut c);
-                        continue;
-                    }
-                };
-                let t = match batches.iter().position(|b| b.key() == key) {
-                    Some(i) => match batches[i].push(t) {
-                        Ok(()) => {
-                            if batches[i].full() {
-                                wr.flush(&tun, batches.swap_remove(i), &mut c);
-                            }
-                            continue;
-                        }
-                        Err(t) => {
-                            // Whatever follows on this subflow goes after
-                            // the batch, never before it.
-                            wr.flush(&tun, batches.swap_remove(i), &mut c);
-                            t
-                        }
-                    },
-                    None => t,
-                };
-                let limit = sizes.iter().find(|(k, _)| *k == key).map_or(0, |x| x.1);
-                match Batch::start(t, limit) {
-                    Ok(b) => batches.push(b),
-                    Err(t) => wr.single(&tun, &t, &mut c),
-                }
-            }
-            for b in batches.drain(..) {
-                wr.flush(&tun, b, &mut c);
-            }
-        }
+        let more = agenda.busy();
         // ---- probes (the sender's subflows), every 20 ms
         if t_ns >= last_probe + 20_000_000 {
             if debug && t_ns / 500_000_000 != last_probe / 500_000_000 {
@@ -349,7 +338,10 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                 }
             }
             last_probe = t_ns;
-            for end in &mut ends {
+            for (ei, end) in ends.iter_mut().enumerate() {
+                if !std::mem::take(&mut touched[ei]) {
+                    continue;
+                }
                 publish(end);
                 // A connection over on every subflow and read to the end.
                 let over = end.conn.as_ref().is_some_and(|c| {
@@ -362,6 +354,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             }
             if let Some(text) = ctl.as_ref().and_then(|p| std::fs::read_to_string(p).ok().inspect(|_| drop(std::fs::remove_file(p)))) {
                 for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                    agenda.wake_all();
                     let what = control(&mut ends, line);
                     eprintln!("mplab host {host_name}: {:.3} s: {line}: {what}", t_ns as f64 / 1e9);
                 }
@@ -369,13 +362,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
         }
         // ---- sleep until the TUN is readable or the next timer
         let now = now_i();
-        let mut next = u64::MAX;
-        for end in &ends {
-            if let Some(t) = end.conn.as_ref().and_then(|c| c.poll_timeout()) {
-                next = next.min(t.0.saturating_sub(now.0));
-            }
-            next = next.min(app_wait_ns(end, clk.now_ns()));
-        }
+        let mut next = agenda.next_deadline().map_or(u64::MAX, |t| t.saturating_sub(now.0));
         next = next.min(sctp.wait_ns(now, clk.now_ns()));
         next = next.min(20_000_000);
         let pass = pass_start.elapsed().as_nanos() as u64;
@@ -456,6 +443,71 @@ fn control(ends: &mut [End], line: &str) -> String {
     }
 }
 
+/// One round of output for `end`: what its connection sends now, batched
+/// per subflow into GSO super-segments where the TUN takes them. True when
+/// it stopped at [`OUT_BATCH`] segments with more to send.
+fn send_round(end: &mut End, ei: usize, now: Instant, tun: &Tun, wr: &mut Writer, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, c: &mut HostCounters) -> bool {
+    let Some(conn) = end.conn.as_mut() else { return false };
+    let mut more = false;
+    let mut batches: Vec<Batch> = Vec::new();
+    // Super-segment sizes per subflow, from its rate (once a round).
+    let sizes: Vec<((SocketAddr, SocketAddr), u64)> = if tun.gso() { conn.subflow_stats().iter().map(|s| ((s.local, s.remote), autosize(s.tcp.cwnd, s.tcp.srtt))).collect() } else { Vec::new() };
+    for k in 0..=OUT_BATCH {
+        if k == OUT_BATCH {
+            more = true;
+            break;
+        }
+        let Some(t) = conn.poll_transmit(now, &Pattern) else { break };
+        tuples.entry((t.local, t.remote)).or_insert(ei);
+        // Merged into its subflow's batch; or that batch goes out
+        // and `t` starts the next (or goes out alone). One batch
+        // per subflow: schedulers interleave the subflows.
+        if !tun.gso() {
+            wr.single(tun, &t, c);
+            continue;
+        }
+        let key = (t.local, t.remote);
+        // A retransmission goes alone, under the mapping its bytes
+        // first went out with, after the subflow's pending batch.
+        let t = match wr.remap(t) {
+            Ok(t) => t,
+            Err(t) => {
+                if let Some(i) = batches.iter().position(|b| b.key() == key) {
+                    wr.flush(tun, batches.swap_remove(i), c);
+                }
+                wr.single(tun, &t, c);
+                continue;
+            }
+        };
+        let t = match batches.iter().position(|b| b.key() == key) {
+            Some(i) => match batches[i].push(t) {
+                Ok(()) => {
+                    if batches[i].full() {
+                        wr.flush(tun, batches.swap_remove(i), c);
+                    }
+                    continue;
+                }
+                Err(t) => {
+                    // Whatever follows on this subflow goes after
+                    // the batch, never before it.
+                    wr.flush(tun, batches.swap_remove(i), c);
+                    t
+                }
+            },
+            None => t,
+        };
+        let limit = sizes.iter().find(|(k, _)| *k == key).map_or(0, |x| x.1);
+        match Batch::start(t, limit) {
+            Ok(b) => batches.push(b),
+            Err(t) => wr.single(tun, &t, c),
+        }
+    }
+    for b in batches.drain(..) {
+        wr.flush(tun, b, c);
+    }
+    more
+}
+
 fn ip_header_ok(pkt: &[u8]) -> bool {
     if pkt.first().map(|b| b >> 4) != Some(4) {
         return false;
@@ -483,7 +535,7 @@ fn tcp_bytes(pkt: &[u8]) -> &[u8] {
 /// A SYN for a 4-tuple we do not know: a join (by token) or a flow's
 /// server end accepting its connection.
 #[allow(clippy::too_many_arguments)]
-fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, c: &mut HostCounters, node: usize, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64) -> Option<usize> {
+fn new_subflow(ends: &mut [End], listening: &HashMap<u16, Vec<usize>>, tokens: &mut HashMap<u32, usize>, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, c: &mut HostCounters, node: usize, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64) -> Option<usize> {
     let join = syn.options.mptcp().find_map(|o| match o {
         MptcpOption::MpJoin(MpJoin::Syn { token, .. }) => Some(*token),
         _ => None,
@@ -498,7 +550,7 @@ fn new_subflow(ends: &mut [End], tokens: &mut HashMap<u32, usize>, tuples: &mut 
         tuples.insert((local, remote), e);
         return Some(e);
     }
-    let e = ends.iter().position(|x| x.role == Role::Server && x.conn.is_none() && x.flow.dport == local.port())?;
+    let e = *listening.get(&local.port())?.iter().find(|&&e| ends[e].conn.is_none())?;
     let end = &mut ends[e];
     let conn = match &end.tcp_cfg {
         Some(t) => Conn::tcp_accept(t.clone(), local, remote, syn, seed as u32, now)?,
@@ -684,8 +736,17 @@ mod tests {
         bad[3] ^= 0xff;
         ring.put(&(4000..4010), &bad);
         assert!(ring.take(4000..4010).unwrap().contains("offset 4003"));
+        // Grows with the data ahead of what was read, keeping what it held.
+        let mut far = vec![0u8; 100];
+        fill_pattern(200_000, &mut far);
+        ring.put(&(200_000..200_100), &far);
+        assert!(ring.buf.len() >= 256 * 1024 && ring.buf.len() <= RING, "{}", ring.buf.len());
+        let mut near = vec![0u8; 195_990];
+        fill_pattern(4010, &mut near);
+        ring.put(&(4010..200_000), &near);
+        assert_eq!(ring.take(4010..200_100), None);
         // Wraps around the ring.
-        let start = RING as u64 - 5;
+        let start = ring.buf.len() as u64 * 3 - 5;
         ring.read = start;
         let mut w = vec![0u8; 20];
         fill_pattern(start, &mut w);

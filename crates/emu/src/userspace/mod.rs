@@ -9,6 +9,7 @@
 //! kernel's (MP)TCP, so mplab and Linux can face each other. See
 //! docs/userspace-backend.md.
 
+pub mod agenda;
 pub mod conn;
 pub mod gso;
 pub mod host;

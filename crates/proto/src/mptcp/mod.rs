@@ -736,7 +736,11 @@ impl Connection {
             }
         }
         let optionless = self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed();
-        let pure_ack = payload_len == 0 && !h.fin();
+        // A copy of bytes already received carries no news either: it counts
+        // as an ACK (a forged duplicate without options must not make the
+        // connection fall back; RFC 8684 3.7 is about data to be mapped).
+        let old_copy = payload_len > 0 && self.subflows[i].tcp.rcv_offset(h.seq).is_some_and(|off| off + u64::from(payload_len) <= self.subflows[i].tcp.rcv_nxt());
+        let pure_ack = (payload_len == 0 || old_copy) && !h.fin();
         let run = &mut self.subflows[i].optionless_acks;
         *run = if optionless && pure_ack { run.saturating_add(1) } else { 0 };
         // The client's first data went with MP_CAPABLE; an ACK of it with
@@ -798,7 +802,12 @@ impl Connection {
             }
             return None;
         }
+        // Bytes below this were received before: a copy of them without a
+        // mapping (a retransmission through a box, a forged duplicate) says
+        // nothing about the path and changes nothing.
+        let rcv_before = self.subflows[i].tcp.rcv_nxt();
         let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
+        let new_part = sub_range.as_ref().map(|r| r.start.max(rcv_before)..r.end).filter(|r| !r.is_empty());
         if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
             self.subflow_synced(now, i);
         }
@@ -845,7 +854,7 @@ impl Connection {
                 return None;
             }
             if self.fallback.is_none() {
-                if let Some(r) = sub_range.as_ref().filter(|r| !r.is_empty() && self.remote.is_some()) {
+                if let Some(r) = new_part.as_ref().filter(|_| self.remote.is_some()) {
                     // A sender never puts bytes of two mappings in one
                     // segment, so payload its own mapping leaves out, that
                     // no earlier mapping covers, never gets one: a box
@@ -877,7 +886,7 @@ impl Connection {
                     }
                 }
             }
-        } else if sub_range.as_ref().is_some_and(|r| !r.is_empty() && !self.subflows[i].rx_covers(r.start)) && self.remote.is_some() {
+        } else if new_part.as_ref().is_some_and(|r| !self.subflows[i].rx_covers(r.start)) && self.remote.is_some() {
             // Data no mapping covers: options stripped on the path.
             self.on_missing_mapping(i);
             if self.fallback.is_some() {
@@ -994,7 +1003,12 @@ impl Connection {
         // offset: the subflow's may differ (data sent twice on it, or by
         // other subflows before).
         let (nxt, read) = (self.rcv.nxt(), self.subflows[i].tcp.read_offset());
+        // Bytes below this were received before: a copy of them without a
+        // mapping (a retransmission through a box, a forged duplicate) says
+        // nothing about the path and changes nothing.
+        let rcv_before = self.subflows[i].tcp.rcv_nxt();
         let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
+        let new_part = sub_range.as_ref().map(|r| r.start.max(rcv_before)..r.end).filter(|r| !r.is_empty());
         self.after_fallback_input(i, sub_range.clone());
         self.after_input(now);
         if i != self.fb_sub {
