@@ -199,6 +199,19 @@ pub struct Clock {
     /// Hard stop for every loop: end plus a grace period.
     pub hard_ns: u64,
     pub abort: Arc<AtomicBool>,
+    /// The longest an application thread sleeps before it looks at the
+    /// deadline and the abort flag again: 100 ms, longer with thousands of
+    /// flows (a thread per flow end waking ten times a second would take
+    /// the cores from the link emulator).
+    pub poll_ns: u64,
+}
+
+impl Clock {
+    /// The poll step for a run of `flows` flows: 100 ms up to 500 flows,
+    /// then growing to 1 s at 5000.
+    pub fn poll_step(flows: usize) -> u64 {
+        (flows as u64 * 200_000).clamp(100_000_000, 1_000_000_000)
+    }
 }
 
 impl Clock {
@@ -214,7 +227,7 @@ impl Clock {
             if now >= ns {
                 return true;
             }
-            std::thread::sleep(Duration::from_nanos((ns - now).min(50_000_000)));
+            std::thread::sleep(Duration::from_nanos((ns - now).min(self.poll_ns / 2)));
         }
     }
     fn over(&self) -> bool {
@@ -385,7 +398,7 @@ fn run_app(f: &Flow, fd: RawFd, client: bool, st: &FlowState, clk: &Clock) {
         }
         // Sleep until readable (until the peer's end), writable again, the
         // application's timer or 100 ms (the deadline and abort checks).
-        let wait_ns = app.poll_timer().map_or(100_000_000, |d| d.0.saturating_sub(clk.now_ns())).min(100_000_000);
+        let wait_ns = app.poll_timer().map_or(clk.poll_ns, |d| d.0.saturating_sub(clk.now_ns())).min(clk.poll_ns);
         let events = if sock.eof { 0 } else { libc::POLLIN } | if sock.full { libc::POLLOUT } else { 0 };
         let mut p = [libc::pollfd { fd, events, revents: 0 }];
         if wait_ns > 0 {
@@ -479,7 +492,7 @@ pub fn run_server(f: Flow, listener: Arc<OwnedFd>, node: usize, st: Arc<FlowStat
         // balanced flow's other backends never get one.
         let mut pfd = libc::pollfd { fd: lfd, events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut pfd, 1, 100) } <= 0 {
+        if unsafe { libc::poll(&mut pfd, 1, (clk.poll_ns / 1_000_000) as i32) } <= 0 {
             continue;
         }
         // SAFETY: accept on a valid listening socket with a connection ready.

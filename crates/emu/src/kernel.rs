@@ -76,6 +76,9 @@ pub fn preflight() -> Result<(), KernelError> {
     if !std::path::Path::new("/proc/sys/net/mptcp/enabled").exists() {
         return Err(KernelError::Usage("this kernel has no MPTCP (CONFIG_MPTCP): /proc/sys/net/mptcp is missing".into()));
     }
+    // A run holds a few descriptors per flow (sockets, listeners, the
+    // accepted ones): thousands of flows need more than a shell's 1024.
+    sys::raise_nofile();
     Ok(())
 }
 
@@ -343,7 +346,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             captures.push(Capture::start(&topo.node_ns[c.node], &c.iface_name, &path, t0_real).map_err(KernelError::Failed)?);
         }
     }
-    let clk = Clock { t0, end_ns: net.duration_ns, hard_ns, abort: abort.clone() };
+    let clk = Clock { t0, end_ns: net.duration_ns, hard_ns, abort: abort.clone(), poll_ns: Clock::poll_step(net.flows.len()) };
     for s in &mut sctp {
         s.start(t0_real);
     }
@@ -763,7 +766,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             (n.clone(), serde_json::json!({
                 "rx_packets": c.rx_packets, "tx_packets": c.tx_packets, "bad_checksum": c.bad_checksum, "not_tcp": c.not_tcp,
                 "kernel_tcp": ktcp, "rsts_sent": c.rsts_sent, "tx_dropped": c.tx_dropped, "unplaced_segments": c.unplaced_segments, "wakeups": c.wakeups,
-                "max_pass_ms": c.max_pass_ns as f64 / 1e6, "passes_over_10ms": c.passes_over_10ms,
+                "max_pass_ms": c.max_pass_ns as f64 / 1e6, "max_pass_cpu_ms": c.max_pass_cpu_ns as f64 / 1e6, "passes_over_10ms": c.passes_over_10ms,
                 "streams": c.digests.iter().map(|(f, r, n, h)| serde_json::json!({"flow": f, "end": r, "bytes_read": n, "sha256": h})).collect::<Vec<_>>(),
             }))
         }).collect::<serde_json::Map<_, _>>(),

@@ -40,6 +40,26 @@ pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> io::Result<T> +
         .map_err(|_| io::Error::other("namespace helper thread panicked"))?
 }
 
+/// Raises this process's open-file limit as far as the system allows
+/// (root may lift the hard limit up to fs.nr_open without a container's
+/// restrictions; else the soft limit goes up to the hard one); best effort.
+pub fn raise_nofile() {
+    let ceiling: u64 = std::fs::read_to_string("/proc/sys/fs/nr_open").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(1 << 20);
+    let want = ceiling.min(1 << 20);
+    let mut cur = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut cur) != 0 || cur.rlim_cur >= want as libc::rlim_t {
+            return;
+        }
+        let lifted = libc::rlimit { rlim_cur: want as libc::rlim_t, rlim_max: (want as libc::rlim_t).max(cur.rlim_max) };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lifted) != 0 {
+            let soft = libc::rlimit { rlim_cur: cur.rlim_max, rlim_max: cur.rlim_max };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &soft);
+        }
+    }
+}
+
 pub fn is_root() -> bool {
     // SAFETY: no preconditions.
     unsafe { libc::geteuid() == 0 }

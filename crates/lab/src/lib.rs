@@ -8,6 +8,7 @@ pub mod capture;
 pub mod compare;
 pub mod figures;
 pub mod grid;
+pub mod load;
 pub mod parq;
 pub mod plot;
 pub mod plugins;

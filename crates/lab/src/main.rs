@@ -1,6 +1,6 @@
 //! `mplab`: the Multipath TCP lab command line.
 
-use mplab::{attack, compare, figures, plugins, report, run, slurm, soak, sweep, trace, validate};
+use mplab::{attack, compare, figures, load, plugins, report, run, slurm, soak, sweep, trace, validate};
 
 
 use std::io::Write as _;
@@ -289,6 +289,36 @@ enum Command {
         #[arg(long)]
         write_scenario: Option<PathBuf>,
     },
+    /// Load: many concurrent MPTCP connections between two hosts, idle
+    /// ones (100 B each way every 10 s) and active ones (constant-rate
+    /// senders offering 100 Mbit/s in all to two 100 Mbit/s paths), opened
+    /// one after the other and held for 15 s; every byte verified. Reports
+    /// the connections held, memory per connection (the process's, and the
+    /// kernel's slab), descriptors, threads and, for mplab's stack, its
+    /// packet loop's longest pass. The userspace backend runs mplab's stack
+    /// on both hosts; kernel and userspace need root.
+    ///
+    /// Examples:
+    ///   sudo mplab load --backend userspace --idle 10000 --active 1000
+    ///   sudo mplab load --backend kernel --idle 5000 --active 1000
+    ///   mplab load --idle 10000 --active 1000 --write-scenario load.toml
+    #[command(verbatim_doc_comment)]
+    Load {
+        #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
+        backend: String,
+        #[arg(long, default_value_t = 1000)]
+        idle: u64,
+        #[arg(long, default_value_t = 100)]
+        active: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output directory (default results/load-<backend>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Write the load's scenario file here and stop.
+        #[arg(long)]
+        write_scenario: Option<PathBuf>,
+    },
 }
 
 /// Prints an error, "error" in red when stderr is a terminal.
@@ -318,7 +348,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Simulations (the default backend) run faster on huge pages; this
     // restarts the process once with them, before any thread exists.
-    if matches!(&cli.command, Command::Run { backend, .. } | Command::Soak { backend, .. } if backend == "sim") || matches!(cli.command, Command::Sweep { .. } | Command::Validate { .. }) {
+    if matches!(&cli.command, Command::Run { backend, .. } | Command::Soak { backend, .. } | Command::Load { backend, .. } if backend == "sim") || matches!(cli.command, Command::Sweep { .. } | Command::Validate { .. }) {
         mplab_sim::hugepages::reexec_with_huge_pages();
     }
     let (quiet, verbose) = (cli.quiet, cli.verbose);
@@ -475,6 +505,29 @@ fn main() -> ExitCode {
                     if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
                 }
                 Err(e) => fail("soak", e),
+            }
+        }
+        Command::Load { backend, idle, active, seed, out, write_scenario } => {
+            if idle + active == 0 {
+                return fail("load", run::RunError::Usage("--idle and --active: at least one connection".into()));
+            }
+            if let Some(path) = write_scenario {
+                let stack = if backend == "userspace" { "mplab" } else { "kernel" };
+                return match std::fs::write(&path, load::scenario(idle, active, seed, stack)) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => fail("load", run::RunError::Failed(format!("{}: {e}", path.display()))),
+                };
+            }
+            let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("load-{backend}")));
+            match load::load(&backend, idle, active, seed, &out) {
+                Ok(r) => {
+                    if !quiet {
+                        print!("{}", load::render(&r));
+                        println!("  results and load.json in {}", out.display());
+                    }
+                    if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+                }
+                Err(e) => fail("load", e),
             }
         }
         Command::Attack { scenario, backends, rows, link, out, list } => {

@@ -1003,12 +1003,7 @@ impl Connection {
         // offset: the subflow's may differ (data sent twice on it, or by
         // other subflows before).
         let (nxt, read) = (self.rcv.nxt(), self.subflows[i].tcp.read_offset());
-        // Bytes below this were received before: a copy of them without a
-        // mapping (a retransmission through a box, a forged duplicate) says
-        // nothing about the path and changes nothing.
-        let rcv_before = self.subflows[i].tcp.rcv_nxt();
         let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
-        let new_part = sub_range.as_ref().map(|r| r.start.max(rcv_before)..r.end).filter(|r| !r.is_empty());
         self.after_fallback_input(i, sub_range.clone());
         self.after_input(now);
         if i != self.fb_sub {

@@ -678,3 +678,24 @@ fn a_server_address_withdrawn_and_restored_ten_times_is_joined_each_time() {
     assert_eq!(n.misplaced, 0);
     assert!(n.client.stats().add_addr_received >= 11, "{:?}", n.client.stats());
 }
+
+/// The client's handshake ACKs (the third ACK, and the ACKs of the
+/// server's SYN/ACK retransmissions) are lost for a while: the server
+/// backs off (1, 2, 4 s ...) and gives up only after TCP's usual minute,
+/// the client answers each retransmitted SYN/ACK, and once one answer gets
+/// through every byte arrives.
+#[test]
+fn lost_handshake_acks_are_answered_again_until_one_gets_through() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 5, 100);
+    n.to_send = 100_000;
+    let until = Instant(5_500 * MS);
+    n.drop = Box::new(move |s: &Seen| s.to_server && !s.t.header.syn() && s.now < until);
+    n.run(20_000);
+    let at_ms = |l: &String| l.split_whitespace().next().unwrap().trim_start_matches("Instant(").trim_end_matches(')').parse::<u64>().unwrap() / MS;
+    let retx: Vec<u64> = n.log.iter().filter(|l| l.contains(" false ") && l.contains("flags: 18")).map(at_ms).collect();
+    assert!(retx.len() >= 3, "{retx:?}");
+    // Exponential backoff between the server's SYN/ACKs.
+    assert!(retx[2] - retx[1] >= 2 * (retx[1] - retx[0]) - 50, "{retx:?}");
+    assert_eq!(n.received, 100_000, "{:?}", &n.log[..n.log.len().min(30)]);
+    assert!(n.client.fallback().is_none() && n.server().fallback().is_none());
+}

@@ -37,6 +37,9 @@ use reassembly::Reassembly;
 use rtt::RttEstimator;
 use scoreboard::Scoreboard;
 
+/// How far SYN and SYN-ACK retransmissions back off (TCP_RTO_MAX).
+const HANDSHAKE_MAX_BACKOFF: Duration = Duration::from_secs(120);
+
 /// RFC 9293 connection states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -1179,7 +1182,12 @@ impl Connection {
             options: o,
         };
         self.adv_right = self.cfg.rcv_buf.min(65535);
-        self.rto_at = Some(self.timer_after_rto(now, self.backoff));
+        // The handshake backs off to TCP's own ceiling (Linux: 1, 2, 4 ...
+        // s, about a minute in all over tcp_syn_retries): a ceiling set for
+        // an established subflow's data (mplab's 1 s) would make a SYN
+        // give up after 7 s on a congested path.
+        let clock = self.cfg.timer_clock;
+        self.rto_at = Some(clock.fires(now, clock.backed_off(self.rtt.rto(), self.backoff, HANDSHAKE_MAX_BACKOFF)));
         self.stats.segments_sent += 1;
         *t = Transmit { header, payload: 0..0, retransmission: self.syn_tries > 0 };
     }
