@@ -12,6 +12,7 @@ pub mod load;
 pub mod parq;
 pub mod plot;
 pub mod plugins;
+pub mod procstat;
 pub mod report;
 pub mod run;
 pub mod slurm;

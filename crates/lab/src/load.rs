@@ -2,20 +2,18 @@
 //! what each costs. Thousands of idle connections (a small request and
 //! response every 10 s, as a chat or push client keeps) and hundreds of
 //! active ones (constant-rate senders offering 100 Mbit/s in all to two
-//! 100 Mbit/s paths) between two
-//! hosts, every byte verified; the process's memory, descriptors and
-//! threads sampled, and on the kernel backend the kernel's slab memory.
+//! 100 Mbit/s paths) between two hosts, every byte verified; the process's
+//! memory, descriptors and threads sampled, and the kernel's slab memory.
 //! docs/load.md has the figures.
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mplab_scenario::Scenario;
 use serde::Serialize;
 
+use crate::procstat::{loop_figures, sample, Sample, Sampler};
 use crate::run::{self, RunError};
 
 /// An idle connection opens every this many ms, an active one every
@@ -32,9 +30,14 @@ fn ramp_ms(idle: u64, active: u64) -> u64 {
     idle * IDLE_GAP_MS + active * ACTIVE_GAP_MS
 }
 
+/// Each active connection's rate (kbit/s).
+fn active_rate_kbit(active: u64) -> u64 {
+    (OFFERED_KBIT / active.max(1)).clamp(1, 10_000)
+}
+
 /// The load scenario: `idle` request/response connections and `active`
-/// constant-rate ones from a client to a server over two paths (100 Mbit/s, 5 and
-/// 10 ms), MPTCP fullmesh; `stack` on both hosts.
+/// constant-rate ones from a client to a server over two paths (100
+/// Mbit/s, 5 and 10 ms), MPTCP fullmesh; `stack` on both hosts.
 pub fn scenario(idle: u64, active: u64, seed: u64, stack: &str) -> String {
     let duration_s = ramp_ms(idle, active).div_ceil(1000) + HOLD_S;
     let mut t = String::new();
@@ -79,57 +82,19 @@ flows = []
 "#
     );
     let ms = |v: u64| format!("{}.{:03}s", v / 1000, v % 1000);
+    let flow = |name: String, app: &str, start: u64| {
+        format!("\n[[flows]]\nname = \"{name}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\n{app}start = \"{}\"\n", ms(start))
+    };
     for i in 0..idle {
-        let _ = write!(
-            t,
-            "\n[[flows]]\nname = \"idle{i}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"request\"\nrequest_size = \"100B\"\nresponse_size = \"100B\"\ninterval = \"10s\"\nstart = \"{}\"\n",
-            ms(i * IDLE_GAP_MS)
-        );
+        t += &flow(format!("idle{i}"), "app = \"request\"\nrequest_size = \"100B\"\nresponse_size = \"100B\"\ninterval = \"10s\"\n", i * IDLE_GAP_MS);
     }
     // The active ones together offer half of what the two paths carry:
     // busy links, not an overload in which handshakes starve.
-    let rate_kbit = (OFFERED_KBIT / active.max(1)).clamp(1, 10_000);
+    let rate = format!("app = \"rate\"\nrate = \"{}kbit\"\n", active_rate_kbit(active));
     for j in 0..active {
-        let _ = write!(
-            t,
-            "\n[[flows]]\nname = \"active{j}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"rate\"\nrate = \"{rate_kbit}kbit\"\nstart = \"{}\"\n",
-            ms(idle * IDLE_GAP_MS + j * ACTIVE_GAP_MS)
-        );
+        t += &flow(format!("active{j}"), &rate, idle * IDLE_GAP_MS + j * ACTIVE_GAP_MS);
     }
     t
-}
-
-/// What the process and the kernel hold at one moment.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Sample {
-    pub wall_s: f64,
-    pub rss_kib: u64,
-    pub fds: u64,
-    pub threads: u64,
-    /// /proc/meminfo Slab: the kernel's objects (sockets among them).
-    pub slab_kib: u64,
-}
-
-fn sample(t0: Instant) -> Sample {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |text: &str, k: &str| {
-        text.lines()
-            .find(|l| l.starts_with(k))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let fds = std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count() as u64)
-        .unwrap_or(0);
-    Sample {
-        wall_s: t0.elapsed().as_secs_f64(),
-        rss_kib: field(&status, "VmRSS:") + field(&status, "HugetlbPages:"),
-        fds,
-        threads: field(&status, "Threads:"),
-        slab_kib: field(&meminfo, "Slab:"),
-    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -167,58 +132,28 @@ pub struct Report {
 
 /// Runs the load on `backend` and writes the run's results and
 /// `load.json` to `out`.
-pub fn load(
-    backend: &str,
-    idle: u64,
-    active: u64,
-    seed: u64,
-    out: &Path,
-) -> Result<Report, RunError> {
-    let stack = if backend == "userspace" {
-        "mplab"
-    } else {
-        "kernel"
-    };
+pub fn load(backend: &str, idle: u64, active: u64, seed: u64, out: &Path) -> Result<Report, RunError> {
+    let stack = if backend == "userspace" { "mplab" } else { "kernel" };
     let toml = scenario(idle, active, seed, stack);
-    std::fs::create_dir_all(out)
-        .map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
-    std::fs::write(out.join("load.toml"), &toml)
-        .map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    std::fs::write(out.join("load.toml"), &toml).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     let sc = Scenario::from_str(&toml, "load.toml").map_err(|e| RunError::Usage(e.to_string()))?;
     let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
     let duration_s = net.duration_ns / 1_000_000_000;
 
     let t0 = Instant::now();
     let before = sample(t0);
-    let samples = Arc::new(Mutex::new(vec![before]));
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (samples, stop) = (samples.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(250));
-                samples
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(sample(t0));
-            }
-        })
-    };
-    let result = if backend == "sim" {
-        run::simulate(&sc, net, out, false, None)
-    } else {
-        run::run_real(backend, &sc, net, out)
-    };
-    stop.store(true, Ordering::Relaxed);
-    let _ = sampler.join();
+    let sampler = Sampler::start(t0, before, Duration::from_millis(250));
+    let result = if backend == "sim" { run::simulate(&sc, net, out, false, None) } else { run::run_real(backend, &sc, net, out) };
+    let samples = sampler.finish();
     let (results, meta) = result?;
-    let samples = samples.lock().map(|v| v.clone()).unwrap_or_default();
 
     let s = &results.summary;
     let conns = (idle + active).max(1) as f64;
     let mib = |k: u64| k as f64 / 1024.0;
     let peak = |f: fn(&Sample) -> u64| samples.iter().map(f).max().unwrap_or(0);
     let (rss_peak, slab_peak) = (peak(|x| x.rss_kib), peak(|x| x.slab_kib));
+    let lf = loop_figures(&meta);
     let mut r = Report {
         backend: backend.into(),
         idle,
@@ -229,18 +164,8 @@ pub fn load(
         verified: s.flows.iter().filter(|f| f.verified).count() as u64,
         fallbacks: s.flows.iter().filter(|f| f.fallback).count() as u64,
         subflows: s.flows.iter().map(|f| f.subflows.len() as u64).sum(),
-        active_mbps: s
-            .flows
-            .iter()
-            .filter(|f| f.name.starts_with("active"))
-            .map(|f| f.goodput_bps)
-            .sum::<f64>()
-            / 1e6,
-        offered_mbps: if active == 0 {
-            0.0
-        } else {
-            (OFFERED_KBIT / active).clamp(1, 10_000) as f64 * active as f64 / 1e3
-        },
+        active_mbps: s.flows.iter().filter(|f| f.name.starts_with("active")).map(|f| f.goodput_bps).sum::<f64>() / 1e6,
+        offered_mbps: if active == 0 { 0.0 } else { (active_rate_kbit(active) * active) as f64 / 1e3 },
         bytes_delivered: s.flows.iter().map(|f| f.bytes_delivered).sum(),
         rss_before_mib: mib(before.rss_kib),
         rss_peak_mib: mib(rss_peak),
@@ -250,104 +175,36 @@ pub fn load(
         slab_per_connection_kib: slab_peak.saturating_sub(before.slab_kib) as f64 / conns,
         fds_peak: peak(|x| x.fds),
         threads_peak: peak(|x| x.threads),
-        max_loop_pass_ms: None,
-        max_loop_pass_cpu_ms: None,
-        loop_passes_over_10ms: None,
+        max_loop_pass_ms: lf.max_pass_ms,
+        max_loop_pass_cpu_ms: lf.max_pass_cpu_ms,
+        loop_passes_over_10ms: lf.passes_over_10ms,
         samples,
         failures: Vec::new(),
     };
-    if let Some(hosts) = meta.get("mplab_hosts").and_then(|h| h.as_object()) {
-        r.max_loop_pass_ms = hosts
-            .values()
-            .filter_map(|h| h["max_pass_ms"].as_f64())
-            .reduce(f64::max);
-        r.max_loop_pass_cpu_ms = hosts
-            .values()
-            .filter_map(|h| h["max_pass_cpu_ms"].as_f64())
-            .reduce(f64::max);
-        r.loop_passes_over_10ms = Some(
-            hosts
-                .values()
-                .filter_map(|h| h["passes_over_10ms"].as_u64())
-                .sum(),
-        );
-    }
-    let unverified: Vec<&str> = s
-        .flows
-        .iter()
-        .filter(|f| !f.verified)
-        .map(|f| f.name.as_str())
-        .take(5)
-        .collect();
-    if !unverified.is_empty() {
-        r.failures.push(format!(
-            "{} flows whose bytes did not verify (first: {unverified:?})",
-            idle + active - r.verified
-        ));
+    let first = |pick: fn(&&mplab_backend::results::FlowSummary) -> bool| s.flows.iter().filter(pick).map(|f| f.name.as_str()).take(5).collect::<Vec<_>>();
+    if r.verified < idle + active {
+        r.failures.push(format!("{} flows whose bytes did not verify (first: {:?})", idle + active - r.verified, first(|f| !f.verified)));
     }
     if r.established < idle + active {
-        let silent: Vec<&str> = s
-            .flows
-            .iter()
-            .filter(|f| f.bytes_delivered == 0)
-            .map(|f| f.name.as_str())
-            .take(5)
-            .collect();
-        r.failures.push(format!(
-            "{} connections carried nothing (first: {silent:?})",
-            idle + active - r.established
-        ));
+        r.failures.push(format!("{} connections carried nothing (first: {:?})", idle + active - r.established, first(|f| f.bytes_delivered == 0)));
     }
     if r.fallbacks > 0 {
-        r.failures
-            .push(format!("{} connections fell back to TCP", r.fallbacks));
+        r.failures.push(format!("{} connections fell back to TCP", r.fallbacks));
     }
-    std::fs::write(
-        out.join("load.json"),
-        serde_json::to_string_pretty(&r).unwrap_or_default() + "\n",
-    )
-    .map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    std::fs::write(out.join("load.json"), serde_json::to_string_pretty(&r).unwrap_or_default() + "\n").map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok(r)
 }
 
 /// The report as a table.
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "load on {}: {} idle + {} active connections, {} s of scenario time in {:.1} s wall",
-        r.backend, r.idle, r.active, r.duration_s, r.wall_s
-    );
-    let _ = writeln!(
-        o,
-        "  connections       {} carried data, {} verified, {} fell back, {} subflows",
-        r.established, r.verified, r.fallbacks, r.subflows
-    );
-    let _ = writeln!(
-        o,
-        "  active goodput    {:.1} Mbit/s in all, {:.1} offered ({} bytes delivered)",
-        r.active_mbps, r.offered_mbps, r.bytes_delivered
-    );
-    let _ = writeln!(
-        o,
-        "  process memory    {:.1} -> {:.1} MiB at most: {:.1} KiB per connection",
-        r.rss_before_mib, r.rss_peak_mib, r.rss_per_connection_kib
-    );
-    let _ = writeln!(
-        o,
-        "  kernel slab       {:.1} -> {:.1} MiB at most: {:.1} KiB per connection",
-        r.slab_before_mib, r.slab_peak_mib, r.slab_per_connection_kib
-    );
-    let _ = writeln!(
-        o,
-        "  descriptors       {} at most, threads {} at most",
-        r.fds_peak, r.threads_peak
-    );
-    if let (Some(ms), Some(cpu), Some(n)) = (
-        r.max_loop_pass_ms,
-        r.max_loop_pass_cpu_ms,
-        r.loop_passes_over_10ms,
-    ) {
+    let _ = writeln!(o, "load on {}: {} idle + {} active connections, {} s of scenario time in {:.1} s wall", r.backend, r.idle, r.active, r.duration_s, r.wall_s);
+    let _ = writeln!(o, "  connections       {} carried data, {} verified, {} fell back, {} subflows", r.established, r.verified, r.fallbacks, r.subflows);
+    let _ = writeln!(o, "  active goodput    {:.1} Mbit/s in all, {:.1} offered ({} bytes delivered)", r.active_mbps, r.offered_mbps, r.bytes_delivered);
+    let _ = writeln!(o, "  process memory    {:.1} -> {:.1} MiB at most: {:.1} KiB per connection", r.rss_before_mib, r.rss_peak_mib, r.rss_per_connection_kib);
+    let _ = writeln!(o, "  kernel slab       {:.1} -> {:.1} MiB at most: {:.1} KiB per connection", r.slab_before_mib, r.slab_peak_mib, r.slab_per_connection_kib);
+    let _ = writeln!(o, "  descriptors       {} at most, threads {} at most", r.fds_peak, r.threads_peak);
+    if let (Some(ms), Some(cpu), Some(n)) = (r.max_loop_pass_ms, r.max_loop_pass_cpu_ms, r.loop_passes_over_10ms) {
         let _ = writeln!(o, "  mplab host loop   longest pass {ms:.2} ms ({cpu:.2} ms of CPU at most), {n} passes over 10 ms");
     }
     if r.failures.is_empty() {
@@ -358,4 +215,22 @@ pub fn render(r: &Report) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scenario_ramps_then_holds() {
+        let text = scenario(3, 2, 1, "kernel");
+        let net = Scenario::from_str(&text, "load.toml").unwrap().resolve().unwrap();
+        assert_eq!(net.flows.len(), 5);
+        assert_eq!(net.duration_ns, 16_000_000_000);
+        let starts: Vec<u64> = net.flows.iter().map(|f| f.start_ns / 1_000_000).collect();
+        assert_eq!(starts, [0, 1, 2, 3, 5]);
+        assert!(text.contains("rate = \"50000kbit\"") || text.contains("rate = \"10000kbit\""));
+        assert_eq!(active_rate_kbit(1000), 100);
+        assert_eq!(active_rate_kbit(2), 10_000);
+    }
 }

@@ -8,13 +8,12 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mplab_scenario::Scenario;
 use serde::Serialize;
 
+use crate::procstat::{loop_figures, sample, Sample, Sampler};
 use crate::run::{self, RunError};
 
 /// A fault repeats every this many seconds (each kind at its own offset).
@@ -145,23 +144,6 @@ interval = "500ms"
     t + &boxes
 }
 
-/// One sample of the process.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Sample {
-    pub wall_s: f64,
-    pub rss_kib: u64,
-    pub fds: u64,
-    pub threads: u64,
-}
-
-fn sample(t0: Instant) -> Sample {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |k: &str| status.lines().find(|l| l.starts_with(k)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0);
-    let fds = std::fs::read_dir("/proc/self/fd").map(|d| d.count() as u64).unwrap_or(0);
-    // The simulator's packet pool may sit on huge pages, which VmRSS leaves out.
-    Sample { wall_s: t0.elapsed().as_secs_f64(), rss_kib: field("VmRSS:") + field("HugetlbPages:"), fds, threads: field("Threads:") }
-}
-
 /// Child processes of this one still alive (usrsctp hosts, ip, tcpdump).
 fn children() -> Vec<String> {
     let me = std::process::id().to_string();
@@ -238,40 +220,15 @@ pub fn soak(backend: &str, duration_s: u64, seed: u64, out: &Path) -> Result<Rep
 
     let t0 = Instant::now();
     let before = sample(t0);
-    let samples = Arc::new(Mutex::new(vec![before]));
-    let stop = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (samples, stop) = (samples.clone(), stop.clone());
-        std::thread::spawn(move || {
-            // Ten samples a second; past 2000 every other one is dropped
-            // (and the spacing doubled), so a long run keeps an even record.
-            let mut every = 1usize;
-            let mut k = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(100));
-                k += 1;
-                if k % every != 0 {
-                    continue;
-                }
-                let mut v = samples.lock().unwrap_or_else(|e| e.into_inner());
-                v.push(sample(t0));
-                if v.len() >= 2000 {
-                    let kept: Vec<Sample> = v.iter().step_by(2).copied().collect();
-                    *v = kept;
-                    every *= 2;
-                }
-            }
-        })
-    };
+    // Ten samples a second (thinned on a long run).
+    let sampler = Sampler::start(t0, before, Duration::from_millis(100));
     let result = if backend == "sim" { run::simulate(&sc, net, out, false, None) } else { run::run_real(backend, &sc, net, out) };
-    stop.store(true, Ordering::Relaxed);
-    let _ = sampler.join();
+    let samples = sampler.finish();
     let (results, meta) = result?;
     let wall_s = t0.elapsed().as_secs_f64();
     // Give the run's last threads and processes a moment to be reaped.
     std::thread::sleep(Duration::from_millis(300));
     let after = sample(t0);
-    let samples = samples.lock().map(|v| v.clone()).unwrap_or_default();
 
     let s = &results.summary;
     let dls: Vec<_> = s.flows.iter().filter(|f| f.name.starts_with("dl")).collect();
@@ -321,10 +278,8 @@ pub fn soak(backend: &str, duration_s: u64, seed: u64, out: &Path) -> Result<Rep
     let max_in = |a: usize, b: usize| r.samples[a.min(n)..b.min(n)].iter().map(|x| x.rss_kib).max().unwrap_or(0) as f64 / 1024.0;
     r.rss_warm_mib = max_in(n / 4, n / 2);
     r.rss_end_mib = max_in(3 * n / 4, n);
-    if let Some(hosts) = meta.get("mplab_hosts").and_then(|h| h.as_object()) {
-        r.max_loop_pass_ms = hosts.values().filter_map(|h| h["max_pass_ms"].as_f64()).reduce(f64::max);
-        r.loop_passes_over_10ms = Some(hosts.values().filter_map(|h| h["passes_over_10ms"].as_u64()).sum());
-    }
+    let lf = loop_figures(&meta);
+    (r.max_loop_pass_ms, r.loop_passes_over_10ms) = (lf.max_pass_ms, lf.passes_over_10ms);
     let mut fail = |m: String| r.failures.push(m);
     if !r.flows_unverified.is_empty() {
         fail(format!("flows whose bytes did not verify: {:?}", r.flows_unverified));
