@@ -40,21 +40,10 @@ fn active_rate_kbit(active: u64) -> u64 {
 /// Mbit/s, 5 and 10 ms), MPTCP fullmesh; `stack` on both hosts.
 pub fn scenario(idle: u64, active: u64, seed: u64, stack: &str) -> String {
     let duration_s = ramp_ms(idle, active).div_ceil(1000) + HOLD_S;
-    let mut t = String::new();
+    let mut t = crate::soak::two_hosts("load", &format!("{idle} idle and {active} active MPTCP connections between two hosts"), duration_s, seed, [stack, stack]);
     let _ = write!(
         t,
-        r#"name = "load"
-description = "{idle} idle and {active} active MPTCP connections between two hosts"
-duration = "{duration_s}s"
-seed = {seed}
-
-[[nodes]]
-name = "client"
-stack = "{stack}"
-[[nodes]]
-name = "server"
-stack = "{stack}"
-
+        r#"
 [[links]]
 name = "p0"
 a = "client:eth0"

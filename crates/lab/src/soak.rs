@@ -34,21 +34,10 @@ const SIZES: [&str; 3] = ["200KB", "1MB", "3MB"];
 /// withdraws and restores its second address (which opens those subflows
 /// again), and every other cycle the server does the same with its own.
 pub fn scenario(duration_s: u64, seed: u64, client_stack: &str) -> String {
-    let mut t = String::new();
+    let mut t = two_hosts("soak", "Many MPTCP connections through link flaps, loss bursts, reordering, duplication and address churn", duration_s, seed, [client_stack, "kernel"]);
     let _ = write!(
         t,
-        r#"name = "soak"
-description = "Many MPTCP connections through link flaps, loss bursts, reordering, duplication and address churn"
-duration = "{duration_s}s"
-seed = {seed}
-
-[[nodes]]
-name = "client"
-stack = "{client_stack}"
-[[nodes]]
-name = "server"
-stack = "kernel"
-
+        r#"
 [[links]]
 name = "p0"
 a = "client:eth0"
@@ -142,6 +131,15 @@ interval = "500ms"
         cycle += 1;
     }
     t + &boxes
+}
+
+/// The head of a generated scenario between two hosts, `client` and
+/// `server`, running `stacks` (the soak's and the load's).
+pub fn two_hosts(name: &str, description: &str, duration_s: u64, seed: u64, stacks: [&str; 2]) -> String {
+    format!(
+        "name = \"{name}\"\ndescription = \"{description}\"\nduration = \"{duration_s}s\"\nseed = {seed}\n\n[[nodes]]\nname = \"client\"\nstack = \"{}\"\n[[nodes]]\nname = \"server\"\nstack = \"{}\"\n",
+        stacks[0], stacks[1]
+    )
 }
 
 /// Child processes of this one still alive (usrsctp hosts, ip, tcpdump).
