@@ -1332,7 +1332,19 @@ impl Connection {
                     s.tcp.abort();
                 }
             }
-            if let Some(s) = self.subflows.get(self.fb_sub) {
+            if let Some(s) = self.subflows.get_mut(self.fb_sub) {
+                // Bytes queued on the subflow but not yet sent (a data-level
+                // reinjection, say) would reach the peer as the stream's
+                // continuation, whatever data offset their mapping named:
+                // take them back and go on from just after the last byte
+                // the subflow sent. Bytes already sent under an older
+                // mapping would need the MP_FAIL exchange (docs/security.md).
+                let sent_end = s.tcp.send_offset() - s.tcp.unsent();
+                if s.tcp.retract_unsent() > 0 {
+                    s.truncate_tx(sent_end);
+                    let cont = if s.sent_high.0 == sent_end && sent_end > 0 { s.sent_high.1 } else { self.data_una };
+                    self.sched_nxt = cont.max(self.data_una).min(self.sched_nxt);
+                }
                 self.fb_delta = self.sched_nxt.wrapping_sub(s.tcp.send_offset());
             }
             self.events.push_back(Event::FellBack(why));
@@ -1959,6 +1971,10 @@ impl Connection {
                     break;
                 }
                 let data = self.decorate(now, i, &mut t, src);
+                let s = &mut self.subflows[i];
+                if t.payload.end > s.sent_high.0 && data.end > data.start {
+                    s.sent_high = (t.payload.end, data.end);
+                }
                 let (local, remote) = (self.subflows[i].local, self.subflows[i].remote);
                 match emit.take() {
                     Some(f) => first = Some(f(Segment { local, remote, header: &t.header, data })),

@@ -64,6 +64,11 @@ pub struct Subflow {
     /// When the third ACK was last sent (join initiator retransmits it).
     pub third_ack_at: Option<Instant>,
     pub tx: VecDeque<TxMap>,
+    /// The send stream's highest offset sent so far and the data offset
+    /// just after the byte before it: where the peer, reading the
+    /// subflow's stream as the data stream after a fallback, stands
+    /// (`tx` forgets mappings once they are acknowledged).
+    pub sent_high: (u64, u64),
     pub rx: VecDeque<RxMap>,
     /// RTOs keep firing: its data was reinjected elsewhere.
     pub stale: bool,
@@ -106,6 +111,7 @@ impl Subflow {
             handshake: Handshake::Opening,
             third_ack_at: None,
             tx: VecDeque::new(),
+            sent_high: (0, 0),
             rx: VecDeque::new(),
             stale: false,
             saw_dss: false,
@@ -152,6 +158,19 @@ impl Subflow {
         let i = self.tx.partition_point(|m| m.sub + m.len <= sub);
         let m = self.tx.get(i)?;
         (m.sub <= sub).then(|| (m.data + (sub - m.sub), m.sub + m.len - sub))
+    }
+
+    /// Forgets send mappings of stream offsets from `sub` on (bytes taken
+    /// back unsent).
+    pub fn truncate_tx(&mut self, sub: u64) {
+        while let Some(m) = self.tx.back_mut() {
+            if m.sub >= sub {
+                self.tx.pop_back();
+            } else {
+                m.len = m.len.min(sub - m.sub);
+                break;
+            }
+        }
     }
 
     /// Forgets send mappings the subflow has delivered.

@@ -495,6 +495,21 @@ impl Connection {
         n
     }
 
+    /// Takes back the bytes queued but never sent, for a layer above to
+    /// place again (MPTCP at fallback, where the subflow's stream becomes
+    /// the data stream). Returns how many; none once a FIN is queued (its
+    /// sequence number is fixed).
+    pub fn retract_unsent(&mut self) -> u64 {
+        if self.fin_queued {
+            return 0;
+        }
+        let n = self.unsent();
+        self.app_end -= n;
+        let end = self.app_end;
+        self.record_ends.retain(|&e| e <= end);
+        n
+    }
+
     /// Oldest unacknowledged stream offset of the send side.
     pub fn snd_una(&self) -> u64 {
         self.snd_una
