@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzz the TCP/MPTCP segment parser, then (a third of the time each) the
-# SCTP and Convert Protocol codecs, then a pair of MPTCP connections and
-# (half the time) a pair of plain TCP connections, for N
+# SCTP and Convert Protocol codecs and the tunnel's frame decoder, then a
+# pair of MPTCP connections and (half the time) a pair of plain TCP
+# connections, for N
 # seconds each (default 60) with cargo-fuzz
 # (libFuzzer). Needs the nightly toolchain; installs cargo-fuzz if missing.
 # Skips with a message (exit 0) when no nightly toolchain is available.
@@ -42,6 +43,11 @@ printf '\x01\x02\x22\x63\x01\x01\x00\x00' > fuzz/corpus/convert/info
 printf '\x01\x06\x22\x63\x0a\x05\x01\xbb\0\0\0\0\0\0\0\0\0\0\xff\xff\xc0\x00\x02\x01GET /' > fuzz/corpus/convert/connect
 printf '\x01\x03\x22\x63\x1e\x02\x21\x22\x1d\x00\x00\x00' > fuzz/corpus/convert/error
 cargo +nightly fuzz run convert fuzz/corpus/convert -- -max_total_time="$(( secs / 3 + 1 ))" -max_len=1100 -seed=1 -runs="$runs" 2>&1 | tail -5
+# The hybrid-access tunnel's frame decoder, a third of the time, seeded
+# with two frames (a 20-byte IPv4 datagram and a keepalive).
+mkdir -p fuzz/corpus/tunnel
+printf '\x0a\x00\x14\x45\0\0\x14\0\0\0\0\x40\x11\0\0\x0a\0\0\x01\x0a\0\0\x02\0\0' > fuzz/corpus/tunnel/two-frames
+cargo +nightly fuzz run tunnel fuzz/corpus/tunnel -- -max_total_time="$(( secs / 3 + 1 ))" -max_len=4096 -seed=1 -runs="$runs" 2>&1 | tail -5
 # The stateful target: a pair of MPTCP connections under an arbitrary script
 # of segments, forgeries, drops, reordering and timers
 # (crates/proto/tests/support/pair.rs). Its findings go to
