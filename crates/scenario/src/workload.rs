@@ -50,16 +50,17 @@ fn check_ident(s: &str, path: &str, what: &str) -> Result<(), Diag> {
 }
 
 /// Scheduler names: a name (letters, digits, '_' or '-') with an optional
-/// numeric parameter after a colon (`"kbest:3"`).
+/// numeric parameter after a colon (`"kbest:3"`), or several separated by
+/// '/' (`"weighted:70/30"`).
 fn check_scheduler(s: &str, path: &str) -> Result<(), Diag> {
     let (name, param) = match s.split_once(':') {
         Some((n, p)) => (n, Some(p)),
         None => (s, None),
     };
     let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
-    let param_ok = param.is_none_or(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    let param_ok = param.is_none_or(|p| p.split('/').all(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())));
     if !name_ok || !param_ok {
-        return diag(path, format!("invalid scheduler {s:?}: expected a name like \"minrtt\" or \"kbest:3\" (lower-case letters, digits, '_', '-', optionally ':' and a number)"));
+        return diag(path, format!("invalid scheduler {s:?}: expected a name like \"minrtt\", \"kbest:3\" or \"weighted:70/30\" (lower-case letters, digits, '_', '-', optionally ':' and numbers separated by '/')"));
     }
     Ok(())
 }

@@ -167,6 +167,21 @@ fn primary_keeps_the_secondary_idle_until_the_primary_saturates() {
     assert!(v[1] as f64 <= 0.03 * v[0] as f64, "{v:?}");
 }
 
+/// ATSSS's load-balancing steering mode: a fixed byte split, whichever
+/// path fills first limits the other (here both paths carry 10 Mbit/s).
+#[test]
+fn weighted_splits_the_bytes_as_told() {
+    for (sched, share0) in [("weighted:70/30", 0.7), ("weighted:1/3", 0.25), ("weighted:1/1", 0.5)] {
+        let v = two_paths_primary(sched, None);
+        let s = shares(&v);
+        eprintln!("{sched} {v:?} {s:?}");
+        assert!((s[0] - share0).abs() < 0.01, "{sched}: {v:?}");
+        // The path with the larger share is the one that fills: at least
+        // 8 of its 10 Mbit/s over the 10 s.
+        assert!(v.iter().copied().max().unwrap() as f64 >= 8e6 / 8.0 * 10.0, "{sched}: {v:?}");
+    }
+}
+
 #[test]
 fn scenario_errors_name_the_line_of_the_new_fields() {
     let base = "name = \"e\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\n[transport.mptcp]\n";
@@ -190,6 +205,12 @@ fn scenario_errors_name_the_line_of_the_new_fields() {
     assert!(mplab_sim::unsupported(&net).is_empty());
     let m = net.flows[0].mptcp.as_ref().unwrap();
     assert!(m.penalize && m.opportunistic_retransmit);
+    let e = err("scheduler = \"weighted:70/x\"");
+    assert!(e.starts_with("t.toml:7:") && e.contains("weighted:70/30"), "{e}");
+    let zero = format!("{base}scheduler = \"weighted:0/0\"\n{flow}");
+    let net = Scenario::from_str(&zero, "t.toml").unwrap().resolve().unwrap();
+    let u = mplab_sim::unsupported(&net);
+    assert!(u.len() == 1 && u[0].message.contains("W0/W1"), "{u:?}");
     let bad = format!("{base}scheduler = \"fastest-ever\"\n{flow}");
     let net = Scenario::from_str(&bad, "t.toml").unwrap().resolve().unwrap();
     let u = mplab_sim::unsupported(&net);
