@@ -14,11 +14,14 @@
 //! * [`results`] and [`summary`]: the results types and the one summary
 //!   computation every backend feeds;
 //! * [`balancer`]: the load balancer's decisions (modes, tables), which
-//!   the simulator's middlebox and the kernel backend's forwarder share.
+//!   the simulator's middlebox and the kernel backend's forwarder share;
+//! * [`call_quality`]: what a real-time datagram stream experienced (loss,
+//!   lateness, delay, jitter, interruptions, E-model R and MOS).
 
 pub mod apps;
 pub mod attack;
 pub mod balancer;
+pub mod call_quality;
 pub mod config;
 pub mod link;
 pub mod results;
