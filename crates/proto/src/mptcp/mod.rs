@@ -1415,7 +1415,7 @@ impl Connection {
                 // Linux's `timer_ival` (`mptcp_set_timeout`): the longest
                 // time left on the timer of a subflow not yet counting
                 // stale periods, else TCP_RTO_MIN.
-                let left = self.subflows.iter().filter(|s| s.usable() && s.stale_count == 0).filter_map(|s| s.tcp.rto_deadline()).map(|t| t.saturating_since(now)).max();
+                let left = self.subflows.iter().filter(|s| s.usable() && s.stale_count == 0).filter_map(|s| s.tcp.retransmit_slot_deadline()).map(|t| t.saturating_since(now)).max();
                 left.filter(|d| !d.is_zero()).unwrap_or(self.cfg.tcp.min_rto)
             } else {
                 self.subflows.iter().filter(|s| s.usable()).map(|s| s.tcp.stats().rto).min().unwrap_or(Duration::from_secs(1))

@@ -571,10 +571,19 @@ impl Connection {
         }
     }
 
-    /// Consecutive retransmission timeouts without progress.
     /// When the retransmission timer fires, if it is armed.
     pub fn rto_deadline(&self) -> Option<Instant> {
         self.rto_at
+    }
+
+    /// When the next of the timers Linux keeps in a socket's one
+    /// retransmission timer slot fires (`icsk_timeout`: the RTO, the zero
+    /// window probe, the tail loss probe, RACK's reordering timer): while
+    /// a tail loss probe is armed, that is the probe's time, often well
+    /// before the RTO. MPTCP's connection-level timer in Linux takes its
+    /// period from it (`mptcp_timeout_from_subflow`).
+    pub fn retransmit_slot_deadline(&self) -> Option<Instant> {
+        [self.rto_at, self.persist_at, self.tlp_at, self.rack_at].into_iter().flatten().min()
     }
 
     /// Segments received so far: unchanged over a period means nothing

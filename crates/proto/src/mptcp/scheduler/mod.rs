@@ -153,7 +153,7 @@ pub static REGISTRY: &[Entry<dyn Scheduler>] = &[
     Entry { name: "primary-standby", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux expresses standby with backup endpoints, not a scheduler"), build: |p| no_param(Primary::standby)(p) },
     Entry { name: "blest", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux has no BLEST MPTCP scheduler"), build: |p| no_param(Blest::default)(p) },
     Entry { name: "ecf", aliases: &[], params: "", kernel: KernelMap::Refuse("Linux has no ECF MPTCP scheduler"), build: |p| no_param(Ecf::default)(p) },
-    Entry { name: "weighted", aliases: &[], params: "W0/W1/...", kernel: KernelMap::Refuse("Linux has no weighted MPTCP scheduler"), build: |p| p.and_then(Weighted::parse).map(|w| Box::new(w) as Box<dyn Scheduler>) },
+    Entry { name: "weighted", aliases: &[], params: "W0/W1/...", kernel: KernelMap::Refuse("Linux has no weighted MPTCP scheduler"), build: |p| p.map_or(Some(Weighted::equal()), Weighted::parse).map(|w| Box::new(w) as Box<dyn Scheduler>) },
 ];
 
 impl Default for SchedulerChoice {
@@ -208,12 +208,12 @@ mod tests {
 
     #[test]
     fn names_build_and_parameters_parse() {
-        for n in ["minrtt", "default", "linux", "roundrobin", "kbest", "kbest:3", "redundant", "primary", "primary-standby", "primary_standby", "blest", "ecf", "weighted:70/30"] {
+        for n in ["minrtt", "default", "linux", "roundrobin", "kbest", "kbest:3", "redundant", "primary", "primary-standby", "primary_standby", "blest", "ecf", "weighted", "weighted:70/30"] {
             assert!(by_name(n).is_some(), "{n}");
         }
         assert_eq!(by_name("kbest:3").unwrap().name(), "kbest");
         assert_eq!(by_name("default").unwrap().name(), "minrtt");
-        for n in ["kbest:0", "kbest:x", "minrtt:2", "nope", "weighted", "weighted:0/0"] {
+        for n in ["kbest:0", "kbest:x", "minrtt:2", "nope", "weighted:0/0"] {
             assert!(by_name(n).is_none(), "{n}");
             assert!(lookup(n).is_err(), "{n}");
         }

@@ -2,7 +2,8 @@
 //! subflow index (3GPP ATSSS's load-balancing steering mode with fixed
 //! percentages, TS 24.193 5.32.8; OpenMPTCProuter's weighted links).
 //! `weighted:70/30` gives subflow 0 (say the fixed line) 70 % of the bytes
-//! and subflow 1 (cellular) 30 %; subflows without a weight get none.
+//! and subflow 1 (cellular) 30 %; subflows without a weight get none;
+//! `weighted` alone gives every active subflow an equal share.
 //!
 //! The split is strict: the chunk goes to the active subflow furthest
 //! below its share, and if that subflow has no window the connection
@@ -29,6 +30,11 @@ impl Weighted {
     /// From weights by subflow index; None unless one is positive.
     pub fn new(weights: Vec<u32>) -> Option<Weighted> {
         weights.iter().any(|&w| w > 0).then(|| Weighted { weights, sent: Vec::new(), members: 0 })
+    }
+
+    /// `weighted` without weights: every active subflow an equal share.
+    pub fn equal() -> Weighted {
+        Weighted { weights: Vec::new(), sent: Vec::new(), members: 0 }
     }
 
     /// `"70/30"`: weights separated by `/`.
