@@ -64,10 +64,10 @@ pub struct Subflow {
     /// When the third ACK was last sent (join initiator retransmits it).
     pub third_ack_at: Option<Instant>,
     pub tx: VecDeque<TxMap>,
-    /// The send stream's highest offset sent so far and the data offset
-    /// just after the byte before it: where the peer, reading the
-    /// subflow's stream as the data stream after a fallback, stands
-    /// (`tx` forgets mappings once they are acknowledged).
+    /// The end of the highest subflow bytes sent so far, and the data
+    /// offset that end maps to: where a peer that reads the subflow's
+    /// stream as the data stream after a fallback stands (`tx` forgets
+    /// mappings once they are acknowledged).
     pub sent_high: (u64, u64),
     pub rx: VecDeque<RxMap>,
     /// RTOs keep firing: its data was reinjected elsewhere.

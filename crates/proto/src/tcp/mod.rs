@@ -571,11 +571,6 @@ impl Connection {
         }
     }
 
-    /// When the retransmission timer fires, if it is armed.
-    pub fn rto_deadline(&self) -> Option<Instant> {
-        self.rto_at
-    }
-
     /// When the next of the timers Linux keeps in a socket's one
     /// retransmission timer slot fires (`icsk_timeout`: the RTO, the zero
     /// window probe, the tail loss probe, RACK's reordering timer): while
