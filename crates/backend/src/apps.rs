@@ -42,6 +42,9 @@ pub enum AppKind {
     /// `count` requests of `request` bytes, each answered by `response`
     /// bytes, spaced by `interval` (0 = back-to-back).
     Request { request: u64, response: u64, count: u64, interval: Duration },
+    /// No byte stream: the flow's datagram application
+    /// ([`crate::datagram::DatagramApp`]) does the work.
+    Datagram,
 }
 
 /// Receiver-side verification and counters.
@@ -141,6 +144,7 @@ impl App {
             (AppKind::Download { .. }, true) => Some(0),
             (AppKind::Download { bytes }, false) => Some(*bytes),
             (AppKind::Request { .. }, _) => None,
+            (AppKind::Datagram, _) => Some(0),
         }
     }
 

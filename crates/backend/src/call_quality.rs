@@ -41,7 +41,7 @@ impl Codec {
 }
 
 /// What [`assess`] measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CallQuality {
     pub sent: u64,
     /// Arrived at all (late ones included); duplicates count once.

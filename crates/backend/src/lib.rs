@@ -23,6 +23,7 @@ pub mod attack;
 pub mod balancer;
 pub mod call_quality;
 pub mod config;
+pub mod datagram;
 pub mod link;
 pub mod results;
 pub mod rng;

@@ -84,6 +84,9 @@ pub struct FlowSummary {
     pub mean_latency_ms: Option<f64>,
     pub p99_latency_ms: Option<f64>,
     pub subflows: Vec<SubflowSummary>,
+    /// `voip` and `game` flows: what the datagram stream experienced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<crate::datagram::DatagramSummary>,
 }
 
 /// Where a subflow is in its life, as a probe sees it.

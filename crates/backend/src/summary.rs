@@ -69,6 +69,8 @@ pub struct FlowOutcome<'a> {
     pub mean_srtt_ms: Option<f64>,
     /// The sending end's paths.
     pub paths: Vec<PathStats>,
+    /// A datagram flow's figures ([`crate::datagram::DatagramApp::report`]).
+    pub datagrams: Option<crate::datagram::DatagramSummary>,
 }
 
 /// Mean and 99th percentile (nearest rank) of `v`, which it sorts.
@@ -106,7 +108,9 @@ pub fn flow_summary(mut o: FlowOutcome) -> FlowSummary {
         transport: transport_name(spec.transport).into(),
         goodput_bps: o.delivered as f64 * 8.0 / active,
         bytes_delivered: o.delivered,
-        verified: o.data_ok && (o.delivered > 0 || bounded == Some(0)),
+        // A datagram flow verifies each datagram's payload; a stream flow
+        // its continuity and placement.
+        verified: o.data_ok && (o.delivered > 0 || bounded == Some(0)) && o.datagrams.as_ref().is_none_or(|d| d.malformed == 0),
         fallback: o.fallback,
         completed: done,
         completion_time_s: done.then(|| o.completed_at_s.map(|c| c - o.start_s).unwrap_or(active)),
@@ -128,6 +132,7 @@ pub fn flow_summary(mut o: FlowOutcome) -> FlowSummary {
                 state: Some(p.state),
             })
             .collect(),
+        datagrams: o.datagrams,
     }
 }
 

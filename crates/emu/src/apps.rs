@@ -173,6 +173,8 @@ pub struct FlowState {
     /// the prober would read them from TCP_INFO, and the local addresses of
     /// backup subflows.
     pub stack_subflows: Mutex<Option<(Vec<StackSubflow>, Vec<String>)>>,
+    /// A datagram flow's two ends (client, server) once they are over.
+    pub datagram_ends: Mutex<[Option<mplab_backend::datagram::DatagramApp>; 2]>,
 }
 
 impl FlowState {
@@ -230,7 +232,7 @@ impl Clock {
             std::thread::sleep(Duration::from_nanos((ns - now).min(self.poll_ns / 2)));
         }
     }
-    fn over(&self) -> bool {
+    pub(crate) fn over(&self) -> bool {
         self.abort.load(Ordering::Relaxed) || self.now_ns() >= self.hard_ns
     }
 }

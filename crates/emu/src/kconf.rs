@@ -103,6 +103,8 @@ pub fn end_sends(app: &App, client: bool) -> bool {
         App::Bulk { .. } | App::Rate { .. } => client,
         App::Download { .. } => !client,
         App::Request { .. } => true,
+        App::Voip { .. } => client,
+        App::Game { .. } => true,
     }
 }
 
@@ -139,6 +141,14 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
                 } else if let Err(why) = crate::usrsctp::ffi::Usrsctp::load() {
                     err(&format!("flows[{}].transport", f.id), format!("{} on the kernel backend runs usrsctp: {why}", f.transport.name()));
                 }
+            }
+            continue;
+        }
+        if f.transport == TransportKind::Udp {
+            // Kernel UDP sockets (apps::run_datagrams); mplab's userspace
+            // hosts carry TCP and MPTCP only.
+            if !is_k(f.from) || !is_k(f.to) {
+                err(&format!("flows[{}].transport", f.id), "transport = \"udp\" runs on kernel hosts only: mplab's userspace stack has no UDP".into());
             }
             continue;
         }

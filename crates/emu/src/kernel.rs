@@ -316,8 +316,16 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         let mut it = sctp.iter();
         net.flows.iter().map(|f| if f.transport.is_sctp() { it.next().map(|s| s.paths.clone()) } else { None }).collect()
     };
+    // UDP flows: both sockets bound before time zero, so the first
+    // datagram finds its server.
+    let mut udp: Vec<(usize, bool, std::os::fd::OwnedFd)> = Vec::new();
+    for f in net.flows.iter().filter(|f| f.transport == TransportKind::Udp) {
+        let at = |node: usize, what: &str, e: std::io::Error| KernelError::Failed(format!("flow {}: UDP socket on {} ({what}): {e}", f.name, net.nodes[node].name));
+        udp.push((f.id, false, crate::datagrams::socket(&topo.node_ns[f.to], (std::net::Ipv4Addr::UNSPECIFIED, f.dport), None).map_err(|e| at(f.to, "server", e))?));
+        udp.push((f.id, true, crate::datagrams::socket(&topo.node_ns[f.from], (f.src, f.sport), Some((f.dst, f.dport))).map_err(|e| at(f.from, "client", e))?));
+    }
     for f in &net.flows {
-        if f.transport.is_sctp() {
+        if f.transport.is_sctp() || f.transport == TransportKind::Udp {
             listeners.push(Vec::new());
             clients.push(None);
             continue;
@@ -351,6 +359,11 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         s.start(t0_real);
     }
     let mut threads = Vec::new();
+    for (fi, client, sock) in udp.drain(..) {
+        let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
+        let name = format!("{}-{}", if client { "cli" } else { "srv" }, ff.name);
+        threads.push(std::thread::Builder::new().name(name).spawn(move || crate::datagrams::run(ff, sock, client, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+    }
     for (i, f) in net.flows.iter().enumerate() {
         for (node, l) in listeners[i].clone() {
             let (ff, st, c) = (f.clone(), states[i].clone(), clk.clone());
@@ -592,6 +605,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             mismatch: st.mismatch.lock().ok().and_then(|m| m.clone()),
             errors: st.errors.lock().map(|e| e.clone()).unwrap_or_default(),
             fell_back: st.fell_back.load(Ordering::Relaxed),
+            datagrams: match st.datagram_ends.lock().as_deref() {
+                Ok([Some(c), Some(s)]) => Some(mplab_backend::datagram::DatagramApp::report(c, s, mplab_proto::Instant(net.duration_ns))),
+                _ => None,
+            },
         })
         .collect();
     let server_nodes: Vec<Option<usize>> = states.iter().map(|st| st.server_node.get().copied()).collect();
@@ -683,6 +700,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             data_ok: mismatch.is_none(),
             fallback: st.fell_back,
             latencies_ms: st.latencies.clone(),
+            datagrams: st.datagrams.clone(),
             mean_srtt_ms: (tr.srtt_n > 0).then(|| tr.srtt_sum_ms / tr.srtt_n as f64),
             paths: tr
                 .subs
@@ -782,4 +800,5 @@ struct FlowOut {
     mismatch: Option<String>,
     errors: Vec<String>,
     fell_back: bool,
+    datagrams: Option<mplab_backend::datagram::DatagramSummary>,
 }

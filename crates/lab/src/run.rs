@@ -277,6 +277,31 @@ pub fn render_summary(s: &Summary) -> String {
             srtt,
             if f.verified { "yes" } else { "NO" }
         );
+        if let Some(d) = &f.datagrams {
+            let q = &d.stream;
+            let _ = writeln!(
+                o,
+                "  {}: {} sent, {:.2} % lost or late ({} late), one-way delay p50 {:.1} / p99 {:.1} / max {:.1} ms, jitter {:.2} ms, longest gap {:.0} ms",
+                d.app,
+                q.sent,
+                q.loss_ratio * 100.0,
+                q.late,
+                q.delay_p50_ms,
+                q.delay_p99_ms,
+                q.delay_max_ms,
+                q.jitter_ms,
+                q.longest_interruption_ms
+            );
+            if d.app == "voip" {
+                let _ = writeln!(o, "  voip: E-model R {:.1}, MOS {:.2}", q.r_factor, q.mos);
+            }
+            if let (Some(p50), Some(p95), Some(p99), Some(max)) = (d.rtt_p50_ms, d.rtt_p95_ms, d.rtt_p99_ms, d.rtt_max_ms) {
+                let _ = writeln!(o, "  game: round trip p50 {p50:.1} / p95 {p95:.1} / p99 {p99:.1} / max {max:.1} ms, {:.2} % of echoes lost", d.echo_loss_ratio.unwrap_or(0.0) * 100.0);
+            }
+            if d.malformed + d.duplicates > 0 {
+                let _ = writeln!(o, "  {}: {} malformed, {} duplicate datagrams", d.app, d.malformed, d.duplicates);
+            }
+        }
         if f.subflows.len() > 1 {
             for sf in &f.subflows {
                 let _ = writeln!(o, "  {:<30} {:>12}{}", format!("{} -> {}", sf.local, sf.remote), mbit(sf.goodput_bps), if sf.backup { " backup" } else { "" });

@@ -493,7 +493,32 @@ fn write_sweep_json(spec: &SweepSpec, points: &[Point], out: &Path, base: &str) 
 }
 
 /// Per-flow metrics of a run's summary.json, plus a flow `all` (sums; srtt averaged).
-const METRICS: [&str; 7] = ["goodput_bps", "bytes_delivered", "retransmitted_segments", "rto_count", "mean_srtt_ms", "completion_time_s", "mean_latency_ms"];
+/// Those after the first seven are a datagram flow's (`voip`, `game`),
+/// from its summary's `datagrams`.
+const METRICS: [&str; 14] = [
+    "goodput_bps",
+    "bytes_delivered",
+    "retransmitted_segments",
+    "rto_count",
+    "mean_srtt_ms",
+    "completion_time_s",
+    "mean_latency_ms",
+    "datagram_loss_ratio",
+    "datagram_delay_p50_ms",
+    "datagram_delay_p99_ms",
+    "datagram_jitter_ms",
+    "datagram_longest_interruption_ms",
+    "datagram_mos",
+    "datagram_rtt_p99_ms",
+];
+
+/// A flow's metric in its summary.json row.
+fn metric<'a>(fl: &'a serde_json::Value, m: &str) -> &'a serde_json::Value {
+    match m.strip_prefix("datagram_") {
+        Some(k) => &fl["datagrams"][k],
+        None => &fl[m],
+    }
+}
 
 fn f(v: &serde_json::Value) -> String {
     match v {
@@ -542,7 +567,7 @@ pub fn aggregate(out: &Path) -> std::io::Result<usize> {
                 let mut row = Vec::new();
                 prefix(&mut row);
                 row.extend([f(&fl["name"]), f(&fl["transport"]), f(&fl["verified"]), f(&fl["fallback"]), fl["subflows"].as_array().map(|a| a.len()).unwrap_or(0).to_string()]);
-                row.extend(METRICS.iter().map(|m| f(&fl[*m])));
+                row.extend(METRICS.iter().map(|m| f(metric(fl, m))));
                 row.push(wall.clone());
                 runs.push(row);
             }
@@ -565,6 +590,8 @@ pub fn aggregate(out: &Path) -> std::io::Result<usize> {
             let ct: Vec<f64> = flows.iter().filter_map(|x| x["completion_time_s"].as_f64()).collect();
             row.push(if ct.len() == flows.len() && !ct.is_empty() { format!("{}", ct.iter().cloned().fold(0.0, f64::max)) } else { String::new() });
             row.push(String::new());
+            // Datagram figures do not add up across flows.
+            row.extend(METRICS[7..].iter().map(|_| String::new()));
             row.push(wall);
             runs.push(row);
         }

@@ -362,6 +362,20 @@ pub enum App {
     Download { bytes: u64 },
     /// Request/response exchanges started every `interval_ns`.
     Request { request_bytes: u64, response_bytes: u64, count: Option<u64>, interval_ns: u64 },
+    /// UDP datagrams of `packet_bytes` every `interval_ns`, `from` to `to`;
+    /// measured: the call's quality.
+    Voip { packet_bytes: u32, interval_ns: u64 },
+    /// UDP updates of `packet_bytes` every `interval_ns` from `from`, each
+    /// echoed by `to`; measured: round-trip latency and loss.
+    Game { packet_bytes: u32, interval_ns: u64 },
+}
+
+impl App {
+    /// A datagram application (over `transport = "udp"`), rather than a
+    /// byte stream's.
+    pub fn is_datagram(&self) -> bool {
+        matches!(self, App::Voip { .. } | App::Game { .. })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

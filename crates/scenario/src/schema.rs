@@ -704,6 +704,9 @@ pub enum TransportKind {
     /// SCTP with Concurrent Multipath Transfer over every destination.
     #[serde(rename = "cmt-sctp", alias = "cmt_sctp")]
     CmtSctp,
+    /// UDP datagrams (RFC 768), for the real-time applications (`voip`,
+    /// `game`): no connection, no retransmission, no congestion control.
+    Udp,
 }
 
 impl TransportKind {
@@ -714,6 +717,7 @@ impl TransportKind {
             TransportKind::Mptcp => "mptcp",
             TransportKind::Sctp => "sctp",
             TransportKind::CmtSctp => "cmt-sctp",
+            TransportKind::Udp => "udp",
         }
     }
     pub fn is_sctp(self) -> bool {
@@ -734,6 +738,14 @@ pub enum AppKind {
     /// `count` request/response exchanges of `request_size`/`response_size`,
     /// one every `interval`.
     Request,
+    /// A constant-bit-rate voice stream over UDP, `from` to `to`: one
+    /// `packet_size` datagram every `interval`; the result is the call's
+    /// quality (loss, delay, jitter, interruptions, MOS).
+    Voip,
+    /// A game-like stream over UDP: `from` sends a small `packet_size`
+    /// update every `interval`, `to` echoes each; the results are the
+    /// round-trip latency percentiles and the loss.
+    Game,
 }
 
 impl AppKind {
@@ -744,6 +756,8 @@ impl AppKind {
             AppKind::Rate => "rate",
             AppKind::Download => "download",
             AppKind::Request => "request",
+            AppKind::Voip => "voip",
+            AppKind::Game => "game",
         }
     }
 }
@@ -777,6 +791,9 @@ pub struct FlowSpec {
     pub count: Option<u64>,
     #[serde(default)]
     pub interval: Option<Duration>,
+    /// UDP payload of each datagram of a `voip` or `game` flow.
+    #[serde(default)]
+    pub packet_size: Option<Size>,
     #[serde(default)]
     pub start: Option<Duration>,
     #[serde(default)]

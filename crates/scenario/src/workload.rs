@@ -203,6 +203,9 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
             Some((_, backends)) => &net.nodes[backends[0]],
             None => flow_host(&net.nodes, &f.to, &format!("{path}.to"))?,
         };
+        if service.is_some() && f.transport == TransportKind::Udp {
+            return diag(format!("{path}.to"), format!("{} is a load balancer, which balances TCP and MPTCP connections, not UDP", f.to));
+        }
         let servers = service.as_ref().map_or_else(|| vec![to.id], |(_, b)| b.clone());
         if servers.contains(&from.id) {
             return diag(format!("{path}.to"), "a flow needs two different hosts");
@@ -332,6 +335,12 @@ fn balanced_service(spec: &Spec, net: &Network, name: &str) -> Option<(Ipv4Addr,
 fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Result<(TcpConfig, Option<MptcpConfig>), Diag> {
     let t = &spec.transport.tcp;
     let m = &spec.transport.mptcp;
+    if f.transport == TransportKind::Udp {
+        let stream_only = [("cc", f.cc.is_some()), ("rcv_buf", f.rcv_buf.is_some()), ("snd_buf", f.snd_buf.is_some())];
+        if let Some((field, _)) = stream_only.iter().find(|(_, set)| *set) {
+            return diag(format!("{path}.{field}"), "does not apply to transport = \"udp\" (no congestion control, no buffers)");
+        }
+    }
     if let Some(cc) = &f.cc {
         check_ident(cc, &format!("{path}.cc"), "congestion control")?;
     }

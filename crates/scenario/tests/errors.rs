@@ -378,3 +378,23 @@ fn middlebox_windows_are_checked() {
     assert_eq!((m.from_ns, m.until_ns), (1_000_000_000, Some(2_000_000_000)));
     assert!(!m.active_at(999_999_999) && m.active_at(1_000_000_000) && !m.active_at(2_000_000_000));
 }
+
+/// Datagram applications and UDP go together; stream knobs and bad sizes
+/// on them are refused at the field.
+#[test]
+fn udp_flows_and_datagram_apps() {
+    let flow = |extra: &str| with(&format!("\n[[flows]]\nfrom = \"c\"\nto = \"s\"\n{extra}"));
+    // Lines: 14 [[flows]], 15 from, 16 to, 17 on.
+    assert_eq!(error(&flow("transport = \"udp\"\n")), r#"scenario.toml:14:1: flows[0].app: app = "bulk" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
+    assert_eq!(error(&flow("transport = \"tcp\"\napp = \"voip\"\n")), r#"scenario.toml:17:13: flows[0].transport: app = "voip" sends datagrams: give transport = "udp""#);
+    assert_eq!(
+        error(&flow("transport = \"udp\"\napp = \"voip\"\npacket_size = \"19B\"\n")),
+        r#"scenario.toml:19:15: flows[0].packet_size: must be 20 B (its sequence number and send time) to 65507 B (UDP over IPv4), got 19 B"#
+    );
+    assert_eq!(error(&flow("transport = \"udp\"\napp = \"game\"\ninterval = \"0ms\"\n")), r#"scenario.toml:19:12: flows[0].interval: must be 1ms to 10s"#);
+    assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\ncc = \"reno\"\n")), r#"scenario.toml:19:6: flows[0].cc: does not apply to transport = "udp" (no congestion control, no buffers)"#);
+    assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\nscheduler = \"redundant\"\n")), r#"scenario.toml:19:13: flows[0].scheduler: only applies to transport = "mptcp""#);
+    assert_eq!(error(&flow("transport = \"tcp\"\npacket_size = \"100B\"\n")), r#"scenario.toml:18:15: flows[0].packet_size: does not apply to app = "bulk""#);
+    let ok = common::net(&flow("transport = \"udp\"\napp = \"game\"\npacket_size = \"100B\"\ninterval = \"15ms\"\n"));
+    assert_eq!(ok.flows[0].app, mplab_scenario::network::App::Game { packet_bytes: 100, interval_ns: 15_000_000 });
+}

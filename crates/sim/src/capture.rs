@@ -22,6 +22,8 @@ use crate::packet::Packet;
 
 /// IP protocol number of SCTP.
 const SCTP: u8 = 132;
+/// IP protocol number of UDP.
+const UDP: u8 = 17;
 
 struct Pending {
     at: Instant,
@@ -74,6 +76,19 @@ impl Capture {
             let t = std::time::Duration::from_nanos(p.at.0);
             if let Some(b) = &p.pkt.sctp {
                 if let Err(e) = self.sink.write_ipv4(t, p.pkt.src, p.pkt.dst, SCTP, b) {
+                    self.error.get_or_insert_with(|| e.to_string());
+                }
+                continue;
+            }
+            if let Some(b) = &p.pkt.udp {
+                // Checksum 0: none computed, which RFC 768 allows over IPv4.
+                let len = 8 + b.len() as u16;
+                let mut d = Vec::with_capacity(len as usize);
+                for v in [p.pkt.tcp.src_port, p.pkt.tcp.dst_port, len, 0] {
+                    d.extend_from_slice(&v.to_be_bytes());
+                }
+                d.extend_from_slice(b);
+                if let Err(e) = self.sink.write_ipv4(t, p.pkt.src, p.pkt.dst, UDP, &d) {
                     self.error.get_or_insert_with(|| e.to_string());
                 }
                 continue;

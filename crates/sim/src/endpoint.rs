@@ -58,4 +58,8 @@ pub trait Endpoint: StreamSocket {
     /// back (`true`): scenario events `remove_addr` / `add_addr`. Nothing
     /// for single-path transports.
     fn set_addr_in_service(&mut self, _addr: std::net::Ipv4Addr, _in_service: bool) {}
+    /// A UDP endpoint's datagram application (what it sent and received).
+    fn datagram_app(&self) -> Option<&mplab_backend::datagram::DatagramApp> {
+        None
+    }
 }

@@ -26,6 +26,7 @@ pub mod mptcp_endpoint;
 pub mod packet;
 pub mod sctp_endpoint;
 pub mod tcp_endpoint;
+pub mod udp_endpoint;
 // The pieces every backend shares live in crates/backend; the simulator
 // reaches them under its own paths too.
 pub use mplab_backend::{apps, config, link, results, rng, summary};

@@ -52,8 +52,15 @@ pub struct Packet {
     /// zero. SCTP packets carry their bytes because the association
     /// carries real user data.
     pub sctp: Option<Box<[u8]>>,
+    /// A UDP datagram's payload in place of a TCP segment, the same way
+    /// (`tcp` holds only its ports). Datagrams carry their bytes: the
+    /// applications' headers (sequence number, send time) are in them.
+    pub udp: Option<Box<[u8]>>,
     pub tcp: TcpHeader,
 }
+
+/// The UDP header (RFC 768).
+pub const UDP_HEADER: u32 = 8;
 
 /// Bytes on the wire of a segment: IP header, TCP header with options,
 /// payload. Options that do not encode (more than 40 bytes) would be a
@@ -67,7 +74,7 @@ pub const NO_ADDR: u32 = u32::MAX;
 
 impl Packet {
     pub fn new(src: Ipv4Addr, dst: Ipv4Addr, tcp: TcpHeader, payload_len: u32, tag: u64) -> Packet {
-        Packet { src, dst, ttl: 64, size: wire_size(&tcp, payload_len), tcp, payload_len, tag, dst_idx: NO_ADDR, corrupted: false, tail: None, via: None, sctp: None }
+        Packet { src, dst, ttl: 64, size: wire_size(&tcp, payload_len), tcp, payload_len, tag, dst_idx: NO_ADDR, corrupted: false, tail: None, via: None, sctp: None, udp: None }
     }
 
     /// Makes `self` an SCTP packet in place (see [`Packet::sctp`]).
@@ -75,6 +82,25 @@ impl Packet {
         self.set(src, dst, &TcpHeader { src_port, dst_port, ..TcpHeader::default() }, 0, 0);
         self.size = IPV4_HEADER + bytes.len() as u32;
         self.sctp = Some(bytes);
+    }
+
+    /// Makes `self` a UDP datagram in place (see [`Packet::udp`]).
+    pub fn set_udp(&mut self, src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, dst_port: u16, payload: Box<[u8]>) {
+        self.set(src, dst, &TcpHeader { src_port, dst_port, ..TcpHeader::default() }, 0, 0);
+        self.size = IPV4_HEADER + UDP_HEADER + payload.len() as u32;
+        self.udp = Some(payload);
+    }
+
+    /// A UDP datagram rather than a TCP segment.
+    #[inline]
+    pub fn is_udp(&self) -> bool {
+        self.udp.is_some()
+    }
+
+    /// A TCP segment (neither SCTP nor UDP): what the middleboxes parse.
+    #[inline]
+    pub fn is_tcp(&self) -> bool {
+        self.sctp.is_none() && self.udp.is_none()
     }
 
     /// An SCTP packet rather than a TCP segment.
@@ -98,6 +124,7 @@ impl Packet {
         self.via = None;
         self.tail = None;
         self.sctp = None;
+        self.udp = None;
     }
 
     /// Writes the payload bytes into `buf` (`payload_len` long): the

@@ -13,6 +13,8 @@ use crate::config::{mptcp_config, sctp_addrs, sctp_config, sctp_mtu, tcp_config}
 use crate::mptcp_endpoint::MptcpEndpoint;
 use crate::sctp_endpoint::SctpEndpoint;
 use crate::tcp_endpoint::TcpEndpoint;
+use crate::udp_endpoint::UdpEndpoint;
+use mplab_backend::datagram::DatagramApp;
 
 pub use crate::config::{unsupported, Unsupported};
 
@@ -67,6 +69,10 @@ impl EndpointFactory for SimFactory {
                 let cfg = mptcp_config(net, f, f.from, f.src).expect(CHECKED);
                 Some(Box::new(MptcpEndpoint::connect(cfg, local, remote, seed, now)))
             }
+            network::TransportKind::Udp => {
+                let app = DatagramApp::new(&f.app, true, now, Instant(f.stop_ns)).expect(CHECKED);
+                Some(Box::new(UdpEndpoint::new(app, (f.src, f.sport), Some((f.dst, f.dport)))))
+            }
             network::TransportKind::Sctp | network::TransportKind::CmtSctp => {
                 Some(Box::new(SctpEndpoint::connect(sctp_cfg(net, f, f.from), sctp_addrs(net, f.from, f.src), f.sport, f.dst, f.dport, seed, now)))
             }
@@ -81,6 +87,11 @@ impl EndpointFactory for SimFactory {
             network::TransportKind::Mptcp => {
                 let cfg = mptcp_config(net, f, f.to, local).expect(CHECKED);
                 MptcpEndpoint::accept(cfg, local_sa, remote_sa, syn, seed, now).map(|e| Box::new(e) as Box<dyn Endpoint>)
+            }
+            // The socket was bound from the start; this is its first datagram.
+            network::TransportKind::Udp => {
+                let app = DatagramApp::new(&f.app, false, now, Instant(f.stop_ns)).expect(CHECKED);
+                Some(Box::new(UdpEndpoint::new(app, (local, syn.tcp.dst_port), Some((remote, syn.tcp.src_port)))))
             }
             // The association answers the INIT itself, once it is handed over.
             network::TransportKind::Sctp | network::TransportKind::CmtSctp => {

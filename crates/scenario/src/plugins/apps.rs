@@ -13,20 +13,35 @@ pub struct AppEntry {
     pub about: About,
     /// Checks the flow's fields and builds the validated application.
     pub(crate) resolve: fn(&FlowSpec, &str) -> Result<App, Diag>,
+    /// It sends datagrams (`transport = "udp"`), not a byte stream.
+    pub datagram: bool,
 }
 
 /// The same program on every backend: mplab's application over a kernel
 /// socket, or over mplab's stack.
 const EVERYWHERE: OnKernel = OnKernel::Runs("mplab's application over a kernel TCP/MPTCP socket");
+/// The datagram applications likewise, over a kernel UDP socket.
+const OVER_UDP: OnKernel = OnKernel::Runs("mplab's application over a kernel UDP socket");
 
 /// The applications by name; one line each.
 pub const REGISTRY: &[AppEntry] = &[
-    AppEntry { about: About { name: "bulk", params: &["bytes"], what: "send as fast as the transport allows, `bytes` or until `stop` (iperf)", kernel: EVERYWHERE }, resolve: bulk },
-    AppEntry { about: About { name: "rate", params: &["bytes", "rate"], what: "send at `rate` at the application level (iperf3 -b)", kernel: EVERYWHERE }, resolve: rate },
-    AppEntry { about: About { name: "download", params: &["bytes"], what: "`to` sends `bytes` back to `from`; the result is the completion time (wget)", kernel: EVERYWHERE }, resolve: download },
+    AppEntry { about: About { name: "bulk", params: &["bytes"], what: "send as fast as the transport allows, `bytes` or until `stop` (iperf)", kernel: EVERYWHERE }, resolve: bulk, datagram: false },
+    AppEntry { about: About { name: "rate", params: &["bytes", "rate"], what: "send at `rate` at the application level (iperf3 -b)", kernel: EVERYWHERE }, resolve: rate, datagram: false },
+    AppEntry { about: About { name: "download", params: &["bytes"], what: "`to` sends `bytes` back to `from`; the result is the completion time (wget)", kernel: EVERYWHERE }, resolve: download, datagram: false },
     AppEntry {
         about: About { name: "request", params: &["request_size", "response_size", "count", "interval"], what: "`count` request/response exchanges, one every `interval`; the results are their latencies", kernel: EVERYWHERE },
         resolve: request,
+        datagram: false,
+    },
+    AppEntry {
+        about: About { name: "voip", params: &["packet_size", "interval"], what: "a voice call over UDP: one `packet_size` datagram (160 B) every `interval` (20 ms); the result is its loss, delay, jitter, longest interruption and MOS", kernel: OVER_UDP },
+        resolve: voip,
+        datagram: true,
+    },
+    AppEntry {
+        about: About { name: "game", params: &["packet_size", "interval"], what: "a game's updates over UDP: one `packet_size` datagram (64 B) every `interval` (30 ms), each echoed; the results are its round-trip latency percentiles and loss", kernel: OVER_UDP },
+        resolve: game,
+        datagram: true,
     },
 ];
 
@@ -42,8 +57,16 @@ pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         ("response_size", f.response_size.is_some()),
         ("count", f.count.is_some()),
         ("interval", f.interval.is_some()),
+        ("packet_size", f.packet_size.is_some()),
     ];
     only_its_fields(&e.about, &given, path, "app")?;
+    let udp = f.transport == crate::schema::TransportKind::Udp;
+    if e.datagram && !udp {
+        return diag(format!("{path}.transport"), format!("app = {name:?} sends datagrams: give transport = \"udp\""));
+    }
+    if udp && !e.datagram {
+        return diag(format!("{path}.app"), format!("app = {name:?} needs a byte stream; over transport = \"udp\" use app = \"voip\" or \"game\""));
+    }
     if f.bytes.is_some_and(|b| b.bytes() == 0) {
         return diag(format!("{path}.bytes"), "must be greater than 0 (leave it out to send until stop)");
     }
@@ -85,4 +108,33 @@ fn request(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         count: f.count,
         interval_ns: f.interval.unwrap_or_default().as_nanos(),
     })
+}
+
+/// Header of mplab's datagram applications (sequence number, send time):
+/// a datagram cannot be smaller.
+pub const DATAGRAM_HEADER: u64 = 20;
+/// The largest UDP payload over IPv4 (65535 - 20 - 8).
+const MAX_DATAGRAM: u64 = 65_507;
+
+/// `packet_size` and `interval` of a datagram application, with defaults.
+fn datagram_fields(f: &FlowSpec, path: &str, size: u64, interval_ms: u64) -> Result<(u32, u64), Diag> {
+    let size = f.packet_size.map_or(size, |s| s.bytes());
+    if !(DATAGRAM_HEADER..=MAX_DATAGRAM).contains(&size) {
+        return diag(format!("{path}.packet_size"), format!("must be {DATAGRAM_HEADER} B (its sequence number and send time) to {MAX_DATAGRAM} B (UDP over IPv4), got {size} B"));
+    }
+    let interval = f.interval.map_or(interval_ms * 1_000_000, |d| d.as_nanos());
+    if !(1_000_000..=10_000_000_000).contains(&interval) {
+        return diag(format!("{path}.interval"), "must be 1ms to 10s");
+    }
+    Ok((size as u32, interval))
+}
+
+fn voip(f: &FlowSpec, path: &str) -> Result<App, Diag> {
+    let (packet_bytes, interval_ns) = datagram_fields(f, path, 160, 20)?;
+    Ok(App::Voip { packet_bytes, interval_ns })
+}
+
+fn game(f: &FlowSpec, path: &str) -> Result<App, Diag> {
+    let (packet_bytes, interval_ns) = datagram_fields(f, path, 64, 30)?;
+    Ok(App::Game { packet_bytes, interval_ns })
 }

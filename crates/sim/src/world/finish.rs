@@ -4,6 +4,7 @@
 use mplab_proto::Instant;
 
 use crate::apps::AppKind;
+use mplab_backend::datagram::DatagramApp;
 use crate::results::*;
 use crate::summary::{self, FlowOutcome};
 
@@ -40,7 +41,7 @@ impl World {
                 spec,
                 start_s: f.start.as_secs_f64(),
                 run_end_s: self.now.as_secs_f64(),
-                delivered: f.ends[0].app.rx.delivered + f.ends[1].app.rx.delivered,
+                delivered: f.delivered(),
                 requests_done: f.ends[0].app.requests_done,
                 completed_at_s: self.receiver_done_at(fi).map(|c| c.as_secs_f64()),
                 data_ok: f.ends.iter().all(|e| e.app.rx.ok() && !e.misplaced && !e.corrupted),
@@ -48,6 +49,12 @@ impl World {
                 latencies_ms: f.ends[0].app.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
                 mean_srtt_ms: (f.srtt_samples > 0).then(|| f.srtt_sum_ns / f.srtt_samples as f64 / 1e6),
                 paths: f.ended.as_ref().map_or_else(|| ep.map(|e| e.paths()).unwrap_or_default(), |x| x.1.clone()),
+                datagrams: match f.ends.each_ref().map(|e| e.ep.as_ref().and_then(|ep| ep.datagram_app())) {
+                    [Some(c), Some(s)] => Some(DatagramApp::report(c, s, self.now)),
+                    // The server never heard a datagram: report what was sent.
+                    [Some(c), None] => DatagramApp::new(&spec.app, false, f.start, Instant(spec.stop_ns)).map(|s| DatagramApp::report(c, &s, self.now)),
+                    _ => None,
+                },
             }));
         }
         for (ni, n) in self.nodes.iter().enumerate() {

@@ -42,6 +42,15 @@ pub(super) struct FlowRt {
     pub(super) ended: Option<(bool, Vec<crate::summary::PathStats>)>,
 }
 
+impl FlowRt {
+    /// Application bytes received so far: the stream's, or a datagram
+    /// flow's payload at its server.
+    pub(super) fn delivered(&self) -> u64 {
+        let datagrams = self.ends[1].ep.as_ref().and_then(|e| e.datagram_app()).map_or(0, |a| a.delivered());
+        self.ends[0].app.rx.delivered + self.ends[1].app.rx.delivered + datagrams
+    }
+}
+
 impl World {
     // ---- flows -----------------------------------------------------------
 

@@ -12,6 +12,15 @@ impl World {
         let key = (node as u32, u32::from(pkt.dst), pkt.tcp.dst_port, u32::from(pkt.src), pkt.tcp.src_port);
         let (flow, end) = match self.demux.get(&key) {
             Some(&fe) => fe,
+            None if pkt.is_udp() => match self.udp_socket(node, id, key) {
+                Some(fe) => fe,
+                None => {
+                    // No socket on the port: dropped (a host would answer
+                    // ICMP port unreachable, which the simulator does not model).
+                    self.stats.udp_no_socket += 1;
+                    return;
+                }
+            },
             None if pkt.is_sctp() => match self.sctp_association(node, id, key) {
                 Some(fe) => fe,
                 None => {
@@ -116,6 +125,26 @@ impl World {
         self.sctp_ends.insert((node as u32, port), (flow, 1));
         self.demux.insert(key, (flow, 1));
         self.flows[flow as usize].ends[1].ep = Some(ep);
+        Some((flow, 1))
+    }
+
+    /// A UDP datagram from an address pair not seen yet: the socket of a
+    /// UDP flow listening on its port (created by its first datagram).
+    fn udp_socket(&mut self, node: usize, id: u32, key: DemuxKey) -> Option<(u32, u8)> {
+        let pkt = &self.pool.pkts[id as usize];
+        let &flow = self.listeners.get(&(node as u32, pkt.tcp.dst_port))?;
+        let f = &self.net.flows[flow as usize];
+        if f.transport != network::TransportKind::Udp {
+            return None;
+        }
+        if self.flows[flow as usize].ends[1].ep.is_none() {
+            let seed = self.rng.stream(0x155_0000 + 2 * flow as u64 + 1).next_u64();
+            let ep = self.factory.accept(&self.net, f, pkt.dst, pkt.src, pkt, seed, self.now)?;
+            self.flows[flow as usize].server = node;
+            self.host_counters[node].connections += 1;
+            self.flows[flow as usize].ends[1].ep = Some(ep);
+        }
+        self.demux.insert(key, (flow, 1));
         Some((flow, 1))
     }
 

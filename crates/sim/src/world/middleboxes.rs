@@ -193,10 +193,10 @@ impl World {
             let mut out = self.boxes.spare();
             for p in pkts.drain(..) {
                 // Every middlebox kind models a TCP device (options, sequence
-                // numbers, 4-tuples of TCP connections): SCTP goes through
-                // them untouched, as through a box that forwards what it
-                // does not parse.
-                if p.is_sctp() {
+                // numbers, 4-tuples of TCP connections): SCTP and UDP go
+                // through them untouched, as through a box that forwards
+                // what it does not parse.
+                if !p.is_tcp() {
                     out.push(p);
                     continue;
                 }

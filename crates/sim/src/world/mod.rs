@@ -66,6 +66,8 @@ pub struct RunStats {
     /// Segments for a connection both of whose ends were over (and whose
     /// state was dropped): dropped.
     pub segments_after_end: u64,
+    /// UDP datagrams for a port no flow listens on: dropped.
+    pub udp_no_socket: u64,
 }
 
 /// What a host accepted and refused (reported for load balancers' backends).

@@ -47,7 +47,7 @@ impl World {
             let cwnd = |v: u64| (detailed && probes.cwnd).then_some(v);
             let srtt = |v: Option<u64>| v.filter(|_| detailed && probes.srtt).map(|n| n as f64 / 1e6);
             let inflight = |v: u64| (detailed && probes.cwnd).then_some(v);
-            let delivered = f.ends[0].app.rx.delivered + f.ends[1].app.rx.delivered;
+            let delivered = f.delivered();
             let gp = (delivered - f.last_delivered) as f64 * 8.0 / secs;
             f.last_delivered = delivered;
             let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };

@@ -1,0 +1,92 @@
+//! A UDP socket with its datagram application (`voip`, `game`) as a
+//! simulator endpoint. There is no connection: the end is "established"
+//! from the start, sends on the application's schedule, and takes every
+//! datagram addressed to its port. It offers no byte stream, so the
+//! flow's stream application has nothing to do.
+
+use core::ops::Range;
+use std::net::Ipv4Addr;
+
+use mplab_backend::datagram::DatagramApp;
+use mplab_proto::Instant;
+
+use crate::apps::StreamSocket;
+use crate::endpoint::{Endpoint, PathStats, Progress};
+use crate::packet::Packet;
+
+pub struct UdpEndpoint {
+    app: DatagramApp,
+    local: (Ipv4Addr, u16),
+    /// Where datagrams go: the flow's far end for the client; the source
+    /// of the latest datagram for the server (a game echoes it there).
+    remote: Option<(Ipv4Addr, u16)>,
+    /// Datagrams sent, for the path statistics.
+    sent: u64,
+    sent_bytes: u64,
+}
+
+impl UdpEndpoint {
+    pub fn new(app: DatagramApp, local: (Ipv4Addr, u16), remote: Option<(Ipv4Addr, u16)>) -> UdpEndpoint {
+        UdpEndpoint { app, local, remote, sent: 0, sent_bytes: 0 }
+    }
+}
+
+/// No byte stream over UDP.
+impl StreamSocket for UdpEndpoint {
+    fn send_space(&self) -> u64 {
+        0
+    }
+    fn send(&mut self, _: u64) -> u64 {
+        0
+    }
+    fn readable(&self) -> u64 {
+        0
+    }
+    fn recv(&mut self, _: u64) -> Range<u64> {
+        0..0
+    }
+    fn close(&mut self) {}
+    fn peer_closed(&self) -> bool {
+        false
+    }
+}
+
+impl Endpoint for UdpEndpoint {
+    fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress {
+        if let Some(b) = pkt.udp.as_deref() {
+            self.remote = Some((pkt.src, pkt.tcp.src_port));
+            self.app.on_datagram(now, b);
+        }
+        Progress::default()
+    }
+
+    fn poll_transmit_into(&mut self, _now: Instant, out: &mut Packet) -> bool {
+        let Some((addr, port)) = self.remote else { return false };
+        let Some(d) = self.app.poll_transmit() else { return false };
+        self.sent += 1;
+        self.sent_bytes += d.len() as u64;
+        out.set_udp(self.local.0, addr, self.local.1, port, d.into_boxed_slice());
+        true
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.app.poll_timer()
+    }
+
+    fn on_timeout(&mut self, now: Instant) -> Progress {
+        self.app.on_timer(now);
+        Progress::default()
+    }
+
+    fn is_established(&self) -> bool {
+        true
+    }
+
+    fn paths(&self) -> Vec<PathStats> {
+        Vec::new()
+    }
+
+    fn datagram_app(&self) -> Option<&DatagramApp> {
+        Some(&self.app)
+    }
+}
