@@ -42,9 +42,10 @@ pub enum AppKind {
     /// `count` requests of `request` bytes, each answered by `response`
     /// bytes, spaced by `interval` (0 = back-to-back).
     Request { request: u64, response: u64, count: u64, interval: Duration },
-    /// No byte stream: the flow's datagram application
-    /// ([`crate::datagram::DatagramApp`]) does the work.
-    Datagram,
+    /// No application of its own on the stream: the flow's datagram
+    /// application ([`crate::datagram::DatagramApp`]) or the tunnel's
+    /// gateways drive the socket; this end only reads what arrives.
+    Driven,
 }
 
 /// Receiver-side verification and counters.
@@ -144,7 +145,7 @@ impl App {
             (AppKind::Download { .. }, true) => Some(0),
             (AppKind::Download { bytes }, false) => Some(*bytes),
             (AppKind::Request { .. }, _) => None,
-            (AppKind::Datagram, _) => Some(0),
+            (AppKind::Driven, _) => Some(0),
         }
     }
 

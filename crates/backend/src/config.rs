@@ -331,8 +331,9 @@ pub fn app_kind(a: &network::App) -> AppKind {
             count: count.unwrap_or(u64::MAX),
             interval: Duration::from_nanos(interval_ns),
         },
-        // Datagram applications run beside the stream socket (`datagram`).
-        network::App::Voip { .. } | network::App::Game { .. } => AppKind::Datagram,
+        // Datagram applications run beside the stream socket (`datagram`);
+        // a tunnel's gateways write its stream.
+        network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } => AppKind::Driven,
     }
 }
 
@@ -341,7 +342,7 @@ pub fn is_bounded(a: &network::App) -> Option<u64> {
     match *a {
         network::App::Bulk { bytes } | network::App::Rate { bytes, .. } => bytes,
         network::App::Download { bytes } => Some(bytes),
-        network::App::Request { .. } | network::App::Voip { .. } | network::App::Game { .. } => None,
+        network::App::Request { .. } | network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } => None,
     }
 }
 

@@ -87,6 +87,36 @@ pub struct FlowSummary {
     /// `voip` and `game` flows: what the datagram stream experienced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datagrams: Option<crate::datagram::DatagramSummary>,
+    /// `tunnel` flows: what the gateways carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<TunnelSummary>,
+}
+
+/// What a hybrid-access tunnel carried in each direction.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TunnelSummary {
+    pub mtu: u32,
+    /// From the CPE (`from`) to the HAG, and back.
+    pub upstream: TunnelDirection,
+    pub downstream: TunnelDirection,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TunnelDirection {
+    /// Datagrams the ingress gateway took into the tunnel.
+    pub datagrams_in: u64,
+    /// Datagrams the egress gateway took out and forwarded.
+    pub datagrams_out: u64,
+    /// Refused at the ingress: larger than the tunnel's MTU.
+    pub oversize: u64,
+    /// Dropped at the ingress: its queue (a TUN device's 500 packets)
+    /// was full because the connection could not take them.
+    pub queue_drops: u64,
+    /// Bytes of frames written into the stream (length prefixes included).
+    pub frame_bytes: u64,
+    /// The most datagrams that waited at the ingress for room in the
+    /// connection's send buffer.
+    pub max_queue: u64,
 }
 
 /// Where a subflow is in its life, as a probe sees it.

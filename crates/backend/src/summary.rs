@@ -71,6 +71,8 @@ pub struct FlowOutcome<'a> {
     pub paths: Vec<PathStats>,
     /// A datagram flow's figures ([`crate::datagram::DatagramApp::report`]).
     pub datagrams: Option<crate::datagram::DatagramSummary>,
+    /// A tunnel flow's figures.
+    pub tunnel: Option<crate::results::TunnelSummary>,
 }
 
 /// Mean and 99th percentile (nearest rank) of `v`, which it sorts.
@@ -133,6 +135,7 @@ pub fn flow_summary(mut o: FlowOutcome) -> FlowSummary {
             })
             .collect(),
         datagrams: o.datagrams,
+        tunnel: o.tunnel,
     }
 }
 

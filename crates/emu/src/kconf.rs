@@ -105,6 +105,7 @@ pub fn end_sends(app: &App, client: bool) -> bool {
         App::Request { .. } => true,
         App::Voip { .. } => client,
         App::Game { .. } => true,
+        App::Tunnel { .. } => true,
     }
 }
 
@@ -142,6 +143,10 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
                     err(&format!("flows[{}].transport", f.id), format!("{} on the kernel backend runs usrsctp: {why}", f.transport.name()));
                 }
             }
+            continue;
+        }
+        if let OnKernel::Refuses(why) = mplab_scenario::plugins::apps::REGISTRY.iter().find(|e| e.about.name == f.app.name()).map_or(OnKernel::Runs(""), |e| e.about.kernel) {
+            err(&format!("flows[{}].app", f.id), format!("app = {:?}: {why}", f.app.name()));
             continue;
         }
         if f.transport == TransportKind::Udp {

@@ -701,6 +701,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             fallback: st.fell_back,
             latencies_ms: st.latencies.clone(),
             datagrams: st.datagrams.clone(),
+            tunnel: None,
             mean_srtt_ms: (tr.srtt_n > 0).then(|| tr.srtt_sum_ms / tr.srtt_n as f64),
             paths: tr
                 .subs

@@ -277,6 +277,15 @@ pub fn render_summary(s: &Summary) -> String {
             srtt,
             if f.verified { "yes" } else { "NO" }
         );
+        if let Some(t) = &f.tunnel {
+            for (dir, d) in [("up", &t.upstream), ("down", &t.downstream)] {
+                let _ = writeln!(
+                    o,
+                    "  tunnel {dir}: {} datagrams in, {} out, {} over the {} B MTU, {} dropped at a full ingress (most waiting {}), {} B of frames",
+                    d.datagrams_in, d.datagrams_out, d.oversize, t.mtu, d.queue_drops, d.max_queue, d.frame_bytes
+                );
+            }
+        }
         if let Some(d) = &f.datagrams {
             let q = &d.stream;
             let _ = writeln!(

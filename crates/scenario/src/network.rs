@@ -368,6 +368,9 @@ pub enum App {
     /// UDP updates of `packet_bytes` every `interval_ns` from `from`, each
     /// echoed by `to`; measured: round-trip latency and loss.
     Game { packet_bytes: u32, interval_ns: u64 },
+    /// A tunnel between two gateway routers, carrying the IPv4 packets they
+    /// forward, each up to `mtu` bytes.
+    Tunnel { mtu: u32 },
 }
 
 impl App {
@@ -375,6 +378,19 @@ impl App {
     /// byte stream's.
     pub fn is_datagram(&self) -> bool {
         matches!(self, App::Voip { .. } | App::Game { .. })
+    }
+
+    /// The name scenario files use (the applications registry's key).
+    pub fn name(&self) -> &'static str {
+        match self {
+            App::Bulk { .. } => "bulk",
+            App::Rate { .. } => "rate",
+            App::Download { .. } => "download",
+            App::Request { .. } => "request",
+            App::Voip { .. } => "voip",
+            App::Game { .. } => "game",
+            App::Tunnel { .. } => "tunnel",
+        }
     }
 }
 

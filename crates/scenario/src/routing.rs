@@ -105,14 +105,29 @@ pub(crate) fn compute(nodes: &mut [Node], links: &[Link], anycast: &[Anycast]) {
                 let redundant = |r: &Route| default.as_ref().is_some_and(|d| d.nexthops == r.nexthops);
                 main.extend(routes.into_iter().filter(|r| !redundant(r)));
                 main.extend(default);
-                for (i, iface) in node.interfaces.iter().enumerate() {
-                    let table = POLICY_TABLE_BASE + iface.index as u32;
-                    node.routing.tables.push(RouteTable { id: table, routes: vec![connected[i].clone(), default_via(iface)] });
-                    node.routing.rules.push(Rule { priority: POLICY_RULE_PRIORITY_BASE + iface.index as u32, from: Prefix::host(iface.addr), table });
-                }
+                source_tables(node, links, x);
             }
         }
         node.routing.main = main;
+    }
+}
+
+/// Seed 000's source routing on `node` (id `x`): a table per interface
+/// whose default leaves through it, selected by `from <addr>/32`. Multi-
+/// homed hosts get it; so do the gateways of a tunnel, routers whose own
+/// connection must leave by the access link its subflow's address is on
+/// (forwarded packets never carry a gateway's address as their source).
+pub(crate) fn source_tables(node: &mut Node, links: &[Link], x: usize) {
+    if !node.routing.rules.is_empty() {
+        return;
+    }
+    for iface in &node.interfaces {
+        let table = POLICY_TABLE_BASE + iface.index as u32;
+        let hop = |gateway| vec![NextHop { iface: iface.index, iface_name: iface.name.clone(), gateway }];
+        let connected = Route { dst: iface.subnet(), nexthops: hop(None), metric: 0, origin: RouteOrigin::Connected };
+        let default = Route { dst: Prefix::DEFAULT, nexthops: hop(Some(peer_addr(links, iface.link, x))), metric: 1, origin: RouteOrigin::Computed };
+        node.routing.tables.push(RouteTable { id: table, routes: vec![connected, default] });
+        node.routing.rules.push(Rule { priority: POLICY_RULE_PRIORITY_BASE + iface.index as u32, from: Prefix::host(iface.addr), table });
     }
 }
 

@@ -746,6 +746,11 @@ pub enum AppKind {
     /// update every `interval`, `to` echoes each; the results are the
     /// round-trip latency percentiles and the loss.
     Game,
+    /// A hybrid-access tunnel between two gateway routers (`from`: the
+    /// CPE, `to`: the HAG): the IPv4 packets they forward between their
+    /// other interfaces travel in this connection's byte stream, each
+    /// behind a 2-byte length, up to `mtu` bytes.
+    Tunnel,
 }
 
 impl AppKind {
@@ -758,6 +763,7 @@ impl AppKind {
             AppKind::Request => "request",
             AppKind::Voip => "voip",
             AppKind::Game => "game",
+            AppKind::Tunnel => "tunnel",
         }
     }
 }
@@ -794,6 +800,9 @@ pub struct FlowSpec {
     /// UDP payload of each datagram of a `voip` or `game` flow.
     #[serde(default)]
     pub packet_size: Option<Size>,
+    /// The largest datagram a `tunnel` carries (its IPv4 packet), bytes.
+    #[serde(default)]
+    pub mtu: Option<u32>,
     #[serde(default)]
     pub start: Option<Duration>,
     #[serde(default)]

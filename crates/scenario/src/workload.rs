@@ -172,6 +172,15 @@ fn flow_host<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, 
     Ok(node)
 }
 
+/// An end of a tunnel: a router (it forwards the traffic it carries).
+fn gateway<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, Diag> {
+    let node = find_node(nodes, name, path)?;
+    if node.kind != NodeKind::Router {
+        return diag(path, format!("{name:?} is a host; a tunnel runs between two gateway routers (kind = \"router\")"));
+    }
+    Ok(node)
+}
+
 fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
     let duration = spec.duration;
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
@@ -195,14 +204,19 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         if let Some(first) = names.insert(name.clone(), i) {
             return diag(format!("{path}.name"), format!("duplicate flow name {name:?} (also flows[{first}])"));
         }
-        let from = flow_host(&net.nodes, &f.from, &format!("{path}.from"))?;
+        let tunnel = f.app == crate::schema::AppKind::Tunnel;
+        let from = if tunnel { gateway(&net.nodes, &f.from, &format!("{path}.from"))? } else { flow_host(&net.nodes, &f.from, &format!("{path}.from"))? };
         // `to` may name a load balancer's router: the flow goes to its VIP
         // and whichever backend the balancer picks serves it.
         let service = balanced_service(spec, net, &f.to);
         let to = match &service {
             Some((_, backends)) => &net.nodes[backends[0]],
+            None if tunnel => gateway(&net.nodes, &f.to, &format!("{path}.to"))?,
             None => flow_host(&net.nodes, &f.to, &format!("{path}.to"))?,
         };
+        if tunnel && !net.links.iter().any(|l| [l.a.node, l.b.node] == [from.id, to.id] || [l.b.node, l.a.node] == [from.id, to.id]) {
+            return diag(format!("{path}.to"), format!("a tunnel's gateways are joined by the access links: {} and {} share none", from.name, to.name));
+        }
         if service.is_some() && f.transport == TransportKind::Udp {
             return diag(format!("{path}.to"), format!("{} is a load balancer, which balances TCP and MPTCP connections, not UDP", f.to));
         }

@@ -43,6 +43,16 @@ pub const REGISTRY: &[AppEntry] = &[
         resolve: game,
         datagram: true,
     },
+    AppEntry {
+        about: About {
+            name: "tunnel",
+            params: &["mtu"],
+            what: "a hybrid-access tunnel between two gateway routers (`from` the CPE, `to` the HAG): the IPv4 packets they forward between their other interfaces (UDP and TCP alike, as OpenVPN carries them) ride in this TCP or MPTCP connection, each behind a 2-byte length, up to `mtu` (1500) bytes",
+            kernel: OnKernel::Refuses("the tunnel's gateways run on the simulator only, for now"),
+        },
+        resolve: tunnel,
+        datagram: false,
+    },
 ];
 
 /// The flow's application, with the fields that don't apply to it refused
@@ -58,6 +68,7 @@ pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         ("count", f.count.is_some()),
         ("interval", f.interval.is_some()),
         ("packet_size", f.packet_size.is_some()),
+        ("mtu", f.mtu.is_some()),
     ];
     only_its_fields(&e.about, &given, path, "app")?;
     let udp = f.transport == crate::schema::TransportKind::Udp;
@@ -137,4 +148,15 @@ fn voip(f: &FlowSpec, path: &str) -> Result<App, Diag> {
 fn game(f: &FlowSpec, path: &str) -> Result<App, Diag> {
     let (packet_bytes, interval_ns) = datagram_fields(f, path, 64, 30)?;
     Ok(App::Game { packet_bytes, interval_ns })
+}
+
+fn tunnel(f: &FlowSpec, path: &str) -> Result<App, Diag> {
+    let mtu = f.mtu.unwrap_or(1500);
+    if !(68..=65_535).contains(&mtu) {
+        return diag(format!("{path}.mtu"), format!("must be between 68 and 65535, got {mtu}"));
+    }
+    if !matches!(f.transport, crate::schema::TransportKind::Tcp | crate::schema::TransportKind::Mptcp) {
+        return diag(format!("{path}.transport"), "a tunnel rides a TCP or MPTCP connection");
+    }
+    Ok(App::Tunnel { mtu })
 }

@@ -173,6 +173,8 @@ pub(super) struct NodeRt {
     pub(super) counters: Vec<IfCounters>,
     /// (link, direction) leaving through each interface.
     pub(super) egress: Vec<(usize, u8)>,
+    /// The tunnel this node is a gateway of.
+    pub(super) gateway: Option<super::tunnel::Gateway>,
 }
 
 impl World {
@@ -302,6 +304,9 @@ impl World {
             self.pool.release(h); // nobody has that address
             return;
         }
+        if self.nodes[node].gateway.is_some() && self.tunnel_ingress(node, iface, h) {
+            return;
+        }
         if self.boxes.on_node(node) {
             for h in self.through_boxes(h, Place::Node(node), Hook::Ingress { iface }) {
                 self.deliver_or_forward(node, h);
@@ -312,7 +317,7 @@ impl World {
     }
 
     /// Whether `node` holds the address of index `idx`.
-    fn owns(&self, node: usize, idx: u32) -> bool {
+    pub(super) fn owns(&self, node: usize, idx: u32) -> bool {
         let o = self.addr_owner[idx as usize];
         o == node as u32 || (o == super::SHARED && self.shared.contains(&(node as u32, idx)))
     }

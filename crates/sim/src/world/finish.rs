@@ -49,6 +49,7 @@ impl World {
                 latencies_ms: f.ends[0].app.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
                 mean_srtt_ms: (f.srtt_samples > 0).then(|| f.srtt_sum_ns / f.srtt_samples as f64 / 1e6),
                 paths: f.ended.as_ref().map_or_else(|| ep.map(|e| e.paths()).unwrap_or_default(), |x| x.1.clone()),
+                tunnel: self.tunnel_summary(fi),
                 datagrams: match f.ends.each_ref().map(|e| e.ep.as_ref().and_then(|ep| ep.datagram_app())) {
                     [Some(c), Some(s)] => Some(DatagramApp::report(c, s, self.now)),
                     // The server never heard a datagram: report what was sent.

@@ -40,6 +40,8 @@ pub(super) struct FlowRt {
     /// endpoint (fell back, its paths); the endpoints themselves are then
     /// dropped, so that finished connections hold no memory.
     pub(super) ended: Option<(bool, Vec<crate::summary::PathStats>)>,
+    /// The tunnel this flow carries (`app = "tunnel"`), by index.
+    pub(super) tunnel: Option<u32>,
 }
 
 impl FlowRt {
@@ -125,6 +127,19 @@ impl World {
             if e.connected_at.is_some() {
                 e.app.pump(self.now, ep.as_mut());
             }
+        }
+        // A tunnel's gateway writes the frames that wait and takes out the
+        // datagrams read whole (routed on below).
+        let mut egress = Vec::new();
+        if self.flows[flow].tunnel.is_some() && self.flows[flow].ends[end].connected_at.is_some() {
+            self.tunnel_pump(flow, end, &mut egress);
+        }
+        {
+            let e = &mut self.flows[flow].ends[end];
+            let Some(ep) = e.ep.as_mut() else {
+                self.out_buf = out;
+                return;
+            };
             // Into the pool at once (one copy of each packet fewer); routed
             // below, once the endpoint is no longer borrowed. Nothing is
             // delivered while routing, so the order of the two is free.
@@ -151,6 +166,9 @@ impl World {
         }
         out.clear();
         self.out_buf = out;
+        if !egress.is_empty() {
+            self.tunnel_egress(node, &mut egress);
+        }
         let e = &mut self.flows[flow].ends[end];
         // The application acts only once connected (`pump` above): a stop
         // time that passes while a connection never opens must not re-arm

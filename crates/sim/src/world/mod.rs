@@ -18,6 +18,7 @@ mod flows;
 mod host;
 mod middleboxes;
 mod probes;
+mod tunnel;
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -117,6 +118,7 @@ pub struct World {
     dropped: Vec<Hop>,
     /// Reused for the segments one endpoint emits in one service call.
     out_buf: Vec<(Hop, Ipv4Addr)>,
+    tunnels: Vec<tunnel::TunnelRt>,
 }
 
 /// `addr_owner` of an address held by several nodes.
@@ -160,6 +162,7 @@ impl World {
                 policy_fib: HashMap::default(),
                 counters: vec![IfCounters::default(); n.interfaces.len()],
                 egress: vec![(usize::MAX, 0); n.interfaces.len()],
+                gateway: None,
             })
             .collect();
         let mut links = Vec::with_capacity(net.links.len());
@@ -200,7 +203,15 @@ impl World {
                 srtt_sum_ns: 0.0,
                 srtt_samples: 0,
                 last_path_acked: Vec::new(),
+                tunnel: None,
             });
+        }
+        let (tunnels, gateways) = tunnel::build(&net);
+        for (n, g) in nodes.iter_mut().zip(gateways) {
+            n.gateway = g;
+        }
+        for (i, t) in tunnels.iter().enumerate() {
+            flows[t.flow()].tunnel = Some(i as u32);
         }
         let boxes = middleboxes::Boxes::new(&net);
         let mut pcaps = HashMap::default();
@@ -259,6 +270,7 @@ impl World {
             dropped: Vec::new(),
             boxes,
             out_buf: Vec::new(),
+            tunnels,
             net,
         };
         for f in 0..w.flows.len() {
