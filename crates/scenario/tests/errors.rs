@@ -398,3 +398,19 @@ fn udp_flows_and_datagram_apps() {
     let ok = common::net(&flow("transport = \"udp\"\napp = \"game\"\npacket_size = \"100B\"\ninterval = \"15ms\"\n"));
     assert_eq!(ok.flows[0].app, mplab_scenario::network::App::Game { packet_bytes: 100, interval_ns: 15_000_000 });
 }
+
+/// A tunnel runs between two routers that share a link, over TCP or
+/// MPTCP, with a sane MTU.
+#[test]
+fn tunnel_flows() {
+    let gw = "\n[[nodes]]\nname = \"cpe\"\nkind = \"router\"\n\n[[nodes]]\nname = \"hag\"\nkind = \"router\"\n\n[[links]]\na = \"c\"\nb = \"cpe\"\nrate = \"1Gbit\"\n";
+    let flow = |to: &str, extra: &str| with(&format!("{gw}\n[[flows]]\nfrom = \"cpe\"\nto = \"{to}\"\napp = \"tunnel\"\n{extra}"));
+    assert_eq!(error(&flow("s", "transport = \"mptcp\"\n")), r#"scenario.toml:29:6: flows[0].to: "s" is a host; a tunnel runs between two gateway routers (kind = "router")"#);
+    assert_eq!(error(&flow("hag", "transport = \"mptcp\"\n")), r#"scenario.toml:29:6: flows[0].to: a tunnel's gateways are joined by the access links: cpe and hag share none"#);
+    let linked = |extra: &str| flow("hag", &format!("transport = \"mptcp\"\n{extra}\n[[links]]\na = \"cpe\"\nb = \"hag\"\nrate = \"10Mbit\"\n"));
+    common::net(&linked(""));
+    assert_eq!(error(&linked("mtu = 40\n")), r#"scenario.toml:32:7: flows[0].mtu: must be between 68 and 65535, got 40"#);
+    let over = |t: &str| linked("").replace("transport = \"mptcp\"", &format!("transport = \"{t}\""));
+    assert_eq!(error(&over("sctp")), r#"scenario.toml:31:13: flows[0].transport: a tunnel rides a TCP or MPTCP connection"#);
+    assert_eq!(error(&over("udp")), r#"scenario.toml:30:7: flows[0].app: app = "tunnel" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
+}

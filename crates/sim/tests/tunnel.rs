@@ -1,0 +1,173 @@
+//! The hybrid-access tunnel on the simulator: client - CPE = two access
+//! links = HAG - server, the CPE and HAG joined by an MPTCP connection
+//! (`app = "tunnel"`) that carries what they forward. Expected figures
+//! come from the links: the fixed line is 10 ms one way, the core 2 ms,
+//! the LAN 0; a datagram crosses them once and waits nowhere when the
+//! tunnel is idle.
+
+mod support;
+
+use support::*;
+
+const BASE: &str = r#"
+name = "tunnel"
+duration = "20s"
+
+[[nodes]]
+name = "client"
+[[nodes]]
+name = "cpe"
+kind = "router"
+[[nodes]]
+name = "hag"
+kind = "router"
+[[nodes]]
+name = "server"
+
+[[links]]
+name = "dsl"
+a = "cpe"
+b = "hag"
+rate = "20Mbit"
+delay = "10ms"
+queue = { kind = "droptail", packets = 50 }
+
+[[links]]
+name = "lte"
+a = "cpe"
+b = "hag"
+rate = "20Mbit"
+delay = "25ms"
+queue = { kind = "droptail", packets = 100 }
+
+[[links]]
+name = "lan"
+a = "client"
+b = "cpe"
+rate = "1Gbit"
+
+[[links]]
+name = "core"
+a = "hag"
+b = "server"
+rate = "1Gbit"
+delay = "2ms"
+
+[transport.mptcp]
+path_manager = "endpoints"
+
+[[transport.mptcp.endpoints]]
+node = "cpe"
+iface = "eth1"
+flags = ["subflow"]
+
+[[flows]]
+name = "tunnel"
+from = "cpe"
+to = "hag"
+transport = "mptcp"
+app = "tunnel"
+"#;
+
+const CALL: &str = r#"
+[[flows]]
+name = "call"
+from = "client"
+to = "server"
+transport = "udp"
+app = "voip"
+start = "1s"
+"#;
+
+fn with(parts: &[&str]) -> String {
+    let mut s = BASE.to_string();
+    for p in parts {
+        s += p;
+    }
+    s
+}
+
+/// An idle tunnel adds the frames' transmission on the fixed line and
+/// nothing else: every datagram in comes out, at the links' delay.
+#[test]
+fn a_call_crosses_the_tunnel_at_the_fixed_lines_delay() {
+    let r = run(&with(&[CALL]));
+    let (tun, call) = (&r.summary.flows[0], &r.summary.flows[1]);
+    let t = tun.tunnel.as_ref().expect("tunnel figures");
+    let d = call.datagrams.as_ref().unwrap();
+    assert_eq!((d.stream.sent, d.stream.received, d.stream.late), (901, 901, 0));
+    assert_eq!(t.upstream.datagrams_in, t.upstream.datagrams_out + 0);
+    // Every datagram of the call went in, none other (nothing flows back).
+    assert_eq!((t.upstream.datagrams_in, t.downstream.datagrams_in), (950, 0));
+    // A frame: 2 + 20 + 8 + 160 bytes.
+    assert_eq!(t.upstream.frame_bytes, 950 * 190);
+    // 12 ms of links, plus serialising one segment (frame + 20 IP + 20 TCP
+    // + 20 DSS/timestamp options at most) at 20 Mbit/s and the datagram
+    // at 1 Gbit/s twice.
+    let floor = 12.0;
+    assert!(d.stream.delay_p50_ms > floor && d.stream.delay_p99_ms < floor + 0.2, "{:?}", d.stream);
+    assert!(tun.verified && call.verified);
+}
+
+/// The fixed line fails for 10 s: the call is interrupted until the
+/// connection moves its data to the cellular subflow, then goes on there
+/// at the cellular link's delay; nothing is lost (the stream is reliable),
+/// what was held back arrives late.
+#[test]
+fn failover_to_cellular_interrupts_the_call_briefly() {
+    let cut = "[[events]]\nat = \"5s\"\nlink = \"dsl\"\naction = \"down\"\n\n[[events]]\nat = \"15s\"\nlink = \"dsl\"\naction = \"up\"\n";
+    let r = run(&with(&[CALL, cut]));
+    let d = r.summary.flows[1].datagrams.clone().unwrap();
+    let t = r.summary.flows[0].tunnel.clone().unwrap();
+    assert_eq!(d.stream.received, d.stream.sent, "a reliable carrier loses nothing");
+    // Interrupted for at least the first retransmission timeout (200 ms),
+    // and for under 1.5 s: mplab's profile caps the backoff at 1 s.
+    assert!((200.0..1500.0).contains(&d.stream.longest_interruption_ms), "{}", d.stream.longest_interruption_ms);
+    assert!(d.stream.late > 0 && d.stream.late < 100, "{}", d.stream.late);
+    // Over cellular: 25 ms + 2 ms.
+    assert!(d.stream.delay_p95_ms > 27.0, "{:?}", d.stream);
+    assert_eq!(t.upstream.queue_drops + t.upstream.oversize, 0);
+}
+
+/// A datagram over the tunnel's MTU is refused at the ingress and
+/// counted; the tunnel goes on carrying the rest.
+#[test]
+fn datagrams_over_the_mtu_are_refused_and_counted() {
+    let big = "[[flows]]\nname = \"big\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"udp\"\napp = \"voip\"\npacket_size = \"1000B\"\nstart = \"1s\"\n";
+    let r = run(&with(&[CALL, big]).replace("app = \"tunnel\"", "app = \"tunnel\"\nmtu = 1000"));
+    let t = r.summary.flows[0].tunnel.clone().unwrap();
+    assert_eq!(t.mtu, 1000);
+    assert_eq!(t.upstream.oversize, 950, "every 1028-byte packet of `big`");
+    assert_eq!(r.summary.flows[2].datagrams.as_ref().unwrap().stream.received, 0);
+    let call = r.summary.flows[1].datagrams.clone().unwrap();
+    assert_eq!(call.stream.received, call.stream.sent);
+}
+
+/// A TCP download through the tunnel (TCP over MPTCP, as through OpenVPN)
+/// delivers every byte; with a carrier send buffer too small for the
+/// inner connection's window the ingress queue overflows, and the inner
+/// TCP recovers the drops.
+#[test]
+fn tcp_rides_the_tunnel_and_recovers_ingress_drops() {
+    let dl = "[[flows]]\nname = \"dl\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\napp = \"download\"\nbytes = \"5MB\"\nstart = \"1s\"\n";
+    let r = run(&with(&[dl]));
+    let f = &r.summary.flows[1];
+    assert!(f.completed && f.verified, "{f:?}");
+    let t = r.summary.flows[0].tunnel.clone().unwrap();
+    assert!(t.downstream.datagrams_out > 5_000_000 / 1448, "{t:?}");
+    assert_eq!(t.downstream.queue_drops, 0);
+    let small = with(&[dl]).replace("app = \"tunnel\"", "app = \"tunnel\"\nsnd_buf = \"16KB\"\nrcv_buf = \"16KB\"").replace("5MB", "12MB").replace("duration = \"20s\"", "duration = \"40s\"");
+    let r = run(&small);
+    let f = &r.summary.flows[1];
+    let t = r.summary.flows[0].tunnel.clone().unwrap();
+    assert!(f.completed && f.verified, "{f:?}");
+    assert!(t.downstream.queue_drops > 0 && t.downstream.max_queue == 500, "{t:?}");
+    assert!(f.retransmitted_segments > 0);
+}
+
+/// Same seed, same bits, with the tunnel in the path.
+#[test]
+fn tunnel_runs_are_deterministic() {
+    let text = with(&[CALL]).replace("delay = \"25ms\"", "delay = \"25ms\"\nloss = 0.03");
+    assert_eq!(serde_json::to_string(&run(&text).summary).unwrap(), serde_json::to_string(&run(&text).summary).unwrap());
+}
