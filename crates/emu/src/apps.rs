@@ -175,6 +175,8 @@ pub struct FlowState {
     pub stack_subflows: Mutex<Option<(Vec<StackSubflow>, Vec<String>)>>,
     /// A datagram flow's two ends (client, server) once they are over.
     pub datagram_ends: Mutex<[Option<mplab_backend::datagram::DatagramApp>; 2]>,
+    /// A tunnel flow's counters, each gateway adding its own.
+    pub tunnel: Mutex<mplab_backend::results::TunnelSummary>,
 }
 
 impl FlowState {

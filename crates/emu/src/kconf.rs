@@ -149,6 +149,10 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             err(&format!("flows[{}].app", f.id), format!("app = {:?}: {why}", f.app.name()));
             continue;
         }
+        if matches!(f.app, App::Tunnel { .. }) && (!is_k(f.from) || !is_k(f.to)) {
+            err(&format!("flows[{}].app", f.id), "a tunnel's gateways run a kernel MPTCP socket here: mplab's userspace stack in a gateway is not built yet".into());
+            continue;
+        }
         if f.transport == TransportKind::Udp {
             // Kernel UDP sockets (apps::run_datagrams); mplab's userspace
             // hosts carry TCP and MPTCP only.
@@ -357,7 +361,9 @@ pub fn apply(net: &Network, ns: &[String]) -> Result<BTreeMap<usize, MptcpNode>,
 pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMap<usize, MptcpNode>, String> {
     let plan = mptcp_plan_on(net, kernel)?;
     let scheds = available_schedulers();
-    for n in net.nodes.iter().filter(|n| n.kind == NodeKind::Host && kernel.get(n.id).copied().unwrap_or(true)) {
+    // Hosts, and the routers a flow ends on (a tunnel's gateways).
+    let runs_flows = |id: usize| net.flows.iter().any(|f| f.from == id || f.to == id);
+    for n in net.nodes.iter().filter(|n| (n.kind == NodeKind::Host || runs_flows(n.id)) && kernel.get(n.id).copied().unwrap_or(true)) {
         let mut kv: Vec<(String, String)> = vec![("net.mptcp.enabled".into(), "1".into()), ("net.mptcp.blackhole_timeout".into(), "0".into())];
         if let Some(f) = net.flows.iter().find(|f| f.from == n.id || f.to == n.id) {
             kv.push(("net.ipv4.tcp_sack".into(), u8::from(f.tcp.sack).to_string()));

@@ -324,8 +324,15 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         udp.push((f.id, false, crate::datagrams::socket(&topo.node_ns[f.to], (std::net::Ipv4Addr::UNSPECIFIED, f.dport), None).map_err(|e| at(f.to, "server", e))?));
         udp.push((f.id, true, crate::datagrams::socket(&topo.node_ns[f.from], (f.src, f.sport), Some((f.dst, f.dport))).map_err(|e| at(f.from, "client", e))?));
     }
+    // Tunnels: each gateway's TUN, rule and socket, before time zero.
+    let mut gateways: Vec<(usize, crate::gateway::Gateway)> = Vec::new();
+    for f in net.flows.iter().filter(|f| matches!(f.app, App::Tunnel { .. })) {
+        for (end, node) in [(0, f.from), (1, f.to)] {
+            gateways.push((f.id, crate::gateway::prepare(net, f, end, &topo.node_ns[node]).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?));
+        }
+    }
     for f in &net.flows {
-        if f.transport.is_sctp() || f.transport == TransportKind::Udp {
+        if f.transport.is_sctp() || f.transport == TransportKind::Udp || matches!(f.app, App::Tunnel { .. }) {
             listeners.push(Vec::new());
             clients.push(None);
             continue;
@@ -359,6 +366,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         s.start(t0_real);
     }
     let mut threads = Vec::new();
+    for (fi, gw) in gateways.drain(..) {
+        let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
+        threads.push(std::thread::Builder::new().name(format!("gw-{}", ff.name)).spawn(move || crate::gateway::run(ff, gw, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+    }
     for (fi, client, sock) in udp.drain(..) {
         let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
         let name = format!("{}-{}", if client { "cli" } else { "srv" }, ff.name);
@@ -597,7 +608,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     let states_backup: Vec<Vec<String>> = states.iter().map(|st| st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.1.clone())).unwrap_or_default()).collect();
     let outs: Vec<FlowOut> = states
         .iter()
-        .map(|st| FlowOut {
+        .zip(&net.flows)
+        .map(|(st, f)| FlowOut {
+            tunnel: matches!(f.app, App::Tunnel { .. }).then(|| st.tunnel.lock().map(|t| t.clone()).unwrap_or_default()),
             delivered: st.delivered.load(Ordering::Relaxed),
             completed_ns: st.completed_ns.load(Ordering::Relaxed),
             requests_done: st.requests_done.load(Ordering::Relaxed),
@@ -701,7 +714,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             fallback: st.fell_back,
             latencies_ms: st.latencies.clone(),
             datagrams: st.datagrams.clone(),
-            tunnel: None,
+            tunnel: st.tunnel.clone(),
             mean_srtt_ms: (tr.srtt_n > 0).then(|| tr.srtt_sum_ms / tr.srtt_n as f64),
             paths: tr
                 .subs
@@ -802,4 +815,5 @@ struct FlowOut {
     errors: Vec<String>,
     fell_back: bool,
     datagrams: Option<mplab_backend::datagram::DatagramSummary>,
+    tunnel: Option<mplab_backend::results::TunnelSummary>,
 }

@@ -22,6 +22,7 @@ pub mod addr_events;
 pub mod apps;
 pub mod balancer;
 pub mod datagrams;
+pub mod gateway;
 pub mod emulator;
 pub mod kconf;
 pub mod kernel;

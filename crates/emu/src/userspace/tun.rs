@@ -59,6 +59,12 @@ impl Tun {
         Tun::create_with(name, vnet)
     }
 
+    /// Creates TUN `name` here, without the virtio-net header: whole
+    /// packets in and out (a tunnel gateway's device).
+    pub fn create_plain(name: &str) -> io::Result<Tun> {
+        Tun::create_with(name, false)
+    }
+
     fn create_with(name: &str, vnet: bool) -> io::Result<Tun> {
         let path = b"/dev/net/tun\0";
         // SAFETY: valid C string.

@@ -48,7 +48,7 @@ pub const REGISTRY: &[AppEntry] = &[
             name: "tunnel",
             params: &["mtu"],
             what: "a hybrid-access tunnel between two gateway routers (`from` the CPE, `to` the HAG): the IPv4 packets they forward between their other interfaces (UDP and TCP alike, as OpenVPN carries them) ride in this TCP or MPTCP connection, each behind a 2-byte length, up to `mtu` (1500) bytes",
-            kernel: OnKernel::Refuses("the tunnel's gateways run on the simulator only, for now"),
+            kernel: OnKernel::Runs("a gateway program in each gateway's namespace: a TUN device fed by a policy rule, and a kernel MPTCP socket"),
         },
         resolve: tunnel,
         datagram: false,

@@ -1,0 +1,248 @@
+//! The hybrid-access tunnel (`app = "tunnel"`) on the kernel backend: the
+//! gateway program of the CPE and of the HAG, as OpenVPN over MPTCP works.
+//! Each gateway's namespace gets a TUN device; a policy rule sends every
+//! packet arriving on a LAN-side interface (any interface not on a link to
+//! the other gateway) into it, instead of forwarding it. The program reads
+//! each packet from the TUN, writes it as a length-prefixed frame
+//! (`mplab_wire::tunnel`) into the flow's kernel MPTCP (or TCP) socket, and
+//! the far gateway's program decodes the frames and writes the packets to
+//! its TUN, from where its kernel forwards them on.
+//!
+//! The program reads the TUN only while the socket takes its frames whole,
+//! so a packet waits in the TUN's queue (500 packets) while the send buffer
+//! is full, and is dropped there when that queue is full: the same ingress
+//! as the simulator's tunnel (crates/sim/src/world/tunnel.rs). Every loop
+//! ends at the scenario's duration or on the abort flag.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use mplab_backend::results::TunnelDirection;
+use mplab_scenario::network::{App, Flow, Network};
+use mplab_wire::tunnel::{encode_frame, FrameDecoder};
+
+use crate::apps::{Clock, FlowState};
+use crate::sys;
+use crate::userspace::tun::Tun;
+
+/// The gateway's TUN device and the table its rule points at.
+const TUN_NAME: &str = "mptun0";
+const TUN_TABLE: u32 = 210;
+/// The rule sits before the main table's (32766) and after `local` (0),
+/// so packets for the gateway itself are still delivered to it.
+const RULE_PRIORITY: u32 = 40;
+
+/// A gateway before the run: its TUN, and its socket (the CPE's unconnected
+/// client socket, the HAG's listener).
+pub struct Gateway {
+    tun: Tun,
+    sock: OwnedFd,
+    /// 0: the CPE (`from`), 1: the HAG.
+    end: usize,
+    mtu: usize,
+    ns: String,
+}
+
+/// Sets up the gateway `end` of tunnel flow `f` in namespace `ns`.
+pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str) -> Result<Gateway, String> {
+    let App::Tunnel { mtu } = f.app else { return Err(format!("flow {} is not a tunnel", f.name)) };
+    let (node, peer) = if end == 0 { (f.from, f.to) } else { (f.to, f.from) };
+    let lan: Vec<String> = net.nodes[node].interfaces.iter().filter(|i| i.peer != peer).map(|i| i.name.clone()).collect();
+    let tun = sys::in_netns(ns, move || {
+        let t = Tun::create_plain(TUN_NAME)?;
+        // Packets come out of the TUN with the far side's source address.
+        sys::sysctl_write(&format!("net.ipv4.conf.{TUN_NAME}.rp_filter"), "0")?;
+        sys::sysctl_write("net.ipv4.ip_forward", "1")?;
+        Ok(t)
+    })
+    .map_err(|e| format!("TUN on {}: {e}", net.nodes[node].name))?;
+    let mut cmds = vec![format!("link set {TUN_NAME} up mtu {mtu} txqueuelen 500"), format!("route replace default dev {TUN_NAME} table {TUN_TABLE}")];
+    for i in &lan {
+        cmds.push(format!("rule add priority {RULE_PRIORITY} iif {i} table {TUN_TABLE}"));
+    }
+    crate::topo::ip_batch(Some(ns), &cmds)?;
+    let sock = if end == 0 { crate::apps::client_socket(ns, f) } else { crate::apps::listen(ns, f) }.map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
+    nodelay(sock.as_raw_fd()).map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
+    Ok(Gateway { tun, sock, end, mtu: mtu as usize, ns: ns.to_string() })
+}
+
+/// What one gateway counted: its ingress direction, and the far side's
+/// datagrams it took out.
+#[derive(Default)]
+struct Counts {
+    ingress: TunnelDirection,
+    egress_out: u64,
+}
+
+/// Runs the gateway until the end of the scenario; adds its counts to
+/// the flow's tunnel summary.
+pub fn run(f: Flow, gw: Gateway, st: Arc<FlowState>, clk: Clock) {
+    let Some(conn) = open(&f, &gw, &st, &clk) else { return };
+    let fd = conn.as_raw_fd();
+    let mut c = Counts::default();
+    let mut dec = FrameDecoder::new(gw.mtu);
+    let mut pkt = vec![0u8; 65_536];
+    let mut rx = vec![0u8; 65_536];
+    // A frame the socket took in part: the rest, before anything else.
+    let mut out: Vec<u8> = Vec::new();
+    let mut sent = 0usize;
+    let mut broken: Option<&str> = None;
+    while broken.is_none() && !clk.over() && clk.now_ns() < clk.end_ns {
+        let mut p = [libc::pollfd { fd, events: libc::POLLIN | if sent < out.len() { libc::POLLOUT } else { 0 }, revents: 0 }, libc::pollfd { fd: gw.tun.raw_fd(), events: if sent < out.len() { 0 } else { libc::POLLIN }, revents: 0 }];
+        let _ = sys::poll_in(&mut p, clk.poll_ns.min(10_000_000));
+        // Ingress: from the TUN into the stream, while the socket takes it.
+        for _ in 0..256 {
+            if sent < out.len() {
+                match send(fd, &out[sent..]) {
+                    Some(n) => sent += n,
+                    None => {
+                        broken = Some("the tunnel's connection broke (send)");
+                        break;
+                    }
+                }
+                if sent < out.len() {
+                    break;
+                }
+            }
+            out.clear();
+            sent = 0;
+            let n = match gw.tun.recv(&mut pkt) {
+                Ok(Some(n)) => n,
+                _ => break,
+            };
+            if encode_frame(&pkt[..n], gw.mtu, &mut out).is_err() {
+                c.ingress.oversize += 1;
+                continue;
+            }
+            c.ingress.datagrams_in += 1;
+            c.ingress.frame_bytes += out.len() as u64;
+        }
+        // Egress: whole frames out of the stream, onto the TUN.
+        for _ in 0..64 {
+            // SAFETY: valid buffer.
+            let r = unsafe { libc::recv(fd, rx.as_mut_ptr() as *mut libc::c_void, rx.len(), libc::MSG_DONTWAIT) };
+            if r == 0 {
+                broken = Some("the other gateway closed the tunnel");
+                break;
+            }
+            if r < 0 {
+                break;
+            }
+            if clk.now_ns() <= clk.end_ns {
+                st.delivered.fetch_add(r as u64, Ordering::Relaxed);
+            }
+            dec.push(&rx[..r as usize]);
+            while let Some(d) = dec.next_frame() {
+                // A frame the decoder refused is counted by it; the stream
+                // stays in step.
+                if let Ok(d) = d {
+                    if gw.tun.send(&d).unwrap_or(false) {
+                        c.egress_out += 1;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(why) = broken {
+        if let Ok(mut v) = st.errors.lock() {
+            v.push(why.to_string());
+        }
+    }
+    c.ingress.queue_drops = tun_drops(&gw.ns);
+    record(&st, gw.end, gw.mtu, &c);
+}
+
+/// The tunnel's connection: the CPE connects at the flow's start, the HAG
+/// accepts it.
+fn open(f: &Flow, gw: &Gateway, st: &FlowState, clk: &Clock) -> Option<Arc<OwnedFd>> {
+    let fd = gw.sock.as_raw_fd();
+    if gw.end == 0 {
+        while clk.now_ns() < f.start_ns {
+            if clk.over() {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let sa = libc::sockaddr_in { sin_family: libc::AF_INET as u16, sin_port: f.dport.to_be(), sin_addr: libc::in_addr { s_addr: u32::from(f.dst).to_be() }, sin_zero: [0; 8] };
+        // Blocking connect bounded by the socket's SO_SNDTIMEO (100 ms),
+        // retried until the flow's stop.
+        loop {
+            // SAFETY: valid sockaddr.
+            let r = unsafe { libc::connect(fd, &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32) };
+            let e = std::io::Error::last_os_error();
+            if r == 0 || e.raw_os_error() == Some(libc::EISCONN) {
+                break;
+            }
+            if clk.over() || clk.now_ns() >= f.stop_ns {
+                st.errors.lock().map(|mut v| v.push(format!("tunnel connect {}:{}: {e}", f.dst, f.dport))).ok();
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: dup of a valid fd, owned by the new OwnedFd.
+        let c = Arc::new(unsafe { OwnedFd::from_raw_fd(libc::dup(fd)) });
+        let _ = st.client.set(c.clone());
+        st.connected.store(true, Ordering::Relaxed);
+        Some(c)
+    } else {
+        loop {
+            if clk.over() {
+                return None;
+            }
+            let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+            if sys::poll_in(&mut p, 50_000_000).unwrap_or(0) == 0 {
+                continue;
+            }
+            // SAFETY: accept on a listening socket with a connection ready.
+            let c = unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+            if c >= 0 {
+                // SAFETY: fresh fd.
+                let c = Arc::new(unsafe { OwnedFd::from_raw_fd(c) });
+                let _ = nodelay(c.as_raw_fd());
+                let _ = st.server.set(c.clone());
+                return Some(c);
+            }
+        }
+    }
+}
+
+/// A frame goes out at once: a tunnel of calls and games must not hold
+/// small frames back for an acknowledgement (Nagle), and mplab's stack,
+/// the simulator's gateway, never does.
+fn nodelay(fd: RawFd) -> std::io::Result<()> {
+    sys::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1i32, "TCP_NODELAY")
+}
+
+/// Writes what the socket takes now; None on a broken connection.
+fn send(fd: RawFd, b: &[u8]) -> Option<usize> {
+    // SAFETY: valid buffer.
+    let r = unsafe { libc::send(fd, b.as_ptr() as *const libc::c_void, b.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    if r >= 0 {
+        return Some(r as usize);
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EINTR) => Some(0),
+        _ => None,
+    }
+}
+
+/// Packets the TUN's queue dropped (it was full while the socket could
+/// not take them).
+fn tun_drops(ns: &str) -> u64 {
+    sys::in_netns(ns, || Ok(std::fs::read_to_string(format!("/sys/class/net/{TUN_NAME}/statistics/tx_dropped")).unwrap_or_default().trim().parse().unwrap_or(0))).unwrap_or(0)
+}
+
+/// Adds a gateway's counts to the flow's summary: its ingress is the
+/// direction it writes (the CPE's upstream), its egress the other.
+fn record(st: &FlowState, end: usize, mtu: usize, c: &Counts) {
+    let Ok(mut t) = st.tunnel.lock() else { return };
+    t.mtu = mtu as u32;
+    let t = &mut *t;
+    let (mine, far) = if end == 0 { (&mut t.upstream, &mut t.downstream) } else { (&mut t.downstream, &mut t.upstream) };
+    mine.datagrams_in += c.ingress.datagrams_in;
+    mine.oversize += c.ingress.oversize;
+    mine.queue_drops += c.ingress.queue_drops;
+    mine.frame_bytes += c.ingress.frame_bytes;
+    far.datagrams_out += c.egress_out;
+}
