@@ -171,3 +171,20 @@ fn tunnel_runs_are_deterministic() {
     let text = with(&[CALL]).replace("delay = \"25ms\"", "delay = \"25ms\"\nloss = 0.03");
     assert_eq!(serde_json::to_string(&run(&text).summary).unwrap(), serde_json::to_string(&run(&text).summary).unwrap());
 }
+
+/// The cellular subflow as a backup (active-standby) under the Linux
+/// profile: once the fixed line's subflow has gone two retransmission
+/// periods without an answer, Linux sends the head again on the idle
+/// backup (`mptcp_subflow_get_retrans`), then marks the dead subflow stale
+/// and moves everything over. The call is interrupted for well under the
+/// 10 s cut (it was 14.9 s when the head went back onto the dead subflow).
+#[test]
+fn linux_profile_fails_over_to_a_backup_subflow() {
+    let cut = "[[events]]\nat = \"5s\"\nlink = \"dsl\"\naction = \"down\"\n\n[[events]]\nat = \"15s\"\nlink = \"dsl\"\naction = \"up\"\n";
+    let text = with(&[CALL, cut]).replace("flags = [\"subflow\"]", "flags = [\"subflow\", \"backup\"]").replace("path_manager = \"endpoints\"", "path_manager = \"endpoints\"\nprofile = \"linux\"");
+    let r = run(&text);
+    let d = r.summary.flows[1].datagrams.clone().unwrap();
+    assert_eq!(d.stream.received, d.stream.sent);
+    assert!(d.stream.longest_interruption_ms < 2_000.0, "{}", d.stream.longest_interruption_ms);
+    assert!(r.summary.flows[0].subflows.iter().any(|s| s.backup), "{:?}", r.summary.flows[0].subflows);
+}

@@ -1648,19 +1648,52 @@ impl Connection {
         }
         if self.data_rto.is_some_and(|(t, una)| t <= now && una == self.data_una) {
             self.data_rto = None;
-            let idle = |s: &Subflow| s.usable() && s.tcp.in_flight() == 0 && s.tcp.unsent() == 0;
             if self.cfg.stale_by_periods {
                 self.count_stale_periods();
             }
-            // Linux resends the head only on a subflow with nothing queued
-            // (`mptcp_subflow_get_retrans`).
-            if !self.cfg.head_retransmit_on_idle || self.subflows.iter().any(idle) {
+            if !self.cfg.head_retransmit_on_idle {
                 let r = self.data_rto_range();
                 self.reinject.push_back(r);
+            } else if let Some(p) = self.retransmit_subflow() {
+                let r = self.data_rto_range();
+                self.retransmit_head_on(p, r);
             }
         }
         self.update_subflows();
         self.arm_data_rto(now);
+    }
+
+    /// The subflow Linux sends the head of the unacknowledged data again on
+    /// (`mptcp_subflow_get_retrans`): one with nothing queued, a non-backup
+    /// first; a backup only once every subflow holding data has gone more
+    /// than one retransmission period without hearing from the peer
+    /// (`min_stale_count > 1`); else none, and the timer runs again.
+    fn retransmit_subflow(&self) -> Option<usize> {
+        let idle = |s: &Subflow| s.usable() && s.tcp.in_flight() == 0 && s.tcp.unsent() == 0;
+        let is_backup = |s: &Subflow| s.backup || s.peer_backup;
+        if let Some(p) = self.subflows.iter().position(|s| idle(s) && !is_backup(s)) {
+            return Some(p);
+        }
+        let min_stale = self.subflows.iter().filter(|s| s.usable() && !idle(s)).map(|s| s.stale_count).min().unwrap_or(u32::MAX);
+        self.subflows.iter().position(|s| idle(s) && is_backup(s)).filter(|_| min_stale > 1)
+    }
+
+    /// Queues `r` on subflow `p`, in segments, as a retransmission.
+    fn retransmit_head_on(&mut self, p: usize, r: Range<u64>) {
+        let mss = u64::from(self.subflows[p].tcp.mss()).max(1);
+        let mut at = r.start;
+        while at < r.end {
+            let len = (r.end - at).min(mss);
+            let s = &mut self.subflows[p];
+            let sub = s.tcp.send_offset();
+            if s.tcp.send_record(len) != len {
+                break;
+            }
+            s.tx.push_back(subflow::TxMap { sub, data: at, len });
+            at += len;
+        }
+        self.stats.reinjected_bytes += at - r.start;
+        self.touch(p);
     }
 
     /// Linux's staleness (`mptcp_pm_subflow_chk_stale`, run from the
