@@ -26,12 +26,16 @@ use crate::apps::{Clock, FlowState};
 use crate::sys;
 use crate::userspace::tun::Tun;
 
-/// The gateway's TUN device and the table its rule points at.
-const TUN_NAME: &str = "mptun0";
-const TUN_TABLE: u32 = 210;
-/// The rule sits before the main table's (32766) and after `local` (0),
-/// so packets for the gateway itself are still delivered to it.
-const RULE_PRIORITY: u32 = 40;
+/// The TUN device of a gateway's `k`-th tunnel, and the table its rules
+/// point at. The rules sit before the main table's (32766) and after
+/// `local` (0), so packets for the gateway itself are still delivered to
+/// it, and in flow order: a packet goes into the first tunnel whose class
+/// it belongs to, as on the simulator.
+fn tun_name(k: usize) -> String {
+    format!("mptun{k}")
+}
+const TUN_TABLE: usize = 210;
+const RULE_PRIORITY: usize = 40;
 
 /// A gateway before the run: its TUN, and its socket (the CPE's unconnected
 /// client socket, the HAG's listener).
@@ -46,20 +50,39 @@ pub struct Gateway {
 
 /// Sets up the gateway `end` of tunnel flow `f` in namespace `ns`.
 pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str) -> Result<Gateway, String> {
-    let App::Tunnel { mtu } = f.app else { return Err(format!("flow {} is not a tunnel", f.name)) };
+    let App::Tunnel { mtu, class } = f.app else { return Err(format!("flow {} is not a tunnel", f.name)) };
     let (node, peer) = if end == 0 { (f.from, f.to) } else { (f.to, f.from) };
+    // This tunnel's rank among the tunnels this gateway ends.
+    let k = net.flows.iter().filter(|g| matches!(g.app, App::Tunnel { .. }) && (g.from == node || g.to == node)).position(|g| g.id == f.id).unwrap_or(0);
+    let name = tun_name(k);
     let lan: Vec<String> = net.nodes[node].interfaces.iter().filter(|i| i.peer != peer).map(|i| i.name.clone()).collect();
+    let n2 = name.clone();
     let tun = sys::in_netns(ns, move || {
-        let t = Tun::create_plain(TUN_NAME)?;
+        let t = Tun::create_plain(&n2)?;
         // Packets come out of the TUN with the far side's source address.
-        sys::sysctl_write(&format!("net.ipv4.conf.{TUN_NAME}.rp_filter"), "0")?;
+        sys::sysctl_write(&format!("net.ipv4.conf.{n2}.rp_filter"), "0")?;
         sys::sysctl_write("net.ipv4.ip_forward", "1")?;
         Ok(t)
     })
     .map_err(|e| format!("TUN on {}: {e}", net.nodes[node].name))?;
-    let mut cmds = vec![format!("link set {TUN_NAME} up mtu {mtu} txqueuelen 500"), format!("route replace default dev {TUN_NAME} table {TUN_TABLE}")];
+    let (table, prio) = (TUN_TABLE + k, RULE_PRIORITY + k);
+    let mut cmds = vec![format!("link set {name} up mtu {mtu} txqueuelen 500"), format!("route replace default dev {name} table {table}")];
+    let proto = match class.proto {
+        Some(6) => " ipproto tcp",
+        Some(17) => " ipproto udp",
+        _ => "",
+    };
     for i in &lan {
-        cmds.push(format!("rule add priority {RULE_PRIORITY} iif {i} table {TUN_TABLE}"));
+        match class.ports {
+            None => cmds.push(format!("rule add priority {prio} iif {i}{proto} table {table}")),
+            // The class's port on either side: the server's port is the
+            // destination one way and the source the other.
+            Some((a, b)) => {
+                for dir in ["dport", "sport"] {
+                    cmds.push(format!("rule add priority {prio} iif {i}{proto} {dir} {a}-{b} table {table}"));
+                }
+            }
+        }
     }
     crate::topo::ip_batch(Some(ns), &cmds)?;
     let sock = if end == 0 { crate::apps::client_socket(ns, f) } else { crate::apps::listen(ns, f) }.map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
@@ -149,7 +172,7 @@ pub fn run(f: Flow, gw: Gateway, st: Arc<FlowState>, clk: Clock) {
             v.push(why.to_string());
         }
     }
-    c.ingress.queue_drops = tun_drops(&gw.ns);
+    c.ingress.queue_drops = tun_drops(&gw.ns, &gw.tun.name);
     record(&st, gw.end, gw.mtu, &c);
 }
 
@@ -229,8 +252,9 @@ fn send(fd: RawFd, b: &[u8]) -> Option<usize> {
 
 /// Packets the TUN's queue dropped (it was full while the socket could
 /// not take them).
-fn tun_drops(ns: &str) -> u64 {
-    sys::in_netns(ns, || Ok(std::fs::read_to_string(format!("/sys/class/net/{TUN_NAME}/statistics/tx_dropped")).unwrap_or_default().trim().parse().unwrap_or(0))).unwrap_or(0)
+fn tun_drops(ns: &str, tun: &str) -> u64 {
+    let path = format!("/sys/class/net/{tun}/statistics/tx_dropped");
+    sys::in_netns(ns, move || Ok(std::fs::read_to_string(&path).unwrap_or_default().trim().parse().unwrap_or(0))).unwrap_or(0)
 }
 
 /// Adds a gateway's counts to the flow's summary: its ingress is the

@@ -368,9 +368,41 @@ pub enum App {
     /// UDP updates of `packet_bytes` every `interval_ns` from `from`, each
     /// echoed by `to`; measured: round-trip latency and loss.
     Game { packet_bytes: u32, interval_ns: u64 },
-    /// A tunnel between two gateway routers, carrying the IPv4 packets they
-    /// forward, each up to `mtu` bytes.
-    Tunnel { mtu: u32 },
+    /// A tunnel between two gateway routers, carrying the IPv4 packets of
+    /// `class` they forward, each up to `mtu` bytes.
+    Tunnel { mtu: u32, class: TrafficClass },
+}
+
+/// Which forwarded packets a tunnel takes: by IP protocol, and by a port
+/// range that the source or the destination port falls in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct TrafficClass {
+    /// IP protocol number (6 TCP, 17 UDP); None: any.
+    pub proto: Option<u8>,
+    pub ports: Option<(u16, u16)>,
+}
+
+impl TrafficClass {
+    /// Whether a packet of IP protocol `proto` between ports `sport` and
+    /// `dport` belongs to the class.
+    pub fn matches(&self, proto: u8, sport: u16, dport: u16) -> bool {
+        self.proto.is_none_or(|p| p == proto) && self.ports.is_none_or(|(lo, hi)| (lo..=hi).contains(&sport) || (lo..=hi).contains(&dport))
+    }
+
+    /// As scenario files write it.
+    pub fn name(&self) -> String {
+        let proto = match self.proto {
+            None => "all",
+            Some(6) => "tcp",
+            Some(17) => "udp",
+            Some(_) => "ip",
+        };
+        match self.ports {
+            None => proto.to_string(),
+            Some((a, b)) if a == b => format!("{proto}:{a}"),
+            Some((a, b)) => format!("{proto}:{a}-{b}"),
+        }
+    }
 }
 
 impl App {

@@ -803,6 +803,11 @@ pub struct FlowSpec {
     /// The largest datagram a `tunnel` carries (its IPv4 packet), bytes.
     #[serde(default)]
     pub mtu: Option<u32>,
+    /// The traffic class a `tunnel` carries: "all" (the default), "udp",
+    /// "tcp", or either with a port or port range ("udp:5001",
+    /// "udp:5000-5099", matching the source or destination port).
+    #[serde(default)]
+    pub carries: Option<String>,
     #[serde(default)]
     pub start: Option<Duration>,
     #[serde(default)]

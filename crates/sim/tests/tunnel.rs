@@ -188,3 +188,24 @@ fn linux_profile_fails_over_to_a_backup_subflow() {
     assert!(d.stream.longest_interruption_ms < 2_000.0, "{}", d.stream.longest_interruption_ms);
     assert!(r.summary.flows[0].subflows.iter().any(|s| s.backup), "{:?}", r.summary.flows[0].subflows);
 }
+
+/// Steering per traffic class: two tunnels between the same gateways,
+/// the call's UDP in one with the `redundant` scheduler (every frame on
+/// both links), everything else in one with the default scheduler. When
+/// the fixed line fails, the call is not interrupted; the download (TCP,
+/// in the other tunnel) goes on.
+#[test]
+fn each_traffic_class_rides_its_own_tunnel() {
+    let voice = "[[flows]]\nname = \"voice\"\nfrom = \"cpe\"\nto = \"hag\"\ntransport = \"mptcp\"\napp = \"tunnel\"\ncarries = \"udp\"\nscheduler = \"redundant\"\n";
+    let dl = "[[flows]]\nname = \"dl\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\napp = \"download\"\nbytes = \"20MB\"\nstart = \"1s\"\n";
+    let cut = "[[events]]\nat = \"5s\"\nlink = \"dsl\"\naction = \"down\"\n\n[[events]]\nat = \"15s\"\nlink = \"dsl\"\naction = \"up\"\n";
+    // The voice tunnel first: a packet goes into the first tunnel whose class it is.
+    let text = with(&[CALL, dl, cut]).replacen("[[flows]]\nname = \"tunnel\"", &format!("{voice}\n[[flows]]\nname = \"tunnel\""), 1);
+    let r = run(&text);
+    let by = |n: &str| r.summary.flows.iter().find(|f| f.name == n).unwrap().clone();
+    let (voice, data, call, dl) = (by("voice").tunnel.unwrap(), by("tunnel").tunnel.unwrap(), by("call").datagrams.unwrap(), by("dl"));
+    assert_eq!(voice.upstream.datagrams_in, 950, "the call, all of it: {voice:?}");
+    assert_eq!(data.upstream.datagrams_in + data.downstream.datagrams_in > 10_000, true, "the download: {data:?}");
+    assert!(call.stream.longest_interruption_ms < 50.0 && call.stream.late == 0, "{call:?}");
+    assert!(dl.completed && dl.verified, "{dl:?}");
+}

@@ -46,7 +46,7 @@ pub const REGISTRY: &[AppEntry] = &[
     AppEntry {
         about: About {
             name: "tunnel",
-            params: &["mtu"],
+            params: &["mtu", "carries"],
             what: "a hybrid-access tunnel between two gateway routers (`from` the CPE, `to` the HAG): the IPv4 packets they forward between their other interfaces (UDP and TCP alike, as OpenVPN carries them) ride in this TCP or MPTCP connection, each behind a 2-byte length, up to `mtu` (1500) bytes",
             kernel: OnKernel::Runs("a gateway program in each gateway's namespace: a TUN device fed by a policy rule, and a kernel MPTCP socket"),
         },
@@ -69,6 +69,7 @@ pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         ("interval", f.interval.is_some()),
         ("packet_size", f.packet_size.is_some()),
         ("mtu", f.mtu.is_some()),
+        ("carries", f.carries.is_some()),
     ];
     only_its_fields(&e.about, &given, path, "app")?;
     let udp = f.transport == crate::schema::TransportKind::Udp;
@@ -158,5 +159,32 @@ fn tunnel(f: &FlowSpec, path: &str) -> Result<App, Diag> {
     if !matches!(f.transport, crate::schema::TransportKind::Tcp | crate::schema::TransportKind::Mptcp) {
         return diag(format!("{path}.transport"), "a tunnel rides a TCP or MPTCP connection");
     }
-    Ok(App::Tunnel { mtu })
+    Ok(App::Tunnel { mtu, class: traffic_class(f.carries.as_deref().unwrap_or("all"), &format!("{path}.carries"))? })
+}
+
+/// `all`, `udp`, `tcp`, optionally with `:PORT` or `:LOW-HIGH`.
+fn traffic_class(s: &str, path: &str) -> Result<crate::network::TrafficClass, Diag> {
+    let bad = || Diag::new(path, format!("{s:?}: expected \"all\", \"udp\" or \"tcp\", optionally with a port or range (\"udp:5000-5099\")"));
+    let (proto, ports) = match s.split_once(':') {
+        Some((p, r)) => (p, Some(r)),
+        None => (s, None),
+    };
+    let proto = match proto {
+        "all" => None,
+        "tcp" => Some(6),
+        "udp" => Some(17),
+        _ => return Err(bad()),
+    };
+    let ports = match ports {
+        None => None,
+        Some(r) => {
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            let (a, b): (u16, u16) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+            if a == 0 || a > b {
+                return Err(bad());
+            }
+            Some((a, b))
+        }
+    };
+    Ok(crate::network::TrafficClass { proto, ports })
 }

@@ -173,8 +173,8 @@ pub(super) struct NodeRt {
     pub(super) counters: Vec<IfCounters>,
     /// (link, direction) leaving through each interface.
     pub(super) egress: Vec<(usize, u8)>,
-    /// The tunnel this node is a gateway of.
-    pub(super) gateway: Option<super::tunnel::Gateway>,
+    /// The tunnel ends this node holds (a gateway's, by traffic class).
+    pub(super) gateways: Vec<super::tunnel::Gateway>,
 }
 
 impl World {
@@ -304,7 +304,7 @@ impl World {
             self.pool.release(h); // nobody has that address
             return;
         }
-        if self.nodes[node].gateway.is_some() && self.tunnel_ingress(node, iface, h) {
+        if !self.nodes[node].gateways.is_empty() && self.tunnel_ingress(node, iface, h) {
             return;
         }
         if self.boxes.on_node(node) {

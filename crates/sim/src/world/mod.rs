@@ -162,7 +162,7 @@ impl World {
                 policy_fib: HashMap::default(),
                 counters: vec![IfCounters::default(); n.interfaces.len()],
                 egress: vec![(usize::MAX, 0); n.interfaces.len()],
-                gateway: None,
+                gateways: Vec::new(),
             })
             .collect();
         let mut links = Vec::with_capacity(net.links.len());
@@ -208,7 +208,7 @@ impl World {
         }
         let (tunnels, gateways) = tunnel::build(&net);
         for (n, g) in nodes.iter_mut().zip(gateways) {
-            n.gateway = g;
+            n.gateways = g;
         }
         for (i, t) in tunnels.iter().enumerate() {
             flows[t.flow()].tunnel = Some(i as u32);

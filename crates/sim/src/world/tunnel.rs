@@ -32,13 +32,15 @@ const INGRESS_QUEUE: usize = 500;
 /// The length prefix of a frame.
 const FRAME_HEADER: u64 = 2;
 
-/// A gateway: the tunnel it ends, which end, and its access interfaces
-/// (a bit per interface index; those on links to the other gateway).
+/// A gateway: the tunnel it ends, which end, its access interfaces (a bit
+/// per interface index; those on links to the other gateway), and the
+/// traffic class the tunnel carries.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Gateway {
     pub(super) tunnel: u32,
     pub(super) end: u8,
     pub(super) access: u64,
+    class: network::TrafficClass,
 }
 
 impl Gateway {
@@ -76,16 +78,17 @@ impl TunnelRt {
     }
 }
 
-/// The tunnels of `net` and, per node, the gateway it is.
-pub(super) fn build(net: &Network) -> (Vec<TunnelRt>, Vec<Option<Gateway>>) {
+/// The tunnels of `net` and, per node, the tunnel ends it holds, in flow
+/// order: a packet goes into the first whose class it belongs to.
+pub(super) fn build(net: &Network) -> (Vec<TunnelRt>, Vec<Vec<Gateway>>) {
     let mut tunnels = Vec::new();
-    let mut gateways = vec![None; net.nodes.len()];
+    let mut gateways = vec![Vec::new(); net.nodes.len()];
     for f in &net.flows {
-        let network::App::Tunnel { mtu } = f.app else { continue };
+        let network::App::Tunnel { mtu, class } = f.app else { continue };
         let t = tunnels.len() as u32;
         for (end, node, peer) in [(0u8, f.from, f.to), (1, f.to, f.from)] {
             let access = net.nodes[node].interfaces.iter().filter(|i| i.peer == peer && i.index < 64).fold(0u64, |m, i| m | 1 << i.index);
-            gateways[node] = Some(Gateway { tunnel: t, end, access });
+            gateways[node].push(Gateway { tunnel: t, end, access, class });
         }
         tunnels.push(TunnelRt { flow: f.id, mtu, dirs: Default::default() });
     }
@@ -96,8 +99,11 @@ impl World {
     /// A packet reached gateway `node` on `iface`: true when the tunnel took
     /// it (a packet for elsewhere, from outside the access links).
     pub(super) fn tunnel_ingress(&mut self, node: usize, iface: usize, h: Hop) -> bool {
-        let Some(g) = self.nodes[node].gateway else { return false };
-        if !g.takes_from(iface) || self.owns(node, h.dst_idx) {
+        let p = &self.pool.pkts[h.id as usize];
+        let proto = if p.is_udp() { 17 } else if p.is_sctp() { 132 } else { 6 };
+        let (sport, dport) = (p.tcp.src_port, p.tcp.dst_port);
+        let Some(g) = self.nodes[node].gateways.iter().find(|g| g.takes_from(iface) && g.class.matches(proto, sport, dport)).copied() else { return false };
+        if self.owns(node, h.dst_idx) {
             return false;
         }
         let mut pkt = self.pool.pkts[h.id as usize].clone();
