@@ -117,6 +117,9 @@ pub struct TunnelDirection {
     /// The most datagrams that waited at the ingress for room in the
     /// connection's send buffer.
     pub max_queue: u64,
+    /// Datagram mode: copies that arrived after the first (dropped).
+    #[serde(default)]
+    pub duplicates: u64,
 }
 
 /// Where a subflow is in its life, as a probe sees it.

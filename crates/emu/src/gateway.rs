@@ -46,11 +46,20 @@ pub struct Gateway {
     end: usize,
     mtu: usize,
     ns: String,
+    /// Datagram mode: one UDP socket per access link.
+    udp: Vec<OwnedFd>,
 }
+
+/// Datagram mode's UDP port (the simulator's): plus the tunnel's index.
+const DATAGRAM_PORT: u16 = 1194;
+/// Datagram mode: the sequence number ahead of each packet.
+const DATAGRAM_HEADER: usize = 8;
+/// Datagram mode: sequence numbers remembered to drop second copies.
+const SEEN: usize = 1 << 16;
 
 /// Sets up the gateway `end` of tunnel flow `f` in namespace `ns`.
 pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str) -> Result<Gateway, String> {
-    let App::Tunnel { mtu, class } = f.app else { return Err(format!("flow {} is not a tunnel", f.name)) };
+    let App::Tunnel { mtu, class, datagram } = f.app else { return Err(format!("flow {} is not a tunnel", f.name)) };
     let (node, peer) = if end == 0 { (f.from, f.to) } else { (f.to, f.from) };
     // This tunnel's rank among the tunnels this gateway ends.
     let k = net.flows.iter().filter(|g| matches!(g.app, App::Tunnel { .. }) && (g.from == node || g.to == node)).position(|g| g.id == f.id).unwrap_or(0);
@@ -87,7 +96,21 @@ pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str) -> Result<Gateway,
     crate::topo::ip_batch(Some(ns), &cmds)?;
     let sock = if end == 0 { crate::apps::client_socket(ns, f) } else { crate::apps::listen(ns, f) }.map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
     nodelay(sock.as_raw_fd()).map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
-    Ok(Gateway { tun, sock, end, mtu: mtu as usize, ns: ns.to_string() })
+    // Datagram mode: a UDP socket on each access address, towards the
+    // other gateway's address on the same link; the port is the
+    // simulator's, 1194 plus the tunnel's index.
+    let mut udp = Vec::new();
+    if datagram {
+        let t = net.flows.iter().filter(|g| matches!(g.app, App::Tunnel { .. })).position(|g| g.id == f.id).unwrap_or(0);
+        let port = DATAGRAM_PORT + t as u16;
+        for i in net.nodes[node].interfaces.iter().filter(|i| i.peer == peer) {
+            let l = &net.links[i.link];
+            let far = if l.a.node == node { l.b.addr } else { l.a.addr };
+            let s = crate::datagrams::socket(ns, (i.addr, port), Some((far, port))).map_err(|e| format!("tunnel datagram socket on {}: {e}", net.nodes[node].name))?;
+            udp.push(s);
+        }
+    }
+    Ok(Gateway { tun, sock, end, mtu: mtu as usize, ns: ns.to_string(), udp })
 }
 
 /// What one gateway counted: its ingress direction, and the far side's
@@ -96,13 +119,87 @@ pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str) -> Result<Gateway,
 struct Counts {
     ingress: TunnelDirection,
     egress_out: u64,
+    /// Datagram mode: second copies dropped at the egress.
+    duplicates: u64,
 }
 
 /// Runs the gateway until the end of the scenario; adds its counts to
 /// the flow's tunnel summary.
 pub fn run(f: Flow, gw: Gateway, st: Arc<FlowState>, clk: Clock) {
     let Some(conn) = open(&f, &gw, &st, &clk) else { return };
-    let fd = conn.as_raw_fd();
+    let (c, broken) = if gw.udp.is_empty() { carry_stream(&gw, conn.as_raw_fd(), &st, &clk) } else { (carry_datagrams(&gw, &clk), None) };
+    if let Some(why) = broken {
+        if let Ok(mut v) = st.errors.lock() {
+            v.push(why.to_string());
+        }
+    }
+    let mut c = c;
+    c.ingress.queue_drops = tun_drops(&gw.ns, &gw.tun.name);
+    record(&st, gw.end, gw.mtu, &c);
+}
+
+/// Datagram mode: each packet from the TUN goes out on every access link
+/// behind a sequence number; of what arrives, the first copy of each goes
+/// to the TUN.
+fn carry_datagrams(gw: &Gateway, clk: &Clock) -> Counts {
+    let mut c = Counts::default();
+    let mut seq = 0u64;
+    let mut seen: std::collections::HashSet<u64> = Default::default();
+    let mut order: std::collections::VecDeque<u64> = Default::default();
+    let mut buf = vec![0u8; 65_536];
+    while !clk.over() && clk.now_ns() < clk.end_ns {
+        let mut p: Vec<libc::pollfd> = std::iter::once(gw.tun.raw_fd()).chain(gw.udp.iter().map(|s| s.as_raw_fd())).map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+        let _ = sys::poll_in(&mut p, clk.poll_ns.min(10_000_000));
+        for _ in 0..256 {
+            let n = match gw.tun.recv(&mut buf[DATAGRAM_HEADER..]) {
+                Ok(Some(n)) => n,
+                _ => break,
+            };
+            if n > gw.mtu {
+                c.ingress.oversize += 1;
+                continue;
+            }
+            buf[..DATAGRAM_HEADER].copy_from_slice(&seq.to_be_bytes());
+            seq += 1;
+            c.ingress.datagrams_in += 1;
+            for s in &gw.udp {
+                // SAFETY: valid buffer; a connected socket.
+                let r = unsafe { libc::send(s.as_raw_fd(), buf.as_ptr() as *const libc::c_void, DATAGRAM_HEADER + n, libc::MSG_DONTWAIT) };
+                if r > 0 {
+                    // On the wire: the packet, the sequence number, UDP and IP.
+                    c.ingress.frame_bytes += r as u64 + 28;
+                }
+            }
+        }
+        for s in &gw.udp {
+            for _ in 0..256 {
+                // SAFETY: valid buffer.
+                let r = unsafe { libc::recv(s.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT) };
+                if r < DATAGRAM_HEADER as isize {
+                    break;
+                }
+                let n = u64::from_be_bytes(buf[..DATAGRAM_HEADER].try_into().unwrap_or_default());
+                if !seen.insert(n) {
+                    c.duplicates += 1;
+                    continue;
+                }
+                order.push_back(n);
+                if order.len() > SEEN {
+                    if let Some(old) = order.pop_front() {
+                        seen.remove(&old);
+                    }
+                }
+                if gw.tun.send(&buf[DATAGRAM_HEADER..r as usize]).unwrap_or(false) {
+                    c.egress_out += 1;
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Stream mode: frames in the connection's byte stream.
+fn carry_stream(gw: &Gateway, fd: RawFd, st: &FlowState, clk: &Clock) -> (Counts, Option<&'static str>) {
     let mut c = Counts::default();
     let mut dec = FrameDecoder::new(gw.mtu);
     let mut pkt = vec![0u8; 65_536];
@@ -110,7 +207,7 @@ pub fn run(f: Flow, gw: Gateway, st: Arc<FlowState>, clk: Clock) {
     // A frame the socket took in part: the rest, before anything else.
     let mut out: Vec<u8> = Vec::new();
     let mut sent = 0usize;
-    let mut broken: Option<&str> = None;
+    let mut broken: Option<&'static str> = None;
     while broken.is_none() && !clk.over() && clk.now_ns() < clk.end_ns {
         let mut p = [libc::pollfd { fd, events: libc::POLLIN | if sent < out.len() { libc::POLLOUT } else { 0 }, revents: 0 }, libc::pollfd { fd: gw.tun.raw_fd(), events: if sent < out.len() { 0 } else { libc::POLLIN }, revents: 0 }];
         let _ = sys::poll_in(&mut p, clk.poll_ns.min(10_000_000));
@@ -167,13 +264,7 @@ pub fn run(f: Flow, gw: Gateway, st: Arc<FlowState>, clk: Clock) {
             }
         }
     }
-    if let Some(why) = broken {
-        if let Ok(mut v) = st.errors.lock() {
-            v.push(why.to_string());
-        }
-    }
-    c.ingress.queue_drops = tun_drops(&gw.ns, &gw.tun.name);
-    record(&st, gw.end, gw.mtu, &c);
+    (c, broken)
 }
 
 /// The tunnel's connection: the CPE connects at the flow's start, the HAG
@@ -269,4 +360,5 @@ fn record(st: &FlowState, end: usize, mtu: usize, c: &Counts) {
     mine.queue_drops += c.ingress.queue_drops;
     mine.frame_bytes += c.ingress.frame_bytes;
     far.datagrams_out += c.egress_out;
+    far.duplicates += c.duplicates;
 }

@@ -369,8 +369,10 @@ pub enum App {
     /// echoed by `to`; measured: round-trip latency and loss.
     Game { packet_bytes: u32, interval_ns: u64 },
     /// A tunnel between two gateway routers, carrying the IPv4 packets of
-    /// `class` they forward, each up to `mtu` bytes.
-    Tunnel { mtu: u32, class: TrafficClass },
+    /// `class` they forward, each up to `mtu` bytes: in the connection's
+    /// byte stream, or (`datagram`) each in a UDP datagram on every access
+    /// link.
+    Tunnel { mtu: u32, class: TrafficClass, datagram: bool },
 }
 
 /// Which forwarded packets a tunnel takes: by IP protocol, and by a port

@@ -808,6 +808,11 @@ pub struct FlowSpec {
     /// "udp:5000-5099", matching the source or destination port).
     #[serde(default)]
     pub carries: Option<String>,
+    /// How a `tunnel` carries its packets: "stream" (frames in the
+    /// connection's byte stream, the default) or "datagram" (each packet
+    /// in a UDP datagram on every access link, the first copy forwarded).
+    #[serde(default)]
+    pub mode: Option<String>,
     #[serde(default)]
     pub start: Option<Duration>,
     #[serde(default)]

@@ -46,7 +46,7 @@ pub const REGISTRY: &[AppEntry] = &[
     AppEntry {
         about: About {
             name: "tunnel",
-            params: &["mtu", "carries"],
+            params: &["mtu", "carries", "mode"],
             what: "a hybrid-access tunnel between two gateway routers (`from` the CPE, `to` the HAG): the IPv4 packets they forward between their other interfaces (UDP and TCP alike, as OpenVPN carries them) ride in this TCP or MPTCP connection, each behind a 2-byte length, up to `mtu` (1500) bytes",
             kernel: OnKernel::Runs("a gateway program in each gateway's namespace: a TUN device fed by a policy rule, and a kernel MPTCP socket"),
         },
@@ -70,6 +70,7 @@ pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         ("packet_size", f.packet_size.is_some()),
         ("mtu", f.mtu.is_some()),
         ("carries", f.carries.is_some()),
+        ("mode", f.mode.is_some()),
     ];
     only_its_fields(&e.about, &given, path, "app")?;
     let udp = f.transport == crate::schema::TransportKind::Udp;
@@ -159,7 +160,12 @@ fn tunnel(f: &FlowSpec, path: &str) -> Result<App, Diag> {
     if !matches!(f.transport, crate::schema::TransportKind::Tcp | crate::schema::TransportKind::Mptcp) {
         return diag(format!("{path}.transport"), "a tunnel rides a TCP or MPTCP connection");
     }
-    Ok(App::Tunnel { mtu, class: traffic_class(f.carries.as_deref().unwrap_or("all"), &format!("{path}.carries"))? })
+    let datagram = match f.mode.as_deref() {
+        None | Some("stream") => false,
+        Some("datagram") => true,
+        Some(m) => return diag(format!("{path}.mode"), format!("{m:?}: expected \"stream\" (frames in the byte stream) or \"datagram\" (UDP on every access link)")),
+    };
+    Ok(App::Tunnel { mtu, class: traffic_class(f.carries.as_deref().unwrap_or("all"), &format!("{path}.carries"))?, datagram })
 }
 
 /// `all`, `udp`, `tcp`, optionally with `:PORT` or `:LOW-HIGH`.

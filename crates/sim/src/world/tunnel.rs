@@ -12,6 +12,12 @@
 //! sees: the connection's retransmissions, its head-of-line blocking and
 //! its send buffer.
 //!
+//! In datagram mode (`mode = "datagram"`) the gateway instead sends each
+//! packet at once, in a UDP datagram to the other gateway on every access
+//! link (an 8-byte sequence number ahead of the packet), and the far
+//! gateway forwards the first copy and drops the others: no head-of-line
+//! blocking and no retransmission, for twice the access traffic.
+//!
 //! The simulator's streams carry lengths, not bytes: each direction keeps
 //! the frames it wrote with the stream offset where each ends, and the
 //! reader releases them in order. The stream's own checks (continuity,
@@ -31,6 +37,14 @@ use super::*;
 const INGRESS_QUEUE: usize = 500;
 /// The length prefix of a frame.
 const FRAME_HEADER: u64 = 2;
+/// The UDP port of datagram mode on both gateways (OpenVPN's), plus the
+/// tunnel's index.
+pub(super) const DATAGRAM_PORT: u16 = 1194;
+/// Datagram mode: the sequence number ahead of each packet.
+const DATAGRAM_HEADER: usize = 8;
+/// Datagram mode: a packet none of whose copies arrived within this time
+/// is forgotten.
+const DATAGRAM_FORGET_NS: u64 = 10_000_000_000;
 
 /// A gateway: the tunnel it ends, which end, its access interfaces (a bit
 /// per interface index; those on links to the other gateway), and the
@@ -52,6 +66,10 @@ impl Gateway {
 
 #[derive(Default)]
 struct Direction {
+    /// Datagram mode: packets sent and not yet taken out, by sequence
+    /// number (their send time, to forget the lost ones).
+    datagrams: std::collections::BTreeMap<u64, (u64, Packet)>,
+    next_seq: u64,
     /// Taken in, waiting for room in the send buffer.
     waiting: VecDeque<Packet>,
     /// Written into the stream: (offset just past the frame, datagram).
@@ -64,6 +82,9 @@ struct Direction {
 pub(super) struct TunnelRt {
     flow: usize,
     mtu: u32,
+    datagram: bool,
+    /// Per end, its access links: (its address, the other gateway's).
+    access: [Vec<(std::net::Ipv4Addr, std::net::Ipv4Addr)>; 2],
     /// Index `d`: written by end `d`, read by the other.
     dirs: [Direction; 2],
 }
@@ -84,13 +105,22 @@ pub(super) fn build(net: &Network) -> (Vec<TunnelRt>, Vec<Vec<Gateway>>) {
     let mut tunnels = Vec::new();
     let mut gateways = vec![Vec::new(); net.nodes.len()];
     for f in &net.flows {
-        let network::App::Tunnel { mtu, class } = f.app else { continue };
+        let network::App::Tunnel { mtu, class, datagram } = f.app else { continue };
         let t = tunnels.len() as u32;
+        let mut links: [Vec<_>; 2] = Default::default();
         for (end, node, peer) in [(0u8, f.from, f.to), (1, f.to, f.from)] {
-            let access = net.nodes[node].interfaces.iter().filter(|i| i.peer == peer && i.index < 64).fold(0u64, |m, i| m | 1 << i.index);
+            let ifs: Vec<_> = net.nodes[node].interfaces.iter().filter(|i| i.peer == peer && i.index < 64).collect();
+            let access = ifs.iter().fold(0u64, |m, i| m | 1 << i.index);
             gateways[node].push(Gateway { tunnel: t, end, access, class });
+            links[end as usize] = ifs
+                .iter()
+                .map(|i| {
+                    let l = &net.links[i.link];
+                    (i.addr, if l.a.node == node { l.b.addr } else { l.a.addr })
+                })
+                .collect();
         }
-        tunnels.push(TunnelRt { flow: f.id, mtu, dirs: Default::default() });
+        tunnels.push(TunnelRt { flow: f.id, mtu, datagram, access: links, dirs: Default::default() });
     }
     (tunnels, gateways)
 }
@@ -100,6 +130,10 @@ impl World {
     /// it (a packet for elsewhere, from outside the access links).
     pub(super) fn tunnel_ingress(&mut self, node: usize, iface: usize, h: Hop) -> bool {
         let p = &self.pool.pkts[h.id as usize];
+        let tunnel_port = usize::from(p.tcp.dst_port).checked_sub(usize::from(DATAGRAM_PORT)).filter(|&t| t < self.tunnels.len() && self.tunnels[t].datagram);
+        if let (true, Some(t)) = (p.is_udp() && self.owns(node, h.dst_idx), tunnel_port) {
+            return self.datagram_egress(node, t, h);
+        }
         let proto = if p.is_udp() { 17 } else if p.is_sctp() { 132 } else { 6 };
         let (sport, dport) = (p.tcp.src_port, p.tcp.dst_port);
         let Some(g) = self.nodes[node].gateways.iter().find(|g| g.takes_from(iface) && g.class.matches(proto, sport, dport)).copied() else { return false };
@@ -117,6 +151,8 @@ impl World {
         pkt.ttl = ttl - 1;
         if pkt.size > t.mtu {
             d.stats.oversize += 1;
+        } else if t.datagram {
+            self.datagram_ingress(g, node, pkt);
         } else if d.waiting.len() >= INGRESS_QUEUE {
             d.stats.queue_drops += 1;
         } else {
@@ -125,6 +161,58 @@ impl World {
             d.stats.max_queue = d.stats.max_queue.max(d.waiting.len() as u64);
             let flow = t.flow;
             self.service(flow, g.end as usize);
+        }
+        true
+    }
+
+    /// Datagram mode, ingress: the packet in a UDP datagram on every
+    /// access link.
+    fn datagram_ingress(&mut self, g: Gateway, node: usize, pkt: Packet) {
+        let now = self.now.as_nanos();
+        let t = &mut self.tunnels[g.tunnel as usize];
+        let d = &mut t.dirs[g.end as usize];
+        let seq = d.next_seq;
+        d.next_seq += 1;
+        d.stats.datagrams_in += 1;
+        // Forget what never arrived (both copies lost).
+        while d.datagrams.first_key_value().is_some_and(|(_, (at, _))| now.saturating_sub(*at) > DATAGRAM_FORGET_NS) {
+            d.datagrams.pop_first();
+        }
+        let size = pkt.size as usize;
+        d.datagrams.insert(seq, (now, pkt));
+        let links = t.access[g.end as usize].clone();
+        let port = DATAGRAM_PORT + g.tunnel as u16;
+        for (src, dst) in links {
+            let mut payload = vec![0u8; DATAGRAM_HEADER + size];
+            payload[..DATAGRAM_HEADER].copy_from_slice(&seq.to_be_bytes());
+            let mut outer = Packet::new(src, dst, mplab_wire::TcpHeader::default(), 0, 0);
+            outer.set_udp(src, dst, port, port, payload.into_boxed_slice());
+            outer.dst_idx = self.addr_idx.get(&u32::from(dst)).copied().unwrap_or(crate::packet::NO_ADDR);
+            self.tunnels[g.tunnel as usize].dirs[g.end as usize].stats.frame_bytes += u64::from(outer.size);
+            let h = self.pool.put(outer);
+            self.route_out(node, Some(src), h);
+        }
+    }
+
+    /// Datagram mode, egress: the first copy of each packet goes on, the
+    /// others are dropped. True: the datagram was the tunnel's.
+    fn datagram_egress(&mut self, node: usize, t: usize, h: Hop) -> bool {
+        let seq = self.pool.pkts[h.id as usize].udp.as_deref().and_then(|b| b.get(..DATAGRAM_HEADER)).map(|b| u64::from_be_bytes(b.try_into().unwrap_or_default()));
+        self.pool.release(h);
+        let Some(g) = self.nodes[node].gateways.iter().find(|g| g.tunnel as usize == t).copied() else { return true };
+        let Some(seq) = seq else { return true };
+        let d = &mut self.tunnels[t].dirs[1 - g.end as usize];
+        match d.datagrams.remove(&seq) {
+            Some((_, mut pkt)) => {
+                d.stats.datagrams_out += 1;
+                pkt.ttl = pkt.ttl.saturating_sub(1);
+                if pkt.ttl > 0 {
+                    let h = self.pool.put(pkt);
+                    self.stats.packets_forwarded += 1;
+                    self.route_out(node, None, h);
+                }
+            }
+            None => d.stats.duplicates += 1,
         }
         true
     }
