@@ -25,6 +25,7 @@ pub mod call_quality;
 pub mod config;
 pub mod datagram;
 pub mod link;
+pub mod quic;
 pub mod results;
 pub mod rng;
 pub mod summary;
