@@ -398,6 +398,27 @@ impl QuicEnd {
     }
 }
 
+impl crate::apps::StreamSocket for QuicEnd {
+    fn send_space(&self) -> u64 {
+        QuicEnd::send_space(self)
+    }
+    fn send(&mut self, n: u64) -> u64 {
+        QuicEnd::send(self, n)
+    }
+    fn readable(&self) -> u64 {
+        QuicEnd::readable(self)
+    }
+    fn recv(&mut self, max: u64) -> Range<u64> {
+        QuicEnd::recv(self, max)
+    }
+    fn close(&mut self) {
+        QuicEnd::close(self)
+    }
+    fn peer_closed(&self) -> bool {
+        QuicEnd::peer_closed(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -153,11 +153,11 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             err(&format!("flows[{}].app", f.id), "a tunnel's gateways run a kernel MPTCP socket here: mplab's userspace stack in a gateway is not built yet".into());
             continue;
         }
-        if f.transport == TransportKind::Udp {
-            // Kernel UDP sockets (apps::run_datagrams); mplab's userspace
+        if matches!(f.transport, TransportKind::Udp | TransportKind::Quic) {
+            // Kernel UDP sockets (datagrams.rs, quic.rs); mplab's userspace
             // hosts carry TCP and MPTCP only.
             if !is_k(f.from) || !is_k(f.to) {
-                err(&format!("flows[{}].transport", f.id), "transport = \"udp\" runs on kernel hosts only: mplab's userspace stack has no UDP".into());
+                err(&format!("flows[{}].transport", f.id), format!("transport = \"{}\" runs on kernel hosts only: mplab's userspace stack has no UDP", f.transport.name()));
             }
             continue;
         }

@@ -319,7 +319,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     // UDP flows: both sockets bound before time zero, so the first
     // datagram finds its server.
     let mut udp: Vec<(usize, bool, std::os::fd::OwnedFd)> = Vec::new();
-    for f in net.flows.iter().filter(|f| f.transport == TransportKind::Udp) {
+    for f in net.flows.iter().filter(|f| matches!(f.transport, TransportKind::Udp | TransportKind::Quic)) {
         let at = |node: usize, what: &str, e: std::io::Error| KernelError::Failed(format!("flow {}: UDP socket on {} ({what}): {e}", f.name, net.nodes[node].name));
         udp.push((f.id, false, crate::datagrams::socket(&topo.node_ns[f.to], (std::net::Ipv4Addr::UNSPECIFIED, f.dport), None).map_err(|e| at(f.to, "server", e))?));
         udp.push((f.id, true, crate::datagrams::socket(&topo.node_ns[f.from], (f.src, f.sport), Some((f.dst, f.dport))).map_err(|e| at(f.from, "client", e))?));
@@ -332,7 +332,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         }
     }
     for f in &net.flows {
-        if f.transport.is_sctp() || f.transport == TransportKind::Udp || matches!(f.app, App::Tunnel { .. }) {
+        if f.transport.is_sctp() || matches!(f.transport, TransportKind::Udp | TransportKind::Quic) || matches!(f.app, App::Tunnel { .. }) {
             listeners.push(Vec::new());
             clients.push(None);
             continue;
@@ -373,7 +373,13 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     for (fi, client, sock) in udp.drain(..) {
         let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
         let name = format!("{}-{}", if client { "cli" } else { "srv" }, ff.name);
-        threads.push(std::thread::Builder::new().name(name).spawn(move || crate::datagrams::run(ff, sock, client, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+        let seed = net.seed ^ (0x155_0000 + 2 * fi as u64 + u64::from(!client));
+        let t = if ff.transport == TransportKind::Quic {
+            std::thread::Builder::new().name(name).spawn(move || crate::quic::run(ff, sock, client, seed, st, c))
+        } else {
+            std::thread::Builder::new().name(name).spawn(move || crate::datagrams::run(ff, sock, client, st, c))
+        };
+        threads.push(t.map_err(|e| KernelError::Failed(e.to_string()))?);
     }
     for (i, f) in net.flows.iter().enumerate() {
         for (node, l) in listeners[i].clone() {

@@ -28,6 +28,7 @@ pub mod kconf;
 pub mod kernel;
 pub mod nfqueue;
 pub mod probes;
+pub mod quic;
 pub mod signal;
 pub mod strip;
 pub mod sys;

@@ -707,6 +707,10 @@ pub enum TransportKind {
     /// UDP datagrams (RFC 768), for the real-time applications (`voip`,
     /// `game`): no connection, no retransmission, no congestion control.
     Udp,
+    /// QUIC (RFC 9000) over UDP, quinn's stack: a byte stream each way for
+    /// the stream applications, with QUIC's own congestion control and
+    /// loss recovery.
+    Quic,
 }
 
 impl TransportKind {
@@ -718,6 +722,7 @@ impl TransportKind {
             TransportKind::Sctp => "sctp",
             TransportKind::CmtSctp => "cmt-sctp",
             TransportKind::Udp => "udp",
+            TransportKind::Quic => "quic",
         }
     }
     pub fn is_sctp(self) -> bool {

@@ -217,8 +217,8 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         if tunnel && !net.links.iter().any(|l| [l.a.node, l.b.node] == [from.id, to.id] || [l.b.node, l.a.node] == [from.id, to.id]) {
             return diag(format!("{path}.to"), format!("a tunnel's gateways are joined by the access links: {} and {} share none", from.name, to.name));
         }
-        if service.is_some() && f.transport == TransportKind::Udp {
-            return diag(format!("{path}.to"), format!("{} is a load balancer, which balances TCP and MPTCP connections, not UDP", f.to));
+        if service.is_some() && matches!(f.transport, TransportKind::Udp | TransportKind::Quic) {
+            return diag(format!("{path}.to"), format!("{} is a load balancer, which balances TCP and MPTCP connections, not UDP or QUIC", f.to));
         }
         let servers = service.as_ref().map_or_else(|| vec![to.id], |(_, b)| b.clone());
         if servers.contains(&from.id) {
@@ -353,6 +353,12 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
         let stream_only = [("cc", f.cc.is_some()), ("rcv_buf", f.rcv_buf.is_some()), ("snd_buf", f.snd_buf.is_some())];
         if let Some((field, _)) = stream_only.iter().find(|(_, set)| *set) {
             return diag(format!("{path}.{field}"), "does not apply to transport = \"udp\" (no congestion control, no buffers)");
+        }
+    }
+    if f.transport == TransportKind::Quic {
+        let tcp_only = [("cc", f.cc.is_some()), ("rcv_buf", f.rcv_buf.is_some()), ("snd_buf", f.snd_buf.is_some())];
+        if let Some((field, _)) = tcp_only.iter().find(|(_, set)| *set) {
+            return diag(format!("{path}.{field}"), "does not apply to transport = \"quic\" (quinn's own congestion control and flow control)");
         }
     }
     if let Some(cc) = &f.cc {

@@ -24,6 +24,7 @@ pub mod hugepages;
 pub mod middlebox;
 pub mod mptcp_endpoint;
 pub mod packet;
+pub mod quic_endpoint;
 pub mod sctp_endpoint;
 pub mod tcp_endpoint;
 pub mod udp_endpoint;

@@ -14,6 +14,8 @@ use crate::mptcp_endpoint::MptcpEndpoint;
 use crate::sctp_endpoint::SctpEndpoint;
 use crate::tcp_endpoint::TcpEndpoint;
 use crate::udp_endpoint::UdpEndpoint;
+use crate::quic_endpoint::QuicEndpoint;
+use mplab_backend::quic::QuicEnd;
 use mplab_backend::datagram::DatagramApp;
 
 pub use crate::config::{unsupported, Unsupported};
@@ -73,6 +75,8 @@ impl EndpointFactory for SimFactory {
                 let app = DatagramApp::new(&f.app, true, now, Instant(f.stop_ns)).expect(CHECKED);
                 Some(Box::new(UdpEndpoint::new(app, (f.src, f.sport), Some((f.dst, f.dport)))))
             }
+            // A configuration quinn refuses would be a bug of ours: no end.
+            network::TransportKind::Quic => QuicEnd::client(local, remote, seed, now.0).ok().map(|q| Box::new(QuicEndpoint::new(q, (f.src, f.sport))) as Box<dyn Endpoint>),
             network::TransportKind::Sctp | network::TransportKind::CmtSctp => {
                 Some(Box::new(SctpEndpoint::connect(sctp_cfg(net, f, f.from), sctp_addrs(net, f.from, f.src), f.sport, f.dst, f.dport, seed, now)))
             }
@@ -87,6 +91,11 @@ impl EndpointFactory for SimFactory {
             network::TransportKind::Mptcp => {
                 let cfg = mptcp_config(net, f, f.to, local).expect(CHECKED);
                 MptcpEndpoint::accept(cfg, local_sa, remote_sa, syn, seed, now).map(|e| Box::new(e) as Box<dyn Endpoint>)
+            }
+            network::TransportKind::Quic => {
+                // The client's Initial reaches it once it is handed over.
+                let q = QuicEnd::server(SocketAddr::new(local.into(), syn.tcp.dst_port), seed).ok()?;
+                Some(Box::new(QuicEndpoint::new(q, (local, syn.tcp.dst_port))))
             }
             // The socket was bound from the start; this is its first datagram.
             network::TransportKind::Udp => {
