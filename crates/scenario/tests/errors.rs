@@ -414,3 +414,11 @@ fn tunnel_flows() {
     assert_eq!(error(&over("sctp")), r#"scenario.toml:31:13: flows[0].transport: a tunnel rides a TCP or MPTCP connection"#);
     assert_eq!(error(&over("udp")), r#"scenario.toml:30:7: flows[0].app: app = "tunnel" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
 }
+
+#[test]
+fn quic_flows_take_the_stream_apps_but_not_tcps_knobs() {
+    let flow = |extra: &str| with(&format!("\n[[flows]]\nfrom = \"c\"\nto = \"s\"\ntransport = \"quic\"\n{extra}"));
+    assert_eq!(error(&flow("cc = \"reno\"\n")), r#"scenario.toml:18:6: flows[0].cc: does not apply to transport = "quic" (quinn's own congestion control and flow control)"#);
+    assert_eq!(error(&flow("app = \"voip\"\n")), r#"scenario.toml:17:13: flows[0].transport: app = "voip" sends datagrams: give transport = "udp""#);
+    common::net(&flow("app = \"download\"\nbytes = \"1MB\"\n"));
+}
