@@ -15,7 +15,7 @@ const NOT_IMPLEMENTED: &str = "is not implemented by the simulator";
 fn overrides(file: &str) -> Vec<&'static str> {
     let mut v = vec!["probes.pcap=[]"];
     v.extend(match file {
-        "seed000-lab1.toml" => &["duration=3s", "events.0.at=1s", "events.1.at=2s"][..],
+        "seed000-lab1.toml" | "seed004-failover.toml" | "seed004-classes.toml" | "seed004-failover.sweep.toml" => &["duration=3s", "events.0.at=1s", "events.1.at=2s"][..],
         "seed001-fattree-k8.toml" => &["duration=300ms"][..],
         _ => &["duration=1s"][..],
     });
@@ -51,7 +51,8 @@ fn every_bundled_scenario_and_sweep_runs_briefly() {
             (vec!["run".to_string(), path.display().to_string(), "-q".into()], format!("mplab run {f}"))
         };
         args.extend(["--out".to_string(), out.display().to_string()]);
-        let sets: Vec<String> = if f.ends_with(".sweep.toml") { vec!["probes.pcap=[]".into(), "duration=1s".into()] } else { overrides(f).into_iter().map(String::from).collect() };
+        // A sweep's scenario gets the same overrides (its events too).
+        let sets: Vec<String> = overrides(f).into_iter().map(String::from).collect();
         for s in &sets {
             args.extend(["--set".to_string(), s.clone()]);
         }
