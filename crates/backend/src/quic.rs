@@ -204,7 +204,7 @@ impl QuicEnd {
         let conn = ep.connect(at(now_ns), client_config()?, remote, "mplab").map_err(|e| e.to_string())?;
         let mut q = QuicEnd::new(ep, local);
         q.conn = Some(conn);
-        q.drive(now_ns);
+        q.drive();
         Ok(q)
     }
 
@@ -244,7 +244,7 @@ impl QuicEnd {
             Some(DatagramEvent::Response(t)) => self.responses.push_back((t.destination, buf[..t.size].to_vec())),
             None => {}
         }
-        self.drive(now_ns);
+        self.drive();
     }
 
     /// The next datagram to send: (destination, payload).
@@ -270,7 +270,7 @@ impl QuicEnd {
                 c.handle_timeout(at(now_ns));
             }
         }
-        self.drive(now_ns);
+        self.drive();
     }
 
     pub fn is_established(&self) -> bool {
@@ -279,7 +279,7 @@ impl QuicEnd {
 
     /// After any input: the connection's events, the peer's stream, what
     /// can be read, the next timer.
-    fn drive(&mut self, _now_ns: u64) {
+    fn drive(&mut self) {
         let Some((ch, c)) = self.conn.as_mut() else { return };
         while let Some(ev) = c.poll_endpoint_events() {
             if let Some(back) = self.ep.handle_event(*ch, ev) {

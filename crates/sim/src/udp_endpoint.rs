@@ -20,14 +20,11 @@ pub struct UdpEndpoint {
     /// Where datagrams go: the flow's far end for the client; the source
     /// of the latest datagram for the server (a game echoes it there).
     remote: Option<(Ipv4Addr, u16)>,
-    /// Datagrams sent, for the path statistics.
-    sent: u64,
-    sent_bytes: u64,
 }
 
 impl UdpEndpoint {
     pub fn new(app: DatagramApp, local: (Ipv4Addr, u16), remote: Option<(Ipv4Addr, u16)>) -> UdpEndpoint {
-        UdpEndpoint { app, local, remote, sent: 0, sent_bytes: 0 }
+        UdpEndpoint { app, local, remote }
     }
 }
 
@@ -63,8 +60,6 @@ impl Endpoint for UdpEndpoint {
     fn poll_transmit_into(&mut self, _now: Instant, out: &mut Packet) -> bool {
         let Some((addr, port)) = self.remote else { return false };
         let Some(d) = self.app.poll_transmit() else { return false };
-        self.sent += 1;
-        self.sent_bytes += d.len() as u64;
         out.set_udp(self.local.0, addr, self.local.1, port, d.into_boxed_slice());
         true
     }
