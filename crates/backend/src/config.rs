@@ -333,7 +333,8 @@ pub fn app_kind(a: &network::App) -> AppKind {
         },
         // Datagram applications run beside the stream socket (`datagram`);
         // a tunnel's gateways write its stream.
-        network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } => AppKind::Driven,
+        // A converter's connections are made by its gateways.
+        network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } | network::App::Converter { .. } => AppKind::Driven,
     }
 }
 
@@ -342,7 +343,7 @@ pub fn is_bounded(a: &network::App) -> Option<u64> {
     match *a {
         network::App::Bulk { bytes } | network::App::Rate { bytes, .. } => bytes,
         network::App::Download { bytes } => Some(bytes),
-        network::App::Request { .. } | network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } => None,
+        network::App::Request { .. } | network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } | network::App::Converter { .. } => None,
     }
 }
 

@@ -16,13 +16,16 @@
 //! * [`balancer`]: the load balancer's decisions (modes, tables), which
 //!   the simulator's middlebox and the kernel backend's forwarder share;
 //! * [`call_quality`]: what a real-time datagram stream experienced (loss,
-//!   lateness, delay, jitter, interruptions, E-model R and MOS).
+//!   lateness, delay, jitter, interruptions, E-model R and MOS);
+//! * [`convert`]: the hybrid-access gateways' RFC 8803 Transport
+//!   Converter sessions (request, decision, answer).
 
 pub mod apps;
 pub mod attack;
 pub mod balancer;
 pub mod call_quality;
 pub mod config;
+pub mod convert;
 pub mod datagram;
 pub mod link;
 pub mod quic;

@@ -99,7 +99,40 @@ pub struct TunnelSummary {
     /// From the CPE (`from`) to the HAG, and back.
     pub upstream: TunnelDirection,
     pub downstream: TunnelDirection,
+    /// `converter` flows: what the Transport Converters did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converter: Option<ConverterSummary>,
 }
+
+/// What one pair of converters did, for the flow's summary.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ConverterSummary {
+    /// Client connections the CPE took in (and converted).
+    pub connections: u64,
+    /// Of those, the HAG reached the server for.
+    pub converted: u64,
+    /// Requests the HAG answered with an Error TLV, by error name.
+    pub errors: std::collections::BTreeMap<String, u64>,
+    /// Bytes relayed from the clients to the servers, and back.
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    /// Bytes of Convert messages (both directions).
+    pub message_bytes: u64,
+    /// Requests that rode the carrier's SYN (TCP Fast Open); the others
+    /// followed the handshake.
+    #[serde(default)]
+    pub fast_open: u64,
+    /// Connections the HAG reset without an answer: their first bytes
+    /// were no Convert message (RFC 8803 6, 6.1).
+    pub resets: u64,
+}
+
+impl ConverterSummary {
+    pub fn count_error(&mut self, code: mplab_wire::convert::ErrorCode) {
+        *self.errors.entry(code.to_string()).or_default() += 1;
+    }
+}
+
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct TunnelDirection {

@@ -105,7 +105,7 @@ pub fn end_sends(app: &App, client: bool) -> bool {
         App::Request { .. } => true,
         App::Voip { .. } => client,
         App::Game { .. } => true,
-        App::Tunnel { .. } => true,
+        App::Tunnel { .. } | App::Converter { .. } => true,
     }
 }
 
@@ -149,7 +149,7 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             err(&format!("flows[{}].app", f.id), format!("app = {:?}: {why}", f.app.name()));
             continue;
         }
-        if matches!(f.app, App::Tunnel { .. }) && (!is_k(f.from) || !is_k(f.to)) {
+        if matches!(f.app, App::Tunnel { .. } | App::Converter { .. }) && (!is_k(f.from) || !is_k(f.to)) {
             err(&format!("flows[{}].app", f.id), "a tunnel's gateways run a kernel MPTCP socket here: mplab's userspace stack in a gateway is not built yet".into());
             continue;
         }

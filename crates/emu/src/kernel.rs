@@ -331,8 +331,13 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             gateways.push((f.id, crate::gateway::prepare(net, f, end, &topo.node_ns[node]).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?));
         }
     }
+    // Converters: Fast Open, the CPE's redirect, both listeners.
+    let mut converters: Vec<(usize, crate::converter::Converter)> = Vec::new();
+    for f in net.flows.iter().filter(|f| matches!(f.app, App::Converter { .. })) {
+        converters.push((f.id, crate::converter::prepare(net, f, &topo.node_ns[f.from], &topo.node_ns[f.to]).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?));
+    }
     for f in &net.flows {
-        if f.transport.is_sctp() || matches!(f.transport, TransportKind::Udp | TransportKind::Quic) || matches!(f.app, App::Tunnel { .. }) {
+        if f.transport.is_sctp() || matches!(f.transport, TransportKind::Udp | TransportKind::Quic) || matches!(f.app, App::Tunnel { .. } | App::Converter { .. }) {
             listeners.push(Vec::new());
             clients.push(None);
             continue;
@@ -369,6 +374,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     for (fi, gw) in gateways.drain(..) {
         let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
         threads.push(std::thread::Builder::new().name(format!("gw-{}", ff.name)).spawn(move || crate::gateway::run(ff, gw, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
+    }
+    for (fi, conv) in converters.drain(..) {
+        let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
+        threads.push(std::thread::Builder::new().name(format!("conv-{}", ff.name)).spawn(move || crate::converter::run(conv, st, c)).map_err(|e| KernelError::Failed(e.to_string()))?);
     }
     for (fi, client, sock) in udp.drain(..) {
         let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
@@ -616,7 +625,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         .iter()
         .zip(&net.flows)
         .map(|(st, f)| FlowOut {
-            tunnel: matches!(f.app, App::Tunnel { .. }).then(|| st.tunnel.lock().map(|t| t.clone()).unwrap_or_default()),
+            tunnel: matches!(f.app, App::Tunnel { .. } | App::Converter { .. }).then(|| st.tunnel.lock().map(|t| t.clone()).unwrap_or_default()),
             delivered: st.delivered.load(Ordering::Relaxed),
             completed_ns: st.completed_ns.load(Ordering::Relaxed),
             requests_done: st.requests_done.load(Ordering::Relaxed),

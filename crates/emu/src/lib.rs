@@ -21,6 +21,7 @@
 pub mod addr_events;
 pub mod apps;
 pub mod balancer;
+pub mod converter;
 pub mod datagrams;
 pub mod gateway;
 pub mod emulator;

@@ -277,7 +277,20 @@ pub fn render_summary(s: &Summary) -> String {
             srtt,
             if f.verified { "yes" } else { "NO" }
         );
-        if let Some(t) = &f.tunnel {
+        if let Some(c) = f.tunnel.as_ref().and_then(|t| t.converter.as_ref()) {
+            let errors: Vec<String> = c.errors.iter().map(|(e, n)| format!("{n} {e}")).collect();
+            let _ = writeln!(
+                o,
+                "  converter: {} connections, {} reached their server, refused: {}, {} reset (no Convert message); {} B up, {} B down, {} B of Convert messages",
+                c.connections,
+                c.converted,
+                if errors.is_empty() { "none".to_string() } else { errors.join(", ") },
+                c.resets,
+                c.bytes_up,
+                c.bytes_down,
+                c.message_bytes
+            );
+        } else if let Some(t) = &f.tunnel {
             for (dir, d) in [("up", &t.upstream), ("down", &t.downstream)] {
                 let _ = writeln!(
                     o,

@@ -373,6 +373,12 @@ pub enum App {
     /// byte stream, or (`datagram`) each in a UDP datagram on every access
     /// link.
     Tunnel { mtu: u32, class: TrafficClass, datagram: bool },
+    /// RFC 8803 Transport Converters in two gateway routers: each TCP
+    /// connection of `class` the CPE forwards from its LAN side is ended
+    /// there and carried to the HAG in a connection of the flow's
+    /// transport, whose first bytes are a Convert message naming the
+    /// destination; the HAG opens TCP to it, unless it lies in `refuse`.
+    Converter { class: TrafficClass, refuse: Vec<Prefix> },
 }
 
 /// Which forwarded packets a tunnel takes: by IP protocol, and by a port
@@ -424,6 +430,7 @@ impl App {
             App::Voip { .. } => "voip",
             App::Game { .. } => "game",
             App::Tunnel { .. } => "tunnel",
+            App::Converter { .. } => "converter",
         }
     }
 }

@@ -39,11 +39,12 @@ pub(crate) fn resolve(spec: &Spec) -> Result<Network, Diag> {
     let (mut nodes, links) = build(&draft)?;
     let anycast = crate::balancer::place(spec, &mut nodes)?;
     routing::compute(&mut nodes, &links, &anycast);
-    // A tunnel's CPE (the router opening an `app = "tunnel"` flow) routes
+    // A tunnel's CPE (the router opening an `app = "tunnel"` or
+    // `"converter"` flow) routes
     // its own subflows by source address, one per access link. The HAG
     // answers by its main table: the reply to a subflow leaves by the link
     // its CPE address is on, whichever of its own addresses it came to.
-    for f in spec.flows.iter().filter(|f| f.app == crate::schema::AppKind::Tunnel) {
+    for f in spec.flows.iter().filter(|f| f.app.between_gateways()) {
         if let Some(x) = nodes.iter().position(|n| n.name == f.from && n.kind == crate::schema::NodeKind::Router) {
             routing::source_tables(&mut nodes[x], &links, x);
         }

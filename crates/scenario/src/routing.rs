@@ -253,6 +253,11 @@ fn parse_dst(s: &str) -> Result<Prefix, String> {
     if s == "default" {
         return Ok(Prefix::DEFAULT);
     }
+    parse_prefix(s)
+}
+
+/// `"a.b.c.d/len"` with no host bits set.
+pub(crate) fn parse_prefix(s: &str) -> Result<Prefix, String> {
     let c: crate::schema::Cidr = s.parse()?;
     let Some(len) = c.prefix else {
         return Err(format!("{s:?} needs a prefix length (e.g. \"{s}/24\", or \"{s}/32\" for one host)"));

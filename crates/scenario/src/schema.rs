@@ -756,9 +756,19 @@ pub enum AppKind {
     /// other interfaces travel in this connection's byte stream, each
     /// behind a 2-byte length, up to `mtu` bytes.
     Tunnel,
+    /// A pair of RFC 8803 Transport Converters in two gateway routers
+    /// (`from`: the CPE, `to`: the HAG): each TCP connection the CPE
+    /// forwards from its LAN side becomes one connection of this flow's
+    /// transport (MPTCP) to the HAG, which opens plain TCP to the server.
+    Converter,
 }
 
 impl AppKind {
+    /// Runs between two gateway routers rather than two hosts.
+    pub fn between_gateways(self) -> bool {
+        matches!(self, AppKind::Tunnel | AppKind::Converter)
+    }
+
     /// The name scenario files use (the registry's key).
     pub fn name(self) -> &'static str {
         match self {
@@ -769,6 +779,7 @@ impl AppKind {
             AppKind::Voip => "voip",
             AppKind::Game => "game",
             AppKind::Tunnel => "tunnel",
+            AppKind::Converter => "converter",
         }
     }
 }
@@ -818,6 +829,10 @@ pub struct FlowSpec {
     /// in a UDP datagram on every access link, the first copy forwarded).
     #[serde(default)]
     pub mode: Option<String>,
+    /// Destinations a `converter` refuses (RFC 8803 Not Authorized), as
+    /// prefixes ("192.0.2.0/24", or an address).
+    #[serde(default)]
+    pub refuse: Option<Vec<String>>,
     #[serde(default)]
     pub start: Option<Duration>,
     #[serde(default)]

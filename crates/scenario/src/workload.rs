@@ -176,7 +176,7 @@ fn flow_host<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, 
 fn gateway<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, Diag> {
     let node = find_node(nodes, name, path)?;
     if node.kind != NodeKind::Router {
-        return diag(path, format!("{name:?} is a host; a tunnel runs between two gateway routers (kind = \"router\")"));
+        return diag(path, format!("{name:?} is a host; app = \"tunnel\" and \"converter\" run between two gateway routers (kind = \"router\")"));
     }
     Ok(node)
 }
@@ -204,7 +204,7 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         if let Some(first) = names.insert(name.clone(), i) {
             return diag(format!("{path}.name"), format!("duplicate flow name {name:?} (also flows[{first}])"));
         }
-        let tunnel = f.app == crate::schema::AppKind::Tunnel;
+        let tunnel = f.app.between_gateways();
         let from = if tunnel { gateway(&net.nodes, &f.from, &format!("{path}.from"))? } else { flow_host(&net.nodes, &f.from, &format!("{path}.from"))? };
         // `to` may name a load balancer's router: the flow goes to its VIP
         // and whichever backend the balancer picks serves it.

@@ -405,7 +405,7 @@ fn udp_flows_and_datagram_apps() {
 fn tunnel_flows() {
     let gw = "\n[[nodes]]\nname = \"cpe\"\nkind = \"router\"\n\n[[nodes]]\nname = \"hag\"\nkind = \"router\"\n\n[[links]]\na = \"c\"\nb = \"cpe\"\nrate = \"1Gbit\"\n";
     let flow = |to: &str, extra: &str| with(&format!("{gw}\n[[flows]]\nfrom = \"cpe\"\nto = \"{to}\"\napp = \"tunnel\"\n{extra}"));
-    assert_eq!(error(&flow("s", "transport = \"mptcp\"\n")), r#"scenario.toml:29:6: flows[0].to: "s" is a host; a tunnel runs between two gateway routers (kind = "router")"#);
+    assert_eq!(error(&flow("s", "transport = \"mptcp\"\n")), r#"scenario.toml:29:6: flows[0].to: "s" is a host; app = "tunnel" and "converter" run between two gateway routers (kind = "router")"#);
     assert_eq!(error(&flow("hag", "transport = \"mptcp\"\n")), r#"scenario.toml:29:6: flows[0].to: a tunnel's gateways are joined by the access links: cpe and hag share none"#);
     let linked = |extra: &str| flow("hag", &format!("transport = \"mptcp\"\n{extra}\n[[links]]\na = \"cpe\"\nb = \"hag\"\nrate = \"10Mbit\"\n"));
     common::net(&linked(""));
@@ -413,6 +413,23 @@ fn tunnel_flows() {
     let over = |t: &str| linked("").replace("transport = \"mptcp\"", &format!("transport = \"{t}\""));
     assert_eq!(error(&over("sctp")), r#"scenario.toml:31:13: flows[0].transport: a tunnel rides a TCP or MPTCP connection"#);
     assert_eq!(error(&over("udp")), r#"scenario.toml:30:7: flows[0].app: app = "tunnel" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
+}
+
+/// Converters convert TCP, between two linked routers, and refuse
+/// destinations given as prefixes.
+#[test]
+fn converter_flows() {
+    let gw = "\n[[nodes]]\nname = \"cpe\"\nkind = \"router\"\n\n[[nodes]]\nname = \"hag\"\nkind = \"router\"\n\n[[links]]\na = \"c\"\nb = \"cpe\"\nrate = \"1Gbit\"\n\n[[links]]\na = \"cpe\"\nb = \"hag\"\nrate = \"10Mbit\"\n";
+    // Lines: 32 [[flows]], 33 from, 34 to, 35 app, 36 transport, 37 on.
+    let flow = |extra: &str| with(&format!("{gw}\n[[flows]]\nfrom = \"cpe\"\nto = \"hag\"\napp = \"converter\"\ntransport = \"mptcp\"\n{extra}"));
+    let net = common::net(&flow("refuse = [\"10.0.0.0/8\", \"192.0.2.7\"]\n"));
+    let mplab_scenario::network::App::Converter { class, refuse } = &net.flows[0].app else { panic!("{:?}", net.flows[0].app) };
+    assert_eq!(class.name(), "tcp");
+    assert_eq!(refuse.iter().map(|p| p.to_string()).collect::<Vec<_>>(), ["10.0.0.0/8", "192.0.2.7/32"]);
+    assert_eq!(error(&flow("carries = \"udp\"\n")), r#"scenario.toml:37:11: flows[0].carries: "udp": a converter converts TCP connections: give "tcp" or "tcp:PORT[-PORT]""#);
+    assert_eq!(error(&flow("refuse = [\"10.0.0.1/8\"]\n")), r#"scenario.toml:37:11: flows[0].refuse[0]: 10.0.0.1/8 has host bits set; did you mean 10.0.0.0/8?"#);
+    assert_eq!(error(&flow("mtu = 1400\n")), r#"scenario.toml:37:7: flows[0].mtu: does not apply to app = "converter""#);
+    assert_eq!(error(&flow("").replace("transport = \"mptcp\"", "transport = \"sctp\"")), r#"scenario.toml:36:13: flows[0].transport: converters talk over a TCP or MPTCP connection"#);
 }
 
 #[test]

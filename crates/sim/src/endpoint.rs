@@ -58,6 +58,13 @@ pub trait Endpoint: StreamSocket {
     /// back (`true`): scenario events `remove_addr` / `add_addr`. Nothing
     /// for single-path transports.
     fn set_addr_in_service(&mut self, _addr: std::net::Ipv4Addr, _in_service: bool) {}
+    /// Aborts the connection (TCP: a RST; MPTCP: MP_FASTCLOSE).
+    fn abort(&mut self) {}
+    /// Why the connection ended without being closed: `Some(true)` when
+    /// its handshake timed out, `Some(false)` when it was reset.
+    fn failure(&self) -> Option<bool> {
+        None
+    }
     /// A UDP endpoint's datagram application (what it sent and received).
     fn datagram_app(&self) -> Option<&mplab_backend::datagram::DatagramApp> {
         None

@@ -123,6 +123,14 @@ impl Endpoint for MptcpEndpoint {
         self.conn.is_established()
     }
 
+    fn abort(&mut self) {
+        self.conn.abort();
+    }
+
+    fn failure(&self) -> Option<bool> {
+        self.conn.was_reset().then_some(false)
+    }
+
     fn fell_back(&self) -> bool {
         self.conn.fallback().is_some()
     }

@@ -91,6 +91,14 @@ impl Endpoint for TcpEndpoint {
         self.conn.is_established()
     }
 
+    fn abort(&mut self) {
+        self.conn.abort();
+    }
+
+    fn failure(&self) -> Option<bool> {
+        self.conn.was_reset().then(|| self.conn.syn_timed_out())
+    }
+
     fn paths(&self) -> Vec<PathStats> {
         let mut p = PathStats::from_tcp(self.local, self.remote, false, &self.conn.stats());
         p.state = tcp_state(self.conn.state());

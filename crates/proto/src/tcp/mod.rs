@@ -384,6 +384,10 @@ impl Connection {
     pub fn was_reset(&self) -> bool {
         self.reset
     }
+    /// The handshake gave up: no answer to any of the SYNs.
+    pub fn syn_timed_out(&self) -> bool {
+        self.reset && !self.synced && self.syn_tries > self.cfg.syn_retries
+    }
     /// The peer sent its FIN and every byte before it was read.
     pub fn peer_closed(&self) -> bool {
         self.fin_received && self.read_off == self.rcv.nxt()

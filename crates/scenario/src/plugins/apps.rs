@@ -53,6 +53,16 @@ pub const REGISTRY: &[AppEntry] = &[
         resolve: tunnel,
         datagram: false,
     },
+    AppEntry {
+        about: About {
+            name: "converter",
+            params: &["carries", "refuse"],
+            what: "RFC 8803 Transport Converters in two gateway routers (`from` the CPE, `to` the HAG): each TCP connection of `carries` (\"tcp\") the CPE forwards from its LAN side ends there and goes on to the HAG in a connection of this flow's transport, led by a Convert message naming the destination (sent in the SYN with TCP Fast Open); the HAG connects to the server unless it lies in `refuse`",
+            kernel: OnKernel::Runs("a converter program in each gateway's namespace: an nftables redirect to a TCP listener on the CPE, kernel MPTCP sockets with TCP Fast Open between the gateways"),
+        },
+        resolve: converter,
+        datagram: false,
+    },
 ];
 
 /// The flow's application, with the fields that don't apply to it refused
@@ -71,6 +81,7 @@ pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         ("mtu", f.mtu.is_some()),
         ("carries", f.carries.is_some()),
         ("mode", f.mode.is_some()),
+        ("refuse", f.refuse.is_some()),
     ];
     only_its_fields(&e.about, &given, path, "app")?;
     let udp = f.transport == crate::schema::TransportKind::Udp;
@@ -166,6 +177,22 @@ fn tunnel(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         Some(m) => return diag(format!("{path}.mode"), format!("{m:?}: expected \"stream\" (frames in the byte stream) or \"datagram\" (UDP on every access link)")),
     };
     Ok(App::Tunnel { mtu, class: traffic_class(f.carries.as_deref().unwrap_or("all"), &format!("{path}.carries"))?, datagram })
+}
+
+fn converter(f: &FlowSpec, path: &str) -> Result<App, Diag> {
+    if !matches!(f.transport, crate::schema::TransportKind::Tcp | crate::schema::TransportKind::Mptcp) {
+        return diag(format!("{path}.transport"), "converters talk over a TCP or MPTCP connection");
+    }
+    let class = traffic_class(f.carries.as_deref().unwrap_or("tcp"), &format!("{path}.carries"))?;
+    if class.proto != Some(6) {
+        return diag(format!("{path}.carries"), format!("{:?}: a converter converts TCP connections: give \"tcp\" or \"tcp:PORT[-PORT]\"", class.name()));
+    }
+    let mut refuse = Vec::new();
+    for (k, s) in f.refuse.iter().flatten().enumerate() {
+        let p = s.parse::<std::net::Ipv4Addr>().map(crate::network::Prefix::host).or_else(|_| crate::routing::parse_prefix(s)).map_err(|why| Diag::new(format!("{path}.refuse[{k}]"), why))?;
+        refuse.push(p);
+    }
+    Ok(App::Converter { class, refuse })
 }
 
 /// `all`, `udp`, `tcp`, optionally with `:PORT` or `:LOW-HIGH`.

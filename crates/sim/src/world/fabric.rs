@@ -304,6 +304,11 @@ impl World {
             self.pool.release(h); // nobody has that address
             return;
         }
+        if self.converter_at[node].is_some() && self.converter_takes(node, iface, h) {
+            self.deliver_local(node, h.id);
+            self.pool.release(h);
+            return;
+        }
         if !self.nodes[node].gateways.is_empty() && self.tunnel_ingress(node, iface, h) {
             return;
         }

@@ -33,7 +33,7 @@ impl World {
             });
             s.attacks.push(mplab_backend::results::AttackSummary { link: self.net.links[link].name.clone(), attack: attack.unwrap_or("?").into(), report: r });
         }
-        for (fi, f) in self.flows.iter().enumerate() {
+        for (fi, f) in self.flows.iter().enumerate().take(self.user_flows) {
             let spec = &self.net.flows[fi];
             let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
             let ep = f.ends[sender].ep.as_ref();
@@ -49,7 +49,7 @@ impl World {
                 latencies_ms: f.ends[0].app.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
                 mean_srtt_ms: (f.srtt_samples > 0).then(|| f.srtt_sum_ns / f.srtt_samples as f64 / 1e6),
                 paths: f.ended.as_ref().map_or_else(|| ep.map(|e| e.paths()).unwrap_or_default(), |x| x.1.clone()),
-                tunnel: self.tunnel_summary(fi),
+                tunnel: self.tunnel_summary(fi).or_else(|| self.converter_summary(fi)),
                 datagrams: match f.ends.each_ref().map(|e| e.ep.as_ref().and_then(|ep| ep.datagram_app())) {
                     [Some(c), Some(s)] => Some(DatagramApp::report(c, s, self.now)),
                     // The server never heard a datagram: report what was sent.

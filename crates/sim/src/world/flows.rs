@@ -42,6 +42,10 @@ pub(super) struct FlowRt {
     pub(super) ended: Option<(bool, Vec<crate::summary::PathStats>)>,
     /// The tunnel this flow carries (`app = "tunnel"`), by index.
     pub(super) tunnel: Option<u32>,
+    /// A converter's connection: its conversion and which leg it is.
+    pub(super) relay: Option<(u32, super::converter::Leg)>,
+    /// A scenario flow a converter took: its conversion.
+    pub(super) relay_of_user: Option<u32>,
 }
 
 impl FlowRt {
@@ -58,6 +62,9 @@ impl World {
 
     pub(super) fn flow_start(&mut self, flow: usize) {
         let f = &self.net.flows[flow];
+        if matches!(f.app, network::App::Converter { .. }) && self.flows[flow].relay.is_none() {
+            return; // its gateways open a connection per client connection
+        }
         let seed = self.rng.stream(0x155_0000 + 2 * flow as u64).next_u64();
         let Some(ep) = self.factory.connect(&self.net, f, seed, self.now) else { return };
         if let Some(t) = ep.token() {
@@ -101,13 +108,16 @@ impl World {
     }
 
     pub(super) fn after_input(&mut self, flow: usize, end: usize, p: Progress) {
+        let relay = self.flows[flow].relay;
         let e = &mut self.flows[flow].ends[end];
         e.misplaced |= p.misplaced;
         e.corrupted |= p.corrupted;
         if let Some(ep) = e.ep.as_mut() {
             if e.connected_at.is_none() && ep.is_established() {
                 e.connected_at = Some(self.now);
-                e.app.on_connected(self.now, ep.as_mut());
+                if relay.is_none() {
+                    e.app.on_connected(self.now, ep.as_mut());
+                }
             }
         }
         self.service(flow, end);
@@ -118,15 +128,20 @@ impl World {
     pub(super) fn service(&mut self, flow: usize, end: usize) {
         let node = if end == 0 { self.net.flows[flow].from } else { self.flows[flow].server };
         let mut out = std::mem::take(&mut self.out_buf);
+        let relay = self.flows[flow].relay;
         {
             let e = &mut self.flows[flow].ends[end];
             let Some(ep) = e.ep.as_mut() else {
                 self.out_buf = out;
                 return;
             };
-            if e.connected_at.is_some() {
+            if e.connected_at.is_some() && relay.is_none() {
                 e.app.pump(self.now, ep.as_mut());
             }
+        }
+        // A converter's connection: its gateway moves the bytes.
+        if let Some((conv, _)) = relay {
+            self.converter_pump(conv);
         }
         // A tunnel's gateway writes the frames that wait and takes out the
         // datagrams read whole (routed on below).

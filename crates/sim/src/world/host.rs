@@ -39,6 +39,11 @@ impl World {
             },
         };
         let pkt = &self.pool.pkts[id as usize];
+        if let (Some((conv, super::converter::Leg::Server)), true) = (self.flows[flow as usize].relay, pkt.tcp.syn() && pkt.tcp.ack_flag()) {
+            let o = pkt.tcp.options.clone();
+            self.converter_syn_ack(conv, &o);
+        }
+        let pkt = &self.pool.pkts[id as usize];
         let e = &mut self.flows[flow as usize].ends[end as usize];
         let Some(ep) = e.ep.as_mut() else {
             self.stats.segments_after_end += 1;
@@ -75,6 +80,10 @@ impl World {
             self.demux.insert(key, (flow, end));
             return Some((flow, end));
         }
+        if let Some(taken) = self.converter_syn(node, id, key) {
+            return taken;
+        }
+        let pkt = &self.pool.pkts[id as usize];
         let &flow = self.listeners.get(&(node as u32, pkt.tcp.dst_port))?;
         if self.flows[flow as usize].ends[1].ep.is_some() || self.net.flows[flow as usize].transport.is_sctp() {
             return None; // one connection per flow: a stray SYN is refused

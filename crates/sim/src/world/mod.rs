@@ -12,6 +12,7 @@
 //! flows' endpoints and applications; [`probes`] samples time series;
 //! [`finish`] closes the run and computes the summary.
 
+mod converter;
 mod fabric;
 mod finish;
 mod flows;
@@ -119,6 +120,15 @@ pub struct World {
     /// Reused for the segments one endpoint emits in one service call.
     out_buf: Vec<(Hop, Ipv4Addr)>,
     tunnels: Vec<tunnel::TunnelRt>,
+    converters: Vec<converter::ConverterRt>,
+    /// Per node, the converter it is the CPE or the HAG of.
+    converter_at: Vec<Option<u32>>,
+    conversions: Vec<converter::Conversion>,
+    /// The scenario's flows come first in `flows`; a converter's
+    /// connections follow them.
+    user_flows: usize,
+    /// A converter is moving bytes: the legs it services do not pump again.
+    pumping: bool,
 }
 
 /// `addr_owner` of an address held by several nodes.
@@ -204,9 +214,12 @@ impl World {
                 srtt_samples: 0,
                 last_path_acked: Vec::new(),
                 tunnel: None,
+                relay: None,
+                relay_of_user: None,
             });
         }
         let (tunnels, gateways) = tunnel::build(&net);
+        let (converters, converter_at) = converter::build(&net);
         for (n, g) in nodes.iter_mut().zip(gateways) {
             n.gateways = g;
         }
@@ -271,6 +284,11 @@ impl World {
             boxes,
             out_buf: Vec::new(),
             tunnels,
+            converters,
+            converter_at,
+            conversions: Vec::new(),
+            user_flows: net.flows.len(),
+            pumping: false,
             net,
         };
         for f in 0..w.flows.len() {

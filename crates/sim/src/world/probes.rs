@@ -34,12 +34,19 @@ impl World {
                 });
             }
         }
+        let carriers_download = self.carriers_download();
         let probes = &self.net.probes;
         for (fi, f) in self.flows.iter_mut().enumerate() {
             // No rows before a flow starts (nor, below, after it ended): a
             // long run of many short connections keeps rows for the live
             // ones only.
             if self.now < f.start || f.ended.is_some() {
+                continue;
+            }
+            // Of a converter's connections, the carrier between the
+            // gateways has rows; the legs to the client and the server
+            // are the user flow's.
+            if f.relay.is_some_and(|(_, leg)| leg != super::converter::Leg::Carrier) {
                 continue;
             }
             let name = &self.net.flows[fi].name;
@@ -50,7 +57,9 @@ impl World {
             let delivered = f.delivered();
             let gp = (delivered - f.last_delivered) as f64 * 8.0 / secs;
             f.last_delivered = delivered;
-            let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
+            // A converter's carrier sends the way its user flow does.
+            let download = f.relay.map_or(matches!(f.ends[0].app.kind, AppKind::Download { .. }), |(v, _)| carriers_download[v as usize]);
+            let sender = if download { 1 } else { 0 };
             let paths = f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default();
             // A flow whose subflows are all closed gets one last row.
             let ended = !paths.is_empty() && paths.iter().all(|p| p.state == SubflowState::Closed);

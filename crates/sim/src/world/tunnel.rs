@@ -95,7 +95,7 @@ impl TunnelRt {
     }
 
     pub(super) fn summary(&self) -> TunnelSummary {
-        TunnelSummary { mtu: self.mtu, upstream: self.dirs[0].stats.clone(), downstream: self.dirs[1].stats.clone() }
+        TunnelSummary { mtu: self.mtu, upstream: self.dirs[0].stats.clone(), downstream: self.dirs[1].stats.clone(), converter: None }
     }
 }
 
