@@ -40,6 +40,9 @@ pub fn unsupported(net: &Network) -> Vec<Unsupported> {
         }
     };
     for f in net.flows.iter().filter(|f| !f.transport.is_sctp()) {
+        if let network::App::Converter { fast_open: true, .. } = f.app {
+            check(f.id, "fast_open", Err("TCP Fast Open (mplab's stack sends the Convert request after the handshake)".into()));
+        }
         check(f.id, "cc", mplab_proto::cc::lookup(&f.tcp.cc).map(drop));
         if let Some(m) = &f.mptcp {
             check(f.id, "scheduler", mplab_proto::mptcp::scheduler::lookup(&m.scheduler).map(drop));

@@ -8,9 +8,10 @@
 //! that arrives on a LAN-side interface (not a link to the HAG) for an
 //! address not its own to a local listener; the program reads where the
 //! client was going (SO_ORIGINAL_DST), opens a kernel MPTCP socket to the
-//! HAG and sends the Convert request with `sendto(MSG_FASTOPEN)`, so it
-//! rides the SYN (TCP Fast Open without cookies, `net.ipv4.tcp_fastopen`
-//! = 0x207 in both gateways). The HAG: an MPTCP listener with TCP_FASTOPEN
+//! HAG and sends the Convert request after the handshake, or, with
+//! `fast_open = true`, with `sendto(MSG_FASTOPEN)` so that it rides the SYN
+//! (TCP Fast Open without cookies, `net.ipv4.tcp_fastopen` = 0x207 in both
+//! gateways). The HAG: an MPTCP listener with TCP_FASTOPEN
 //! reads the request, connects with plain TCP to the server, answers with
 //! the server's options (TCP_INFO) or an Error TLV, and relays.
 //!
@@ -40,6 +41,8 @@ const RELAY_BUF: usize = 64 * 1024;
 /// The converters of one flow before the run.
 pub struct Converter {
     f: Flow,
+    /// The request rides the carrier's SYN.
+    fast_open: bool,
     cpe_ns: String,
     hag_ns: String,
     /// The CPE's listener the redirect feeds, and the HAG's MPTCP listener.
@@ -54,7 +57,7 @@ pub struct Converter {
 /// Sets up converter flow `f`: Fast Open, the CPE's redirect and
 /// listener, the HAG's listener.
 pub fn prepare(net: &Network, f: &Flow, cpe_ns: &str, hag_ns: &str) -> Result<Converter, String> {
-    let App::Converter { class, refuse } = &f.app else { return Err(format!("flow {} is not a converter", f.name)) };
+    let App::Converter { class, refuse, fast_open } = &f.app else { return Err(format!("flow {} is not a converter", f.name)) };
     for ns in [cpe_ns, hag_ns] {
         sys::in_netns(ns, || sys::sysctl_write("net.ipv4.tcp_fastopen", FASTOPEN)).map_err(|e| format!("net.ipv4.tcp_fastopen in {ns}: {e}"))?;
     }
@@ -79,7 +82,7 @@ pub fn prepare(net: &Network, f: &Flow, cpe_ns: &str, hag_ns: &str) -> Result<Co
     sys::setsockopt(hag_sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_FASTOPEN, 16i32, "TCP_FASTOPEN").map_err(|e| e.to_string())?;
     let own = [f.from, f.to].iter().flat_map(|&n| net.nodes[n].interfaces.iter().map(|i| i.addr)).collect();
     let servers = net.flows.iter().filter(|g| net.nodes[g.to].kind == NodeKind::Host && matches!(g.transport, TransportKind::Tcp | TransportKind::Mptcp)).cloned().collect();
-    Ok(Converter { f: f.clone(), cpe_ns: cpe_ns.into(), hag_ns: hag_ns.into(), cpe: cpe_sock, hag: hag_sock, policy: Policy { refuse: refuse.clone(), own }, servers })
+    Ok(Converter { fast_open: *fast_open, f: f.clone(), cpe_ns: cpe_ns.into(), hag_ns: hag_ns.into(), cpe: cpe_sock, hag: hag_sock, policy: Policy { refuse: refuse.clone(), own }, servers })
 }
 
 /// Runs both gateways' programs until the run ends.
@@ -142,8 +145,9 @@ fn serve_cpe(c: &Converter, client: OwnedFd, st: &FlowState, clk: &Clock) {
         crate::apps::abortive_close(&client);
         return;
     };
-    let fast_open = send_in_syn(&up, &request, SocketAddrV4::new(c.f.dst, c.f.dport));
-    if !fast_open && (!wait_connected(&up, clk) || !write_all(up.as_raw_fd(), &request, clk)) {
+    let hag = SocketAddrV4::new(c.f.dst, c.f.dport);
+    let fast_open = c.fast_open && send_in_syn(&up, &request, hag);
+    if !fast_open && (!connect(&up, hag, clk) || !write_all(up.as_raw_fd(), &request, clk)) {
         crate::apps::abortive_close(&client);
         return;
     }
@@ -309,6 +313,15 @@ fn send_in_syn(s: &OwnedFd, request: &[u8], to: SocketAddrV4) -> bool {
     r == request.len() as isize
 }
 
+/// Connects (a Fast Open attempt that fell back has already started it).
+fn connect(s: &OwnedFd, to: SocketAddrV4, clk: &Clock) -> bool {
+    let sa = sockaddr(to);
+    // SAFETY: valid sockaddr; SO_SNDTIMEO bounds the wait.
+    let r = unsafe { libc::connect(s.as_raw_fd(), &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_in>() as u32) };
+    let e = std::io::Error::last_os_error().raw_os_error();
+    r == 0 || e == Some(libc::EISCONN) || (matches!(e, Some(libc::EINPROGRESS) | Some(libc::EALREADY) | Some(libc::EAGAIN)) && wait_connected(s, clk))
+}
+
 /// Waits for a connect in progress; false if it failed or the run ended.
 fn wait_connected(s: &OwnedFd, clk: &Clock) -> bool {
     while !clk.over() {
@@ -431,4 +444,103 @@ fn relay(a: RawFd, b: RawFd, mut to_b: Vec<u8>, mut to_a: Vec<u8>, clk: &Clock) 
         }
     }
     (sent_b, sent_a)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The HAG's program on bytes: a socket pair stands for the carrier,
+    //! so what a malformed or refused request gets back is read off the
+    //! other end, as a CPE would read it.
+
+    use super::*;
+    use mplab_wire::convert::ErrorCode;
+
+    const SCENARIO: &str = "name = \"c\"\nduration = \"5s\"\n[[nodes]]\nname = \"client\"\n[[nodes]]\nname = \"cpe\"\nkind = \"router\"\n[[nodes]]\nname = \"hag\"\nkind = \"router\"\n[[nodes]]\nname = \"server\"\n[[links]]\na = \"client\"\nb = \"cpe\"\nrate = \"1Gbit\"\n[[links]]\na = \"cpe\"\nb = \"hag\"\nrate = \"10Mbit\"\n[[links]]\na = \"hag\"\nb = \"server\"\nrate = \"1Gbit\"\n[[flows]]\nfrom = \"cpe\"\nto = \"hag\"\ntransport = \"mptcp\"\napp = \"converter\"\nrefuse = [\"192.0.2.0/24\"]\n";
+
+    fn pair() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: a fresh pair of connected sockets.
+        assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) }, 0);
+        // SAFETY: both fds are fresh and ours.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    fn converter() -> Converter {
+        let net = mplab_scenario::Scenario::from_str(SCENARIO, "c.toml").unwrap().resolve().unwrap();
+        let f = net.flows[0].clone();
+        let App::Converter { refuse, .. } = &f.app else { unreachable!() };
+        let own = [f.from, f.to].iter().flat_map(|&n| net.nodes[n].interfaces.iter().map(|i| i.addr)).collect();
+        let (cpe, hag) = pair();
+        Converter { fast_open: true, policy: Policy { refuse: refuse.clone(), own }, f, cpe_ns: String::new(), hag_ns: String::new(), cpe, hag, servers: Vec::new() }
+    }
+
+    /// Sends `request` as the CPE would and returns what the HAG answered
+    /// before closing, and its counters.
+    fn exchange(request: &[u8]) -> (Vec<u8>, ConverterSummary) {
+        let c = converter();
+        let (cpe_end, hag_end) = pair();
+        let clk = Clock { t0: std::time::Instant::now(), end_ns: 5_000_000_000, hard_ns: 5_000_000_000, abort: Arc::new(std::sync::atomic::AtomicBool::new(false)), poll_ns: 100_000_000 };
+        let st = Arc::new(FlowState::default());
+        assert!(write_all(cpe_end.as_raw_fd(), request, &clk));
+        // SAFETY: valid fd; the request is all there is.
+        unsafe { libc::shutdown(cpe_end.as_raw_fd(), libc::SHUT_WR) };
+        let (st2, clk2) = (st.clone(), clk.clone());
+        std::thread::spawn(move || serve_hag(&c, hag_end, &st2, &clk2)).join().unwrap();
+        let mut answer = Vec::new();
+        while read_some(cpe_end.as_raw_fd(), &mut answer, &clk) {}
+        let s = st.tunnel.lock().unwrap().converter.clone().unwrap_or_default();
+        (answer, s)
+    }
+
+    fn dst(ip: [u8; 4]) -> SocketAddrV4 {
+        SocketAddrV4::new(Ipv4Addr::from(ip), 80)
+    }
+
+    #[test]
+    fn not_a_convert_message_is_reset_without_an_answer() {
+        let (answer, s) = exchange(b"GET / HTTP/1.1\r\n\r\n");
+        assert!(answer.is_empty());
+        assert_eq!((s.resets, s.converted), (1, 0));
+    }
+
+    #[test]
+    fn a_bad_version_gets_unsupported_version_listing_1() {
+        let mut r = convert::request(dst([10, 0, 9, 2]));
+        r[0] = 2;
+        let (answer, s) = exchange(&r);
+        let m = ConvertMessage::decode(&answer).unwrap();
+        assert_eq!(m.error_tlv(), Some(&ErrorTlv::UnsupportedVersion { versions: vec![1] }));
+        assert_eq!(s.errors.get("Unsupported Version (0)"), Some(&1));
+    }
+
+    #[test]
+    fn a_bad_length_and_an_unknown_tlv_are_answered() {
+        let mut short = convert::request(dst([10, 0, 9, 2]));
+        short[1] = 3; // the Total Length ends inside the Connect TLV
+        let (answer, _) = exchange(&short);
+        assert_eq!(convert::read_reply(&answer), Reply::Refused { code: ErrorCode::MALFORMED_MESSAGE });
+        let mut unknown = convert::request(dst([10, 0, 9, 2]));
+        unknown.extend_from_slice(&[0xc1, 1, 0, 0]);
+        unknown[1] += 1;
+        let (answer, s) = exchange(&unknown);
+        assert_eq!(convert::read_reply(&answer), Reply::Refused { code: ErrorCode::UNSUPPORTED_MESSAGE });
+        assert_eq!(s.errors.get("Unsupported Message (2)"), Some(&1));
+    }
+
+    #[test]
+    fn refused_destinations_get_not_authorized() {
+        for ip in [[192, 0, 2, 9], [0, 0, 0, 0]] {
+            let (answer, s) = exchange(&convert::request(dst(ip)));
+            assert_eq!(convert::read_reply(&answer), Reply::Refused { code: ErrorCode::NOT_AUTHORIZED }, "{ip:?}");
+            assert_eq!(s.errors.get("Not Authorized (32)"), Some(&1));
+        }
+    }
+
+    #[test]
+    fn a_truncated_request_then_close_ends_quietly() {
+        let r = convert::request(dst([10, 0, 9, 2]));
+        let (answer, s) = exchange(&r[..10]);
+        assert!(answer.is_empty());
+        assert_eq!(s, ConverterSummary::default());
+    }
 }

@@ -378,7 +378,8 @@ pub enum App {
     /// there and carried to the HAG in a connection of the flow's
     /// transport, whose first bytes are a Convert message naming the
     /// destination; the HAG opens TCP to it, unless it lies in `refuse`.
-    Converter { class: TrafficClass, refuse: Vec<Prefix> },
+    /// With `fast_open` the request rides the carrier's SYN.
+    Converter { class: TrafficClass, refuse: Vec<Prefix>, fast_open: bool },
 }
 
 /// Which forwarded packets a tunnel takes: by IP protocol, and by a port

@@ -833,6 +833,10 @@ pub struct FlowSpec {
     /// prefixes ("192.0.2.0/24", or an address).
     #[serde(default)]
     pub refuse: Option<Vec<String>>,
+    /// A `converter`'s CPE sends its Convert request in the SYN (TCP Fast
+    /// Open, RFC 8803's 0-RTT) rather than after the handshake.
+    #[serde(default)]
+    pub fast_open: Option<bool>,
     #[serde(default)]
     pub start: Option<Duration>,
     #[serde(default)]

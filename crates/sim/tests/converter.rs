@@ -147,6 +147,15 @@ fn an_unreachable_server_is_answered_destination_unreachable() {
     assert!(!r.summary.flows[1].completed);
 }
 
+/// The request in the SYN (TCP Fast Open) is the kernel backend's; the
+/// simulator refuses it by name rather than run something else.
+#[test]
+fn fast_open_is_refused_by_name() {
+    let net = mplab_scenario::Scenario::from_str(&with(&[DOWNLOAD]).replace("app = \"converter\"", "app = \"converter\"\nfast_open = true"), "t.toml").unwrap().resolve().unwrap();
+    let e = mplab_sim::simulate(net).err().expect("refused").to_string();
+    assert!(e.contains("fast_open") && e.contains("not implemented by the simulator"), "{e}");
+}
+
 /// The same seed gives the same run, byte for byte.
 #[test]
 fn converted_runs_are_deterministic() {

@@ -56,8 +56,8 @@ pub const REGISTRY: &[AppEntry] = &[
     AppEntry {
         about: About {
             name: "converter",
-            params: &["carries", "refuse"],
-            what: "RFC 8803 Transport Converters in two gateway routers (`from` the CPE, `to` the HAG): each TCP connection of `carries` (\"tcp\") the CPE forwards from its LAN side ends there and goes on to the HAG in a connection of this flow's transport, led by a Convert message naming the destination (sent in the SYN with TCP Fast Open); the HAG connects to the server unless it lies in `refuse`",
+            params: &["carries", "refuse", "fast_open"],
+            what: "RFC 8803 Transport Converters in two gateway routers (`from` the CPE, `to` the HAG): each TCP connection of `carries` (\"tcp\") the CPE forwards from its LAN side ends there and goes on to the HAG in a connection of this flow's transport, led by a Convert message naming the destination (in the SYN with `fast_open = true`, TCP Fast Open); the HAG connects to the server unless it lies in `refuse`",
             kernel: OnKernel::Runs("a converter program in each gateway's namespace: an nftables redirect to a TCP listener on the CPE, kernel MPTCP sockets with TCP Fast Open between the gateways"),
         },
         resolve: converter,
@@ -82,6 +82,7 @@ pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         ("carries", f.carries.is_some()),
         ("mode", f.mode.is_some()),
         ("refuse", f.refuse.is_some()),
+        ("fast_open", f.fast_open.is_some()),
     ];
     only_its_fields(&e.about, &given, path, "app")?;
     let udp = f.transport == crate::schema::TransportKind::Udp;
@@ -192,7 +193,7 @@ fn converter(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         let p = s.parse::<std::net::Ipv4Addr>().map(crate::network::Prefix::host).or_else(|_| crate::routing::parse_prefix(s)).map_err(|why| Diag::new(format!("{path}.refuse[{k}]"), why))?;
         refuse.push(p);
     }
-    Ok(App::Converter { class, refuse })
+    Ok(App::Converter { class, refuse, fast_open: f.fast_open.unwrap_or(false) })
 }
 
 /// `all`, `udp`, `tcp`, optionally with `:PORT` or `:LOW-HIGH`.

@@ -93,7 +93,7 @@ pub(super) fn build(net: &Network) -> (Vec<ConverterRt>, Vec<Option<u32>>) {
     let mut convs = Vec::new();
     let mut at = vec![None; net.nodes.len()];
     for f in &net.flows {
-        let network::App::Converter { class, refuse } = &f.app else { continue };
+        let network::App::Converter { class, refuse, .. } = &f.app else { continue };
         let own = [f.from, f.to].iter().flat_map(|&n| net.nodes[n].interfaces.iter().map(|i| i.addr)).collect();
         let access = net.nodes[f.from].interfaces.iter().filter(|i| i.peer == f.to && i.index < 64).fold(0u64, |m, i| m | 1 << i.index);
         for n in [f.from, f.to] {

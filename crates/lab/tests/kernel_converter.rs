@@ -1,0 +1,75 @@
+//! RFC 8803 Transport Converters on the kernel backend (converter programs
+//! over kernel sockets, crates/emu/src/converter.rs) against the
+//! simulator's, on the bundled seed004-convert scenario shortened. Needs
+//! root; each test cleans up its namespaces even when it fails.
+
+mod kernel_support;
+
+use kernel_support::{can_run, run, serial, NsGuard};
+
+fn bundled(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn sim(text: &str) -> mplab_sim::RunResults {
+    mplab_sim::simulate(kernel_support::resolve(text).1).unwrap()
+}
+
+fn converter(s: &mplab_backend::results::Summary) -> mplab_backend::results::ConverterSummary {
+    s.flows[0].tunnel.as_ref().and_then(|t| t.converter.clone()).expect("converter figures")
+}
+
+/// A 10 MB download converted to MPTCP between the gateways: every byte
+/// delivered on both backends, the same Convert messages (24 B request,
+/// 20 B answer), and the download's time within 10 % of the simulator's
+/// (two 20 Mbit/s access links: 2.0 s at their rate). Then on the kernel
+/// with `fast_open = true`: the request rides the carrier's SYN.
+#[test]
+fn kernel_converter_carries_a_download_like_the_simulator() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("cnv");
+    let text = bundled("seed004-convert.toml").replace("duration = \"30s\"", "duration = \"6s\"");
+    let k = run(&g, 0, &text);
+    let s = sim(&text);
+    let (kd, sd) = (&k.results.summary.flows[1], &s.summary.flows[1]);
+    eprintln!("download: kernel {:?} s, sim {:?} s", kd.completion_time_s, sd.completion_time_s);
+    assert!(kd.completed && kd.verified && sd.completed && sd.verified, "{kd:?}\n{sd:?}");
+    let (kt, st) = (kd.completion_time_s.unwrap(), sd.completion_time_s.unwrap());
+    assert!((kt - st).abs() <= 0.10 * st, "download: kernel {kt:.2} s, sim {st:.2} s");
+    let (kc, sc) = (converter(&k.results.summary), converter(&s.summary));
+    eprintln!("kernel {kc:?}\nsim {sc:?}");
+    assert_eq!((kc.connections, kc.converted, kc.bytes_down, kc.message_bytes), (1, 1, 10_000_000, 44));
+    assert_eq!((sc.connections, sc.converted, sc.bytes_down, sc.message_bytes), (1, 1, 10_000_000, 44));
+    assert_eq!(kc.fast_open, 0);
+    let k = run(&g, 1, &text.replace("carries = \"tcp\"", "carries = \"tcp\"\nfast_open = true"));
+    let (kd, kc) = (&k.results.summary.flows[1], converter(&k.results.summary));
+    assert!(kd.completed && kd.verified, "{kd:?}");
+    assert_eq!((kc.fast_open, kc.message_bytes), (1, 44), "the request rides the SYN");
+    g.assert_clean();
+}
+
+/// A destination the HAG refuses: answered Not Authorized on both
+/// backends, the client's connection reset, nothing delivered.
+#[test]
+fn kernel_converter_refuses_like_the_simulator() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("cnr");
+    let text = bundled("seed004-convert.toml").replace("duration = \"30s\"", "duration = \"3s\"").replace("carries = \"tcp\"", "carries = \"tcp\"\nrefuse = [\"10.0.3.0/24\"]");
+    let k = run(&g, 0, &text);
+    let s = sim(&text);
+    for (name, r) in [("kernel", &k.results.summary), ("sim", &s.summary)] {
+        let c = converter(r);
+        eprintln!("{name}: {c:?}");
+        assert_eq!((c.connections, c.converted), (1, 0), "{name}");
+        assert_eq!(c.errors.get("Not Authorized (32)"), Some(&1), "{name}");
+        assert_eq!(c.message_bytes, 24 + 8, "{name}: the request and an 8-byte Error message");
+        assert_eq!(r.flows[1].bytes_delivered, 0, "{name}");
+    }
+    g.assert_clean();
+}
