@@ -423,8 +423,8 @@ fn converter_flows() {
     // Lines: 32 [[flows]], 33 from, 34 to, 35 app, 36 transport, 37 on.
     let flow = |extra: &str| with(&format!("{gw}\n[[flows]]\nfrom = \"cpe\"\nto = \"hag\"\napp = \"converter\"\ntransport = \"mptcp\"\n{extra}"));
     let net = common::net(&flow("refuse = [\"10.0.0.0/8\", \"192.0.2.7\"]\n"));
-    let mplab_scenario::network::App::Converter { class, refuse } = &net.flows[0].app else { panic!("{:?}", net.flows[0].app) };
-    assert_eq!(class.name(), "tcp");
+    let mplab_scenario::network::App::Converter { class, refuse, fast_open } = &net.flows[0].app else { panic!("{:?}", net.flows[0].app) };
+    assert_eq!((class.name().as_str(), *fast_open), ("tcp", false));
     assert_eq!(refuse.iter().map(|p| p.to_string()).collect::<Vec<_>>(), ["10.0.0.0/8", "192.0.2.7/32"]);
     assert_eq!(error(&flow("carries = \"udp\"\n")), r#"scenario.toml:37:11: flows[0].carries: "udp": a converter converts TCP connections: give "tcp" or "tcp:PORT[-PORT]""#);
     assert_eq!(error(&flow("refuse = [\"10.0.0.1/8\"]\n")), r#"scenario.toml:37:11: flows[0].refuse[0]: 10.0.0.1/8 has host bits set; did you mean 10.0.0.0/8?"#);
