@@ -305,6 +305,25 @@ mod tests {
         assert!(matches!(p.judge(&mss), Decision::Connect { .. }));
     }
 
+    proptest::proptest! {
+        /// Any bytes at the head of a carrier: no panic; an answer is a
+        /// message the CPE reads as a refusal (or, for an Info request,
+        /// a well-formed message); a connect takes a whole message.
+        #[test]
+        fn any_head_gets_a_decision_the_cpe_can_read(head in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64), valid_prefix in proptest::prelude::any::<bool>()) {
+            let head = if valid_prefix { [request(dst()), head].concat() } else { head };
+            match Policy::default().judge(&head) {
+                Decision::Answer { reply, code: Some(code) } => proptest::prop_assert_eq!(read_reply(&reply), Reply::Refused { code }),
+                Decision::Answer { reply, code: None } => proptest::prop_assert!(ConvertMessage::decode(&reply).is_ok()),
+                Decision::Connect { consumed, .. } => proptest::prop_assert!(consumed <= head.len() && ConvertMessage::decode(&head[..consumed]).is_ok()),
+                Decision::NeedMore => proptest::prop_assert!(head.len() < mplab_wire::convert::MAX_MESSAGE_LEN),
+                Decision::Reset { .. } => {}
+            }
+            // And the CPE's reading of any bytes never panics either.
+            let _ = read_reply(&head);
+        }
+    }
+
     #[test]
     fn the_error_replies_name_their_code() {
         for e in [ErrorTlv::ConnectionReset, ErrorTlv::DestinationUnreachable { icmp_code: 1 }, ErrorTlv::NotAuthorized] {

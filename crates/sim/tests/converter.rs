@@ -8,58 +8,9 @@ mod support;
 
 use support::*;
 
-const BASE: &str = r#"
-name = "converter"
-duration = "20s"
+const HEAD: &str = "name = \"converter\"\nduration = \"20s\"\n";
 
-[[nodes]]
-name = "client"
-[[nodes]]
-name = "cpe"
-kind = "router"
-[[nodes]]
-name = "hag"
-kind = "router"
-[[nodes]]
-name = "server"
-
-[[links]]
-name = "dsl"
-a = "cpe"
-b = "hag"
-rate = "20Mbit"
-delay = "10ms"
-queue = { kind = "droptail", packets = 50 }
-
-[[links]]
-name = "lte"
-a = "cpe"
-b = "hag"
-rate = "20Mbit"
-delay = "25ms"
-queue = { kind = "droptail", packets = 100 }
-
-[[links]]
-name = "lan"
-a = "client"
-b = "cpe"
-rate = "1Gbit"
-
-[[links]]
-name = "core"
-a = "hag"
-b = "server"
-rate = "1Gbit"
-delay = "2ms"
-
-[transport.mptcp]
-path_manager = "endpoints"
-
-[[transport.mptcp.endpoints]]
-node = "cpe"
-iface = "eth1"
-flags = ["subflow"]
-
+const CONVERTER: &str = r#"
 [[flows]]
 name = "converter"
 from = "cpe"
@@ -72,7 +23,7 @@ const DOWNLOAD: &str = "\n[[flows]]\nname = \"download\"\nfrom = \"client\"\nto 
 const UPLOAD: &str = "\n[[flows]]\nname = \"upload\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\napp = \"bulk\"\nbytes = \"5MB\"\nstart = \"1s\"\n";
 
 fn with(parts: &[&str]) -> String {
-    let mut s = BASE.to_string();
+    let mut s = format!("{HEAD}{HYBRID_ACCESS}{CONVERTER}");
     for p in parts {
         s += p;
     }

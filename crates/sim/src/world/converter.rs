@@ -264,10 +264,7 @@ impl World {
         }
         if c.request_written {
             s.bytes_up += relay(lan, up, &mut a.app);
-            if !c.cpe_up_closed && lan.peer_closed() && lan.readable() == 0 {
-                up.close();
-                c.cpe_up_closed = true;
-            }
+            pass_close(lan, up, &mut c.cpe_up_closed);
         }
         if c.cpe == State::Opening {
             let Some(answer) = c.answer.as_ref() else { return };
@@ -288,14 +285,8 @@ impl World {
             }
         }
         s.bytes_down += relay(up, lan, &mut b.app);
-        if !c.cpe_down_closed && up.peer_closed() && up.readable() == 0 {
-            lan.close();
-            c.cpe_down_closed = true;
-        }
-        if lan.failure().is_some() || up.failure().is_some() {
-            // A reset on one side resets the other.
-            lan.abort();
-            up.abort();
+        pass_close(up, lan, &mut c.cpe_down_closed);
+        if reset_together(lan, up) {
             c.cpe = State::Over;
         }
     }
@@ -365,18 +356,10 @@ impl World {
             return;
         }
         relay(down, out, &mut a.app);
-        if !c.hag_up_closed && down.peer_closed() && down.readable() == 0 {
-            out.close();
-            c.hag_up_closed = true;
-        }
+        pass_close(down, out, &mut c.hag_up_closed);
         relay(out, down, &mut b.app);
-        if !c.hag_down_closed && out.peer_closed() && out.readable() == 0 {
-            down.close();
-            c.hag_down_closed = true;
-        }
-        if down.failure().is_some() || out.failure().is_some() {
-            down.abort();
-            out.abort();
+        pass_close(out, down, &mut c.hag_down_closed);
+        if reset_together(down, out) {
             c.hag = State::Over;
         }
     }
@@ -417,6 +400,24 @@ impl World {
         let c = self.converters.iter().find(|c| c.flow == flow)?;
         Some(TunnelSummary { converter: Some(c.summary.clone()), ..Default::default() })
     }
+}
+
+/// Passes `from`'s half-close on to `to` once every byte before it went.
+fn pass_close(from: &dyn crate::endpoint::Endpoint, to: &mut dyn crate::endpoint::Endpoint, done: &mut bool) {
+    if !*done && from.peer_closed() && from.readable() == 0 {
+        to.close();
+        *done = true;
+    }
+}
+
+/// A reset on either side of a relay resets the other; true if one came.
+fn reset_together(a: &mut dyn crate::endpoint::Endpoint, b: &mut dyn crate::endpoint::Endpoint) -> bool {
+    let reset = a.failure().is_some() || b.failure().is_some();
+    if reset {
+        a.abort();
+        b.abort();
+    }
+    reset
 }
 
 /// Two ends of two different flows, borrowed together.

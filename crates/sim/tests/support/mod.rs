@@ -25,3 +25,58 @@ pub fn bundled(name: &str, sets: &[(&str, &str)]) -> RunResults {
     sc.set_all(sets.iter().copied()).unwrap_or_else(|e| panic!("{e}"));
     run_scenario(sc)
 }
+
+/// Hybrid access: client - CPE = two access links (a 20 Mbit/s fixed line
+/// of 10 ms, cellular of 25 ms) = HAG - server, the CPE's second address
+/// an MPTCP endpoint. The tests of the gateways' tunnel and converters
+/// put their flows after it.
+pub const HYBRID_ACCESS: &str = r#"
+[[nodes]]
+name = "client"
+[[nodes]]
+name = "cpe"
+kind = "router"
+[[nodes]]
+name = "hag"
+kind = "router"
+[[nodes]]
+name = "server"
+
+[[links]]
+name = "dsl"
+a = "cpe"
+b = "hag"
+rate = "20Mbit"
+delay = "10ms"
+queue = { kind = "droptail", packets = 50 }
+
+[[links]]
+name = "lte"
+a = "cpe"
+b = "hag"
+rate = "20Mbit"
+delay = "25ms"
+queue = { kind = "droptail", packets = 100 }
+
+[[links]]
+name = "lan"
+a = "client"
+b = "cpe"
+rate = "1Gbit"
+
+[[links]]
+name = "core"
+a = "hag"
+b = "server"
+rate = "1Gbit"
+delay = "2ms"
+
+[transport.mptcp]
+path_manager = "endpoints"
+
+[[transport.mptcp.endpoints]]
+node = "cpe"
+iface = "eth1"
+flags = ["subflow"]
+
+"#;
