@@ -107,6 +107,26 @@ fn fast_open_is_refused_by_name() {
     assert!(e.contains("fast_open") && e.contains("not implemented by the simulator"), "{e}");
 }
 
+/// Hybrid access as deployed (the bundled seed004-hybrid): TCP through
+/// the converters, UDP in a datagram-mode tunnel beside them. With 5 %
+/// loss on cellular the call crosses at a link's delay, untouched by the
+/// download's recoveries; in the stream of an MPTCP tunnel it waits
+/// behind the tunnel's own.
+#[test]
+fn a_call_in_the_datagram_tunnel_beside_converted_tcp() {
+    let r = bundled("seed004-hybrid.toml", &[("links.1.loss", "0.05")]);
+    let by = |r: &mplab_sim::RunResults, n: &str| r.summary.flows.iter().find(|f| f.name == n).cloned().unwrap();
+    let (d, call) = (by(&r, "download"), by(&r, "call").datagrams.unwrap().stream);
+    assert!(d.completed && d.verified, "{d:?}");
+    assert_eq!((call.late, call.received), (0, call.sent));
+    // 10 ms on either access link and 2 ms of core; at most a packet's
+    // time queued behind the download's acknowledgements.
+    assert!(call.delay_p99_ms < 13.0, "{call:?}");
+    let s = bundled("seed004-hybrid.toml", &[("links.1.loss", "0.05"), ("flows.0.mode", "stream")]);
+    let late = by(&s, "call").datagrams.unwrap().stream;
+    assert!(late.late > 0 && late.delay_p99_ms > 40.0, "{late:?}");
+}
+
 /// The same seed gives the same run, byte for byte.
 #[test]
 fn converted_runs_are_deterministic() {
