@@ -5,15 +5,7 @@
 
 mod kernel_support;
 
-use kernel_support::{can_run, run, serial, NsGuard};
-
-fn bundled(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
-}
-
-fn sim(text: &str) -> mplab_sim::RunResults {
-    mplab_sim::simulate(kernel_support::resolve(text).1).unwrap()
-}
+use kernel_support::{bundled, can_run, run, serial, sim, NsGuard};
 
 fn converter(s: &mplab_backend::results::Summary) -> mplab_backend::results::ConverterSummary {
     s.flows[0].tunnel.as_ref().and_then(|t| t.converter.clone()).expect("converter figures")

@@ -5,15 +5,7 @@
 
 mod kernel_support;
 
-use kernel_support::{can_run, run, serial, NsGuard};
-
-fn bundled(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
-}
-
-fn sim(text: &str) -> mplab_sim::RunResults {
-    mplab_sim::simulate(kernel_support::resolve(text).1).unwrap()
-}
+use kernel_support::{bundled, can_run, run, serial, sim, NsGuard};
 
 /// A 5 MB download and a call through the tunnel: every byte delivered on
 /// both backends, the download's time within 25 % (the kernel's TCP and

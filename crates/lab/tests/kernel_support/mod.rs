@@ -72,6 +72,16 @@ pub fn resolve(toml: &str) -> (Scenario, Network) {
 }
 
 /// Runs a scenario text on the kernel under the guard's prefix.
+/// The text of a bundled scenario (scenarios/NAME).
+pub fn bundled(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// The same scenario text on the simulator, for a kernel run to compare with.
+pub fn sim(toml: &str) -> mplab_sim::RunResults {
+    mplab_sim::simulate(resolve(toml).1).unwrap()
+}
+
 pub fn run(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
     let (sc, net) = resolve(toml);
     let errs = mplab_emu::kconf::unsupported(&sc, &net);
