@@ -20,7 +20,7 @@
 //! server that does not answer (Destination Unreachable) or resets
 //! (Connection Reset).
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use mplab_scenario::network::Prefix;
 use mplab_wire::convert::{ConvertError, ConvertMessage, ErrorCode, ErrorTlv, Tlv};
@@ -187,14 +187,6 @@ pub fn read_reply(head: &[u8]) -> Reply {
         },
         Err(e) if incomplete(&e, head) => Reply::NeedMore,
         Err(_) => Reply::Malformed,
-    }
-}
-
-/// A destination as the CPE saw it in the client's SYN.
-pub fn v4(ip: IpAddr, port: u16) -> Option<SocketAddrV4> {
-    match ip {
-        IpAddr::V4(a) => Some(SocketAddrV4::new(a, port)),
-        IpAddr::V6(_) => None,
     }
 }
 
