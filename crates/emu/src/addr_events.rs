@@ -115,7 +115,7 @@ fn kernel(s: &Step) -> String {
 }
 
 fn ip(ns: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("ip").arg("-n").arg(ns).args(args).output().map_err(|e| e.to_string())?;
+    let out = crate::sys::output_within(Command::new("ip").arg("-n").arg(ns).args(args), None, crate::sys::COMMAND_LIMIT)?;
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }

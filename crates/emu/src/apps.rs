@@ -222,10 +222,19 @@ impl Clock {
     pub fn now_ns(&self) -> u64 {
         Wall::now().saturating_duration_since(self.t0).as_nanos() as u64
     }
-    fn sleep_until(&self, ns: u64) -> bool {
+    /// Sleeps until `ns` after time zero. Time zero itself is awaited even
+    /// for `ns = 0`: `now_ns` reads 0 throughout the lead before it, and a
+    /// SYN sent then would wait in the not yet running link emulator and
+    /// give its connection a first RTT sample up to the lead long.
+    pub(crate) fn sleep_until(&self, ns: u64) -> bool {
         loop {
             if self.abort.load(Ordering::Relaxed) || self.now_ns() >= self.hard_ns {
                 return false;
+            }
+            let wall = Wall::now();
+            if wall < self.t0 {
+                std::thread::sleep((self.t0 - wall).min(Duration::from_nanos(self.poll_ns / 2)));
+                continue;
             }
             let now = self.now_ns();
             if now >= ns {
@@ -233,6 +242,11 @@ impl Clock {
             }
             std::thread::sleep(Duration::from_nanos((ns - now).min(self.poll_ns / 2)));
         }
+    }
+    /// Waits for time zero (false: the run was aborted first). Everything
+    /// that sends waits for it.
+    pub fn wait_start(&self) -> bool {
+        self.sleep_until(0)
     }
     pub(crate) fn over(&self) -> bool {
         self.abort.load(Ordering::Relaxed) || self.now_ns() >= self.hard_ns

@@ -29,6 +29,7 @@ use mplab_wire::convert::{ConvertMessage, ErrorTlv, HEADER_LEN};
 
 use crate::apps::{Clock, FlowState};
 use crate::sys;
+use crate::userspace::bridge::Exchange;
 
 /// Fast Open without cookies, as client (1 | 4) and as server (2 | 0x200):
 /// the first SYN carries the request.
@@ -45,24 +46,64 @@ pub struct Converter {
     fast_open: bool,
     cpe_ns: String,
     hag_ns: String,
-    /// The CPE's listener the redirect feeds, and the HAG's MPTCP listener.
+    /// The CPE's listener the redirect feeds, and the HAG's carriers.
     cpe: OwnedFd,
-    hag: OwnedFd,
+    hag: Listener,
+    /// The CPE's carriers on mplab's stack: dialled through its host loop.
+    dialer: Option<Arc<Exchange>>,
     policy: Policy,
     /// TCP settings for the HAG's connections to servers, by destination
     /// (the scenario flow going there).
     servers: Vec<Flow>,
 }
 
+/// Where the HAG's carriers come from: a kernel MPTCP listener, or its
+/// host loop on mplab's stack.
+enum Listener {
+    Kernel(OwnedFd),
+    Mplab(Arc<Exchange>),
+}
+
+impl Listener {
+    /// The next carrier, waiting at most `wait_ns`.
+    fn accept(&self, wait_ns: u64) -> Option<OwnedFd> {
+        match self {
+            Listener::Mplab(ex) => ex.accept(wait_ns),
+            Listener::Kernel(l) => {
+                let mut p = [libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+                if sys::poll_in(&mut p, wait_ns).unwrap_or(0) == 0 {
+                    return None;
+                }
+                // SAFETY: accept on a listening socket with a connection ready.
+                let c = unsafe { libc::accept4(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
+                // SAFETY: fresh fd.
+                (c >= 0).then(|| unsafe { OwnedFd::from_raw_fd(c) })
+            }
+        }
+    }
+}
+
+/// The exchanges of a converter flow whose gateways run mplab's stack
+/// (crates/emu/src/userspace/bridge.rs): the CPE's, the HAG's.
+#[derive(Default)]
+pub struct MplabCarriers {
+    pub cpe: Option<Arc<Exchange>>,
+    pub hag: Option<Arc<Exchange>>,
+}
+
 /// Sets up converter flow `f`: Fast Open, the CPE's redirect and
-/// listener, the HAG's listener.
-pub fn prepare(net: &Network, f: &Flow, cpe_ns: &str, hag_ns: &str) -> Result<Converter, String> {
+/// listener, the HAG's listener (the gateways in `mplab` take their
+/// carriers from mplab's stack instead).
+pub fn prepare(net: &Network, f: &Flow, cpe_ns: &str, hag_ns: &str, mplab: MplabCarriers) -> Result<Converter, String> {
     let App::Converter { class, refuse, fast_open } = &f.app else { return Err(format!("flow {} is not a converter", f.name)) };
-    for ns in [cpe_ns, hag_ns] {
+    let kernel_ns = [(cpe_ns, mplab.cpe.is_none()), (hag_ns, mplab.hag.is_none())];
+    for ns in kernel_ns.iter().filter(|k| k.1).map(|k| k.0) {
         sys::in_netns(ns, || sys::sysctl_write("net.ipv4.tcp_fastopen", FASTOPEN)).map_err(|e| format!("net.ipv4.tcp_fastopen in {ns}: {e}"))?;
     }
     let cpe = &net.nodes[f.from];
-    let access: Vec<String> = cpe.interfaces.iter().filter(|i| i.peer == f.to).map(|i| format!("\"{}\"", i.name)).collect();
+    // Not the access links, nor the TUN of mplab's stack (its carriers).
+    let mut access: Vec<String> = cpe.interfaces.iter().filter(|i| i.peer == f.to).map(|i| format!("\"{}\"", i.name)).collect();
+    access.push(format!("\"{}\"", crate::userspace::tun::TUN_NAME));
     let own: Vec<String> = cpe.interfaces.iter().map(|i| i.addr.to_string()).collect();
     let ports: Vec<String> = match class.ports {
         None => vec![String::new()],
@@ -78,15 +119,24 @@ pub fn prepare(net: &Network, f: &Flow, cpe_ns: &str, hag_ns: &str) -> Result<Co
     lan.transport = TransportKind::Tcp;
     lan.mptcp = None;
     let cpe_sock = crate::apps::listen(cpe_ns, &lan).map_err(|e| format!("converter listener on {}: {e}", cpe.name))?;
-    let hag_sock = crate::apps::listen(hag_ns, f).map_err(|e| format!("converter listener on {}: {e}", net.nodes[f.to].name))?;
-    sys::setsockopt(hag_sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_FASTOPEN, 16i32, "TCP_FASTOPEN").map_err(|e| e.to_string())?;
+    let hag = match mplab.hag {
+        Some(ex) => Listener::Mplab(ex),
+        None => {
+            let l = crate::apps::listen(hag_ns, f).map_err(|e| format!("converter listener on {}: {e}", net.nodes[f.to].name))?;
+            sys::setsockopt(l.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_FASTOPEN, 16i32, "TCP_FASTOPEN").map_err(|e| e.to_string())?;
+            Listener::Kernel(l)
+        }
+    };
     let own = [f.from, f.to].iter().flat_map(|&n| net.nodes[n].interfaces.iter().map(|i| i.addr)).collect();
     let servers = net.flows.iter().filter(|g| net.nodes[g.to].kind == NodeKind::Host && matches!(g.transport, TransportKind::Tcp | TransportKind::Mptcp)).cloned().collect();
-    Ok(Converter { fast_open: *fast_open, f: f.clone(), cpe_ns: cpe_ns.into(), hag_ns: hag_ns.into(), cpe: cpe_sock, hag: hag_sock, policy: Policy { refuse: refuse.clone(), own }, servers })
+    Ok(Converter { fast_open: *fast_open, f: f.clone(), cpe_ns: cpe_ns.into(), hag_ns: hag_ns.into(), cpe: cpe_sock, hag, dialer: mplab.cpe, policy: Policy { refuse: refuse.clone(), own }, servers })
 }
 
 /// Runs both gateways' programs until the run ends.
 pub fn run(conv: Converter, st: Arc<FlowState>, clk: Clock) {
+    if !clk.wait_start() {
+        return;
+    }
     let conv = Arc::new(conv);
     let (c, s, k) = (conv.clone(), st.clone(), clk.clone());
     let hag = std::thread::Builder::new().name("conv-hag".into()).spawn(move || {
@@ -95,7 +145,8 @@ pub fn run(conv: Converter, st: Arc<FlowState>, clk: Clock) {
             std::thread::Builder::new().name("conv-hag-c".into()).spawn(move || serve_hag(&c, fd, &s, &k)).ok()
         })
     });
-    let cpe = accept_loop(&conv.cpe, &clk, |fd| {
+    let cpe_listener = Listener::Kernel(conv.cpe.try_clone().expect("dup of the CPE's listener"));
+    let cpe = accept_loop(&cpe_listener, &clk, |fd| {
         let (c, s, k) = (conv.clone(), st.clone(), clk.clone());
         std::thread::Builder::new().name("conv-cpe-c".into()).spawn(move || serve_cpe(&c, fd, &s, &k)).ok()
     });
@@ -106,20 +157,11 @@ pub fn run(conv: Converter, st: Arc<FlowState>, clk: Clock) {
 }
 
 /// Accepts connections until the run ends; `spawn` starts a handler.
-fn accept_loop(l: &OwnedFd, clk: &Clock, mut spawn: impl FnMut(OwnedFd) -> Option<std::thread::JoinHandle<()>>) -> Vec<std::thread::JoinHandle<()>> {
+fn accept_loop(l: &Listener, clk: &Clock, mut spawn: impl FnMut(OwnedFd) -> Option<std::thread::JoinHandle<()>>) -> Vec<std::thread::JoinHandle<()>> {
     let mut hs = Vec::new();
     while !clk.over() {
-        let mut p = [libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
-        if sys::poll_in(&mut p, 50_000_000).unwrap_or(0) == 0 {
-            continue;
-        }
-        // SAFETY: accept on a listening socket with a connection ready.
-        let c = unsafe { libc::accept4(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC) };
-        if c >= 0 {
-            // SAFETY: fresh fd.
-            if let Some(h) = spawn(unsafe { OwnedFd::from_raw_fd(c) }) {
-                hs.push(h);
-            }
+        if let Some(h) = l.accept(50_000_000).and_then(&mut spawn) {
+            hs.push(h);
         }
     }
     hs
@@ -139,18 +181,10 @@ fn serve_cpe(c: &Converter, client: OwnedFd, st: &FlowState, clk: &Clock) {
         return;
     };
     let request = convert::request(dst);
-    let mut carrier = c.f.clone();
-    carrier.sport = 0;
-    let Ok(up) = crate::apps::client_socket(&c.cpe_ns, &carrier) else {
+    let Some((up, fast_open)) = open_carrier(c, &request, clk) else {
         crate::apps::abortive_close(&client);
         return;
     };
-    let hag = SocketAddrV4::new(c.f.dst, c.f.dport);
-    let fast_open = c.fast_open && send_in_syn(&up, &request, hag);
-    if !fast_open && (!connect(&up, hag, clk) || !write_all(up.as_raw_fd(), &request, clk)) {
-        crate::apps::abortive_close(&client);
-        return;
-    }
     summary(st, |s| {
         s.message_bytes += request.len() as u64;
         s.fast_open += u64::from(fast_open);
@@ -178,6 +212,24 @@ fn serve_cpe(c: &Converter, client: OwnedFd, st: &FlowState, clk: &Clock) {
         crate::apps::abortive_close(&client);
         crate::apps::abortive_close(&up);
     }
+}
+
+/// The CPE's carrier to the HAG, led by `request`; whether the request
+/// rode the SYN. On mplab's stack the host loop dials it, the request
+/// written before the SYN (which carries it when `fast_open` is on).
+fn open_carrier(c: &Converter, request: &[u8], clk: &Clock) -> Option<(OwnedFd, bool)> {
+    if let Some(ex) = &c.dialer {
+        return ex.dial(request.to_vec(), clk);
+    }
+    let mut carrier = c.f.clone();
+    carrier.sport = 0;
+    let up = crate::apps::client_socket(&c.cpe_ns, &carrier).ok()?;
+    let hag = SocketAddrV4::new(c.f.dst, c.f.dport);
+    let fast_open = c.fast_open && send_in_syn(&up, request, hag);
+    if !fast_open && (!connect(&up, hag, clk) || !write_all(up.as_raw_fd(), request, clk)) {
+        return None;
+    }
+    Some((up, fast_open))
 }
 
 /// The HAG's side of one carrier.
@@ -471,7 +523,7 @@ mod tests {
         let App::Converter { refuse, .. } = &f.app else { unreachable!() };
         let own = [f.from, f.to].iter().flat_map(|&n| net.nodes[n].interfaces.iter().map(|i| i.addr)).collect();
         let (cpe, hag) = pair();
-        Converter { fast_open: true, policy: Policy { refuse: refuse.clone(), own }, f, cpe_ns: String::new(), hag_ns: String::new(), cpe, hag, servers: Vec::new() }
+        Converter { fast_open: true, policy: Policy { refuse: refuse.clone(), own }, f, cpe_ns: String::new(), hag_ns: String::new(), cpe, hag: Listener::Kernel(hag), dialer: None, servers: Vec::new() }
     }
 
     /// Sends `request` as the CPE would and returns what the HAG answered

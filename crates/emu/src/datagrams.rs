@@ -70,6 +70,9 @@ pub fn run(f: Flow, sock: OwnedFd, client: bool, st: Arc<FlowState>, clk: Clock)
     let mut peer: Option<libc::sockaddr_in> = None;
     let mut buf = vec![0u8; 65_536];
     let mut refused = 0u64;
+    if !clk.wait_start() {
+        return;
+    }
     while !clk.over() && clk.now_ns() < clk.end_ns {
         app.on_timer(Instant(clk.now_ns()));
         if client || peer.is_some() {

@@ -32,7 +32,7 @@ use crate::userspace::tun::Tun;
 /// it, and in flow order: a packet goes into the first tunnel whose class
 /// it belongs to, as on the simulator.
 fn tun_name(k: usize) -> String {
-    format!("mptun{k}")
+    format!("gwtun{k}")
 }
 const TUN_TABLE: usize = 210;
 const RULE_PRIORITY: usize = 40;
@@ -48,6 +48,9 @@ pub struct Gateway {
     ns: String,
     /// Datagram mode: one UDP socket per access link.
     udp: Vec<OwnedFd>,
+    /// `sock` is connected already: the program's end of a connection on
+    /// mplab's stack (crates/emu/src/userspace/bridge.rs).
+    bridged: bool,
 }
 
 /// Datagram mode's UDP port (the simulator's): plus the tunnel's index.
@@ -57,8 +60,10 @@ const DATAGRAM_HEADER: usize = 8;
 /// Datagram mode: sequence numbers remembered to drop second copies.
 const SEEN: usize = 1 << 16;
 
-/// Sets up the gateway `end` of tunnel flow `f` in namespace `ns`.
-pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str) -> Result<Gateway, String> {
+/// Sets up the gateway `end` of tunnel flow `f` in namespace `ns`; with
+/// `bridge`, the flow's connection is that socket (mplab's stack in the
+/// gateway) instead of a kernel socket.
+pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str, bridge: Option<OwnedFd>) -> Result<Gateway, String> {
     let App::Tunnel { mtu, class, datagram } = f.app else { return Err(format!("flow {} is not a tunnel", f.name)) };
     let (node, peer) = if end == 0 { (f.from, f.to) } else { (f.to, f.from) };
     // This tunnel's rank among the tunnels this gateway ends.
@@ -94,8 +99,15 @@ pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str) -> Result<Gateway,
         }
     }
     crate::topo::ip_batch(Some(ns), &cmds)?;
-    let sock = if end == 0 { crate::apps::client_socket(ns, f) } else { crate::apps::listen(ns, f) }.map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
-    nodelay(sock.as_raw_fd()).map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
+    let bridged = bridge.is_some();
+    let sock = match bridge {
+        Some(s) => s,
+        None => {
+            let s = if end == 0 { crate::apps::client_socket(ns, f) } else { crate::apps::listen(ns, f) }.map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
+            nodelay(s.as_raw_fd()).map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
+            s
+        }
+    };
     // Datagram mode: a UDP socket on each access address, towards the
     // other gateway's address on the same link; the port is the
     // simulator's, 1194 plus the tunnel's index.
@@ -110,7 +122,7 @@ pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str) -> Result<Gateway,
             udp.push(s);
         }
     }
-    Ok(Gateway { tun, sock, end, mtu: mtu as usize, ns: ns.to_string(), udp })
+    Ok(Gateway { tun, sock, end, mtu: mtu as usize, ns: ns.to_string(), udp, bridged })
 }
 
 /// What one gateway counted: its ingress direction, and the far side's
@@ -271,12 +283,18 @@ fn carry_stream(gw: &Gateway, fd: RawFd, st: &FlowState, clk: &Clock) -> (Counts
 /// accepts it.
 fn open(f: &Flow, gw: &Gateway, st: &FlowState, clk: &Clock) -> Option<Arc<OwnedFd>> {
     let fd = gw.sock.as_raw_fd();
+    if gw.bridged {
+        // The host loop connects (or accepts) at the flow's start; frames
+        // written earlier wait in the socket pair.
+        if !clk.sleep_until(if gw.end == 0 { f.start_ns } else { 0 }) {
+            return None;
+        }
+        // SAFETY: dup of a valid fd, owned by the new OwnedFd.
+        return Some(Arc::new(unsafe { OwnedFd::from_raw_fd(libc::dup(fd)) }));
+    }
     if gw.end == 0 {
-        while clk.now_ns() < f.start_ns {
-            if clk.over() {
-                return None;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        if !clk.sleep_until(f.start_ns) {
+            return None;
         }
         let sa = libc::sockaddr_in { sin_family: libc::AF_INET as u16, sin_port: f.dport.to_be(), sin_addr: libc::in_addr { s_addr: u32::from(f.dst).to_be() }, sin_zero: [0; 8] };
         // Blocking connect bounded by the socket's SO_SNDTIMEO (100 ms),

@@ -149,10 +149,6 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             err(&format!("flows[{}].app", f.id), format!("app = {:?}: {why}", f.app.name()));
             continue;
         }
-        if matches!(f.app, App::Tunnel { .. } | App::Converter { .. }) && (!is_k(f.from) || !is_k(f.to)) {
-            err(&format!("flows[{}].app", f.id), "a tunnel's gateways run a kernel MPTCP socket here: mplab's userspace stack in a gateway is not built yet".into());
-            continue;
-        }
         if matches!(f.transport, TransportKind::Udp | TransportKind::Quic) {
             // Kernel UDP sockets (datagrams.rs, quic.rs); mplab's userspace
             // hosts carry TCP and MPTCP only.

@@ -273,7 +273,10 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     preflight()?;
     // The kernel's MPTCP settings concern the kernel's hosts only.
     let on_kernel: Vec<bool> = mplab.iter().map(|&m| !m).collect();
-    kconf::mptcp_plan_on(net, &on_kernel).map_err(KernelError::Usage)?;
+    let mptcp_plan = kconf::mptcp_plan_on(net, &on_kernel).map_err(KernelError::Usage)?;
+    if !mptcp_plan.is_empty() {
+        sys::mptcp_pm_answers(Duration::from_secs(5)).map_err(KernelError::Failed)?;
+    }
     let wall = Wall::now();
     let prefix = opts.prefix.clone().unwrap_or_else(topo::run_prefix);
     let abort = opts.abort.clone();
@@ -290,8 +293,14 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     }
     let mut tuns: Vec<(usize, Tun)> = Vec::new();
     for n in net.nodes.iter().filter(|n| mplab[n.id]) {
-        tuns.push((n.id, Tun::attach(net, n.id, &topo.node_ns[n.id]).map_err(|e| KernelError::Failed(format!("mplab stack on {}: {e}", n.name)))?));
+        let t = if n.kind == NodeKind::Host { Tun::attach(net, n.id, &topo.node_ns[n.id]) } else { Tun::attach_gateway(net, n.id, &topo.node_ns[n.id]) };
+        tuns.push((n.id, t.map_err(|e| KernelError::Failed(format!("mplab stack on {}: {e}", n.name)))?));
     }
+    // Gateway routers on mplab's stack: their programs' connections, per
+    // node (crates/emu/src/userspace/bridge.rs).
+    let mut bridged: Vec<Vec<(usize, host::Role, std::os::fd::OwnedFd)>> = net.nodes.iter().map(|_| Vec::new()).collect();
+    let mut exchanged: Vec<Vec<(usize, host::Role, Arc<crate::userspace::bridge::Exchange>)>> = net.nodes.iter().map(|_| Vec::new()).collect();
+    let on_stack = |f: &network::Flow, node: usize| mplab[node] && crate::userspace::on_gateway_stack(f);
     let setup_s = wall.elapsed().as_secs_f64();
 
     // Sockets and counters, all before time zero.
@@ -328,13 +337,28 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     let mut gateways: Vec<(usize, crate::gateway::Gateway)> = Vec::new();
     for f in net.flows.iter().filter(|f| matches!(f.app, App::Tunnel { .. })) {
         for (end, node) in [(0, f.from), (1, f.to)] {
-            gateways.push((f.id, crate::gateway::prepare(net, f, end, &topo.node_ns[node]).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?));
+            let bridge = if on_stack(f, node) {
+                let (mine, theirs) = crate::userspace::bridge::pair().map_err(|e| KernelError::Failed(format!("flow {}: socket pair: {e}", f.name)))?;
+                bridged[node].push((f.id, if end == 0 { host::Role::Client } else { host::Role::Server }, mine));
+                Some(theirs)
+            } else {
+                None
+            };
+            gateways.push((f.id, crate::gateway::prepare(net, f, end, &topo.node_ns[node], bridge).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?));
         }
     }
     // Converters: Fast Open, the CPE's redirect, both listeners.
     let mut converters: Vec<(usize, crate::converter::Converter)> = Vec::new();
     for f in net.flows.iter().filter(|f| matches!(f.app, App::Converter { .. })) {
-        converters.push((f.id, crate::converter::prepare(net, f, &topo.node_ns[f.from], &topo.node_ns[f.to]).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?));
+        let mut carriers = crate::converter::MplabCarriers::default();
+        for (node, role) in [(f.from, host::Role::Client), (f.to, host::Role::Server)] {
+            if on_stack(f, node) {
+                let ex = Arc::new(crate::userspace::bridge::Exchange::new().map_err(|e| KernelError::Failed(format!("flow {}: eventfd: {e}", f.name)))?);
+                exchanged[node].push((f.id, role, ex.clone()));
+                *(if role == host::Role::Client { &mut carriers.cpe } else { &mut carriers.hag }) = Some(ex);
+            }
+        }
+        converters.push((f.id, crate::converter::prepare(net, f, &topo.node_ns[f.from], &topo.node_ns[f.to], carriers).map_err(|e| KernelError::Failed(format!("flow {}: {e}", f.name)))?));
     }
     for f in &net.flows {
         if f.transport.is_sctp() || matches!(f.transport, TransportKind::Udp | TransportKind::Quic) || matches!(f.app, App::Tunnel { .. } | App::Converter { .. }) {
@@ -404,7 +428,9 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
     let mut host_counters = Vec::new();
     for (node, tun) in tuns.drain(..) {
         let mut ends = Vec::new();
-        for (fi, f) in net.flows.iter().enumerate() {
+        // A gateway router runs only its hybrid-access connections.
+        let router = net.nodes[node].kind != NodeKind::Host;
+        for (fi, f) in net.flows.iter().enumerate().filter(|(_, f)| !router || on_stack(f, node)) {
             if f.from == node {
                 ends.push((fi, host::Role::Client));
             }
@@ -417,7 +443,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         let counters = Arc::new(std::sync::Mutex::new(host::HostCounters::default()));
         host_counters.push((net.nodes[node].name.clone(), topo.node_ns[node].clone(), counters.clone()));
         let (nn, sts, c) = (net.clone(), states.clone(), clk.clone());
-        let spec = host::HostSpec { node, ends };
+        let spec = host::HostSpec { node, ends, bridged: std::mem::take(&mut bridged[node]), exchanged: std::mem::take(&mut exchanged[node]) };
         threads.push(
             std::thread::Builder::new()
                 .name(format!("mplab-{}", net.nodes[node].name))
@@ -813,6 +839,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             (n.clone(), serde_json::json!({
                 "rx_packets": c.rx_packets, "tx_packets": c.tx_packets, "bad_checksum": c.bad_checksum, "not_tcp": c.not_tcp,
                 "kernel_tcp": ktcp, "rsts_sent": c.rsts_sent, "tx_dropped": c.tx_dropped, "unplaced_segments": c.unplaced_segments, "wakeups": c.wakeups,
+                "bridge_bytes_gone": c.bridge_bytes_gone, "carriers": c.carriers,
                 "max_pass_ms": c.max_pass_ns as f64 / 1e6, "max_pass_cpu_ms": c.max_pass_cpu_ns as f64 / 1e6, "passes_over_10ms": c.passes_over_10ms,
                 "streams": c.digests.iter().map(|(f, r, n, h)| serde_json::json!({"flow": f, "end": r, "bytes_read": n, "sha256": h})).collect::<Vec<_>>(),
             }))

@@ -29,11 +29,8 @@ pub fn run(f: Flow, sock: OwnedFd, client: bool, seed: u64, st: Arc<FlowState>, 
     let local = if client { SocketAddr::new(f.src.into(), f.sport) } else { SocketAddr::new(f.dst.into(), f.dport) };
     let remote = SocketAddr::new(f.dst.into(), f.dport);
     let made = if client {
-        while clk.now_ns() < f.start_ns {
-            if clk.over() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        if !clk.sleep_until(f.start_ns) {
+            return;
         }
         QuicEnd::client(local, remote, seed, clk.now_ns())
     } else {

@@ -4,10 +4,11 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// Where `ip netns add NAME` puts the namespace handle.
 pub fn netns_path(name: &str) -> PathBuf {
@@ -65,11 +66,74 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// How long a configuration command (`ip`, `nft`, `tc`) may take. They
+/// answer in milliseconds; one that does not answer in a minute waits on a
+/// kernel lock that a stuck task holds, and the run must say so rather than
+/// hang (docs/soak.md: an oops left `ip mptcp` blocked forever).
+pub const COMMAND_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs `cmd` with `stdin` (if any) to completion within `limit` and returns
+/// its output; past the limit the command is killed (a task in
+/// uninterruptible sleep stays, its pipes' readers detached) and the error
+/// says it did not answer.
+pub fn output_within(cmd: &mut Command, stdin: Option<&[u8]>, limit: Duration) -> Result<std::process::Output, String> {
+    use std::io::Read;
+    let what = format!("{:?}", cmd.get_program()).trim_matches('"').to_string();
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run {what}: {e}"))?;
+    if let (Some(mut i), Some(text)) = (child.stdin.take(), stdin) {
+        // The command may exit early without reading: its error tells why.
+        let _ = i.write_all(text);
+    }
+    let pipe = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out = pipe(child.stdout.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
+    let err = pipe(child.stderr.take().map(|r| Box::new(r) as Box<dyn Read + Send>));
+    let end = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let stdout = out.join().unwrap_or_default();
+                let stderr = err.join().unwrap_or_default();
+                return Ok(std::process::Output { status, stdout, stderr });
+            }
+            Ok(None) if std::time::Instant::now() < end => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill();
+                return Err(format!("{what} did not answer within {} s (killed)", limit.as_secs()));
+            }
+            Err(e) => return Err(format!("{what}: {e}")),
+        }
+    }
+}
+
+/// Whether the kernel's MPTCP path manager answers `ip mptcp limits show`
+/// within `limit`: the netlink family's one mutex is held forever when a
+/// task died holding an MPTCP socket lock (an oops), and every later
+/// `ip mptcp` would block.
+pub fn mptcp_pm_answers(limit: Duration) -> Result<(), String> {
+    match output_within(Command::new("ip").args(["mptcp", "limits", "show"]), None, limit) {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!("`ip mptcp limits show` failed: {}", String::from_utf8_lossy(&o.stderr).trim())),
+        Err(_) => Err(format!(
+            "the kernel's MPTCP path manager does not answer (`ip mptcp limits show` took over {} s): a stuck task holds it (see `dmesg` for an oops); only a reboot frees it",
+            limit.as_secs()
+        )),
+    }
+}
+
 /// Runs a command and returns its stdout; the error names the command line
 /// and carries its stderr.
 pub fn run(args: &[&str]) -> Result<String, String> {
     let line = args.join(" ");
-    let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("`{line}`: cannot run {}: {e}", args[0]))?;
+    let out = output_within(Command::new(args[0]).args(&args[1..]), None, COMMAND_LIMIT).map_err(|e| format!("`{line}`: {e}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         return Err(format!("`{line}` failed ({}): {}", out.status, err.trim()));
@@ -399,4 +463,20 @@ pub fn packet_ring_socket(ifname: &str, max_frame: usize, ring_bytes: usize, snd
     let r = unsafe { libc::bind(raw, &sll as *const libc::sockaddr_ll as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t) };
     cvt(r, &format!("bind AF_PACKET to {ifname}"))?;
     Ok((fd, ring))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_bounded_in_time() {
+        let e = output_within(Command::new("sleep").arg("30"), None, Duration::from_millis(300)).unwrap_err();
+        assert!(e.contains("did not answer within"), "{e}");
+        let o = output_within(&mut Command::new("cat"), Some(b"abc"), Duration::from_secs(30)).unwrap();
+        assert_eq!((o.status.success(), o.stdout.as_slice()), (true, &b"abc"[..]));
+        let e = run(&["sh", "-c", "echo bad >&2; exit 3"]).unwrap_err();
+        assert!(e.contains("bad") && e.contains("sh -c"), "{e}");
+        assert!(run(&["/nonexistent-mplab-cmd"]).unwrap_err().contains("cannot run"));
+    }
 }

@@ -5,8 +5,7 @@
 //! command and its error. Dropping a [`Topology`] deletes everything it
 //! created.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use mplab_scenario::network::{Network, NodeKind, Route, RouteOrigin, MAIN_TABLE};
 
@@ -49,18 +48,8 @@ pub fn ip_batch(ns: Option<&str>, cmds: &[String]) -> Result<(), String> {
         args.extend(["-n", n]);
     }
     args.extend(["-batch", "-"]);
-    let mut child = Command::new("ip")
-        .args(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run ip: {e} (install iproute2)"))?;
     let text = cmds.join("\n") + "\n";
-    if let Some(mut i) = child.stdin.take() {
-        let _ = i.write_all(text.as_bytes());
-    }
-    let out = child.wait_with_output().map_err(|e| format!("ip: {e}"))?;
+    let out = sys::output_within(Command::new("ip").args(&args), Some(text.as_bytes()), sys::COMMAND_LIMIT).map_err(|e| format!("{e} (ip -batch; install iproute2 if it is missing)"))?;
     if out.status.success() {
         return Ok(());
     }

@@ -24,6 +24,21 @@ impl Agenda {
         Agenda { ready: (0..n).collect(), queued: vec![true; n], heap: BinaryHeap::new(), armed: vec![u64::MAX; n] }
     }
 
+    /// A new end (made at run time: a converter's carrier), ready for its
+    /// first turn; its index.
+    pub fn add(&mut self) -> usize {
+        let e = self.queued.len();
+        self.queued.push(true);
+        self.armed.push(u64::MAX);
+        self.ready.push(e);
+        e
+    }
+
+    /// How many ends it knows.
+    pub fn len(&self) -> usize {
+        self.queued.len()
+    }
+
     /// End `e` gets a turn this pass.
     pub fn wake(&mut self, e: usize) {
         if !self.queued[e] {
@@ -99,6 +114,18 @@ impl Agenda {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_added_end_gets_a_turn() {
+        let mut a = Agenda::new(1);
+        let v = a.take(0);
+        a.done(v);
+        assert_eq!(a.add(), 1);
+        assert_eq!(a.take(0), [1]);
+        a.arm(1, 10);
+        a.wake(0);
+        assert_eq!(a.take(20), [0, 1]);
+    }
 
     #[test]
     fn every_end_starts_ready_then_only_woken_or_due_ones() {

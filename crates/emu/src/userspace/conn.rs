@@ -141,6 +141,14 @@ impl Conn {
         }
     }
 
+    /// Ended by a reset from the peer (MP_FASTCLOSE or a RST).
+    pub fn was_reset(&self) -> bool {
+        match self {
+            Conn::Mp(c) => c.was_reset(),
+            Conn::Tcp { c, .. } => c.was_reset(),
+        }
+    }
+
     /// Our MPTCP token (0: none, plain TCP).
     pub fn local_token(&self) -> u32 {
         match self {

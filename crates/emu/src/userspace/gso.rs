@@ -32,7 +32,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 
-use mplab_backend::apps::fill_pattern;
+use mplab_proto::mptcp::PayloadSource;
 use mplab_wire::packet::build_ip_tcp;
 use mplab_wire::tcp::flags;
 use mplab_wire::{DssMapping, MptcpOption, TcpHeader, TcpOptions};
@@ -266,7 +266,7 @@ impl Writer {
     /// Builds `h` with the pattern bytes `data` as payload into `obuf`,
     /// the payload generated in place and the TCP checksum left partial
     /// (pseudo-header sum) for the kernel; the IP + TCP header length.
-    fn build_partial(&mut self, src: IpAddr, dst: IpAddr, h: &TcpHeader, data: Range<u64>) -> Option<usize> {
+    fn build_partial(&mut self, src: IpAddr, dst: IpAddr, h: &TcpHeader, data: Range<u64>, bytes: &dyn PayloadSource) -> Option<usize> {
         self.ip_id = self.ip_id.wrapping_add(1);
         build_ip_tcp(src, dst, 64, self.ip_id, h, &[], &mut self.obuf).ok()?;
         let hdr = self.obuf.len();
@@ -277,7 +277,7 @@ impl Writer {
             return None;
         }
         self.obuf.resize(total, 0);
-        fill_pattern(data.start, &mut self.obuf[hdr..]);
+        bytes.fill(data.start, &mut self.obuf[hdr..]);
         self.obuf[2..4].copy_from_slice(&(total as u16).to_be_bytes());
         self.obuf[10..12].copy_from_slice(&[0, 0]);
         let mut acc = 0u32;
@@ -294,10 +294,10 @@ impl Writer {
     }
 
     /// Writes one segment as it is.
-    pub fn single(&mut self, tun: &Tun, t: &Out, c: &mut HostCounters) {
+    pub fn single(&mut self, tun: &Tun, t: &Out, c: &mut HostCounters, bytes: &dyn PayloadSource) {
         self.note_sent((t.local, t.remote), &t.header, t.data.end - t.data.start);
         if tun.gso() && matches!((t.local.ip(), t.remote.ip()), (IpAddr::V4(_), IpAddr::V4(_))) {
-            let Some(hdr) = self.build_partial(t.local.ip(), t.remote.ip(), &t.header, t.data.clone()) else { return };
+            let Some(hdr) = self.build_partial(t.local.ip(), t.remote.ip(), &t.header, t.data.clone(), bytes) else { return };
             match tun.send_partial(&self.obuf, hdr, None) {
                 Ok(true) => c.tx_packets += 1,
                 _ => c.tx_dropped += 1,
@@ -308,7 +308,7 @@ impl Writer {
         if self.pay.len() < len {
             self.pay.resize(len, 0);
         }
-        fill_pattern(t.data.start, &mut self.pay[..len]);
+        bytes.fill(t.data.start, &mut self.pay[..len]);
         self.ip_id = self.ip_id.wrapping_add(1);
         if build_ip_tcp(t.local.ip(), t.remote.ip(), 64, self.ip_id, &t.header, &self.pay[..len], &mut self.obuf).is_err() {
             return;
@@ -320,9 +320,9 @@ impl Writer {
     }
 
     /// Writes a batch: a single segment as it is, more as a super-segment.
-    pub fn flush(&mut self, tun: &Tun, b: Batch, c: &mut HostCounters) {
+    pub fn flush(&mut self, tun: &Tun, b: Batch, c: &mut HostCounters, bytes: &dyn PayloadSource) {
         if b.n == 1 {
-            return self.single(tun, &b.first, c);
+            return self.single(tun, &b.first, c, bytes);
         }
         let mut h = b.first.header;
         h.flags = (h.flags & !flags::PSH) | if b.psh { flags::PSH } else { 0 };
@@ -332,7 +332,7 @@ impl Writer {
             set_mapping(&mut h, big);
             self.note_merged(b.key(), big);
         }
-        let Some(hdr) = self.build_partial(b.first.local.ip(), b.first.remote.ip(), &h, b.data.clone()) else { return };
+        let Some(hdr) = self.build_partial(b.first.local.ip(), b.first.remote.ip(), &h, b.data.clone(), bytes) else { return };
         // The kernel numbers the pieces' IP ids from the first one on.
         self.ip_id = self.ip_id.wrapping_add(b.n as u16 - 1);
         match tun.send_gso(&self.obuf, hdr, b.mss as usize) {
@@ -475,10 +475,10 @@ mod tests {
         let t = seg(2000, 0, 1400, false);
         let mut full = Vec::new();
         let mut pay = vec![0u8; 1400];
-        fill_pattern(0, &mut pay);
+        mplab_backend::apps::fill_pattern(0, &mut pay);
         build_ip_tcp(t.local.ip(), t.remote.ip(), 64, 1, &t.header, &pay, &mut full).unwrap();
         let mut w = Writer { ip_id: 0, ..Default::default() };
-        w.build_partial(t.local.ip(), t.remote.ip(), &t.header, t.data.clone()).unwrap();
+        w.build_partial(t.local.ip(), t.remote.ip(), &t.header, t.data.clone(), &mplab_backend::apps::Pattern).unwrap();
         let mut p = w.obuf.clone();
         let mut acc = 0u32;
         for ch in p[20..].chunks(2) {

@@ -10,11 +10,12 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Instant as Wall;
 
-use mplab_proto::mptcp::{Connection, MptcpConfig};
+use mplab_proto::mptcp::{Connection, MptcpConfig, PayloadSource};
 use mplab_proto::tcp::TcpConfig;
 use mplab_proto::Instant;
 use mplab_scenario::network::{App, Flow, Network, TransportKind};
@@ -24,6 +25,7 @@ use mplab_wire::{MpJoin, MptcpOption, TcpHeader};
 use sha2::{Digest, Sha256};
 
 use super::agenda::Agenda;
+use super::bridge::{Bridge, Exchange};
 use super::conn::Conn;
 use super::gso::{autosize, Batch, Writer};
 use super::tun::Tun;
@@ -77,6 +79,11 @@ pub struct HostCounters {
     pub joins_refused: u64,
     /// Per flow end: SHA-256 of the bytes the application read, and how many.
     pub digests: Vec<(String, String, u64, String)>,
+    /// Bytes a bridged connection asked for that its bridge no longer
+    /// kept (sent as zeros: must stay 0).
+    pub bridge_bytes_gone: u64,
+    /// Converter carriers made at run time (dialled or accepted).
+    pub carriers: u64,
 }
 
 /// Receive side of one flow end: a ring the driver fills at each
@@ -150,6 +157,19 @@ impl RxRing {
             }
         }
     }
+    /// Hashes `r` (the next bytes in order) and appends them to `out`: a
+    /// bridged connection's real bytes, not the pattern.
+    fn take_into(&mut self, r: Range<u64>, out: &mut Vec<u8>) {
+        self.ensure(r.end);
+        let mask = (self.buf.len() - 1) as u64;
+        for off in r.clone() {
+            let s = (off & mask) as usize;
+            self.held[s / 64] &= !(1u64 << (s % 64));
+            out.push(self.buf[s]);
+        }
+        self.hash.update(&out[out.len() - (r.end - r.start) as usize..]);
+        self.read = r.end;
+    }
     /// Checks and hashes `r` (the next bytes in order); the first mismatch.
     fn take(&mut self, r: Range<u64>) -> Option<String> {
         self.ensure(r.end);
@@ -197,12 +217,22 @@ struct End {
     /// formatting addresses).
     detailed: bool,
     published_ns: u64,
+    /// A gateway program's connection: bytes from and to its socket
+    /// instead of the application ([`super::bridge`]).
+    bridge: Option<Bridge>,
+    /// A converter's carriers: this end only stands for the flow; each
+    /// carrier dialled or accepted becomes an end of its own.
+    exchange: Option<Arc<Exchange>>,
 }
 
 pub struct HostSpec {
     pub node: usize,
     /// (flow index, role) of every flow end on this host.
     pub ends: Vec<(usize, Role)>,
+    /// Ends bridged to a gateway program (the loop's side of the pair).
+    pub bridged: Vec<(usize, Role, OwnedFd)>,
+    /// Ends whose carriers a converter program dials or accepts.
+    pub exchanged: Vec<(usize, Role, Arc<Exchange>)>,
 }
 
 /// Runs the host until the clock's hard deadline or an abort.
@@ -210,27 +240,24 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
     let epoch = Wall::now();
     let now_i = || Instant(epoch.elapsed().as_nanos() as u64);
     let mut sctp = super::sctp::SctpEnds::new(net, spec.node, &spec.ends, &states);
-    let mut ends: Vec<End> = spec
-        .ends
-        .iter()
-        .filter(|(fi, _)| !net.flows[*fi].transport.is_sctp())
-        .map(|&(fi, role)| {
-            let f = net.flows[fi].clone();
-            let first = if role == Role::Client { f.src } else { f.dst };
-            let sends = crate::kconf::end_sends(&f.app, role == Role::Client);
-            let fc = if sends { f.clone() } else { mplab_backend::config::receiver_view(&f) };
-            // userspace::run refused the scenario before the run if a
-            // sending end's configuration does not translate.
-            const CHECKED: &str = "configuration checked by config::unsupported";
-            let cfg = mplab_backend::config::mptcp_config(net, &fc, spec.node, first).expect(CHECKED);
-            let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::tcp_config(&fc.tcp).expect(CHECKED));
-            // Sending stops at the flow's stop or the end of the run.
-            let stop = Instant(f.stop_ns.min(clk.end_ns));
-            let app = BackendApp::new(mplab_backend::config::app_kind(&f.app), role == Role::Client, Some(stop));
-            let detailed = net.probes.flows.contains(&fi);
-            End { flow: f, role, st: states[fi].clone(), cfg, tcp_cfg, conn: None, rx: RxRing::new(), app, started: false, aborted: false, detailed, published_ns: 0 }
-        })
-        .collect();
+    let mut spec = spec;
+    let mut ends: Vec<End> = spec.ends.iter().filter(|(fi, _)| !net.flows[*fi].transport.is_sctp()).map(|&(fi, role)| new_end(net, spec.node, &net.flows[fi], role, &states[fi], &clk)).collect();
+    for (fi, role, fd) in spec.bridged.drain(..) {
+        if let Some(e) = ends.iter_mut().find(|e| e.flow.id == fi && e.role == role) {
+            let keep = e.tcp_cfg.as_ref().map_or(e.cfg.tcp.snd_buf, |t| t.snd_buf);
+            e.bridge = Some(Bridge::new(fd, keep));
+        }
+    }
+    for (fi, role, ex) in spec.exchanged.drain(..) {
+        if let Some(e) = ends.iter_mut().find(|e| e.flow.id == fi && e.role == role) {
+            e.exchange = Some(ex);
+        }
+    }
+    // Ends on gateway programs' sockets, and the converters' doorbells:
+    // polled with the TUN.
+    let gateway_ends = ends.iter().any(|e| e.bridge.is_some() || e.exchange.is_some());
+    // Source ports of the carriers this host dials.
+    let mut next_port: u16 = 50_000;
     let mut tuples: HashMap<(SocketAddr, SocketAddr), usize> = HashMap::new();
     let mut tokens: HashMap<u32, usize> = HashMap::new();
     // Server ends by listening port, for a SYN to find its end at once.
@@ -252,8 +279,10 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
     let debug = std::env::var_os("MPLAB_US_DEBUG").is_some();
     let ctl = tun.ns.as_deref().map(super::control_path);
     let host_name = net.nodes[spec.node].name.clone();
+    // Nothing is sent before time zero (see `Clock::sleep_until`).
+    let started = clk.wait_start();
     loop {
-        if clk.abort.load(Ordering::Relaxed) || clk.now_ns() >= clk.hard_ns {
+        if !started || clk.abort.load(Ordering::Relaxed) || clk.now_ns() >= clk.hard_ns {
             break;
         }
         let pass_start = std::time::Instant::now();
@@ -288,6 +317,9 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
             if (idx.is_none() || is_join) && p.tcp.syn() && !p.tcp.ack_flag() && !p.tcp.rst() {
                 let seed = seed0 ^ c.rx_packets;
                 idx = new_subflow(&mut ends, &listening, &mut tokens, &mut tuples, &mut c, spec.node, now, local, remote, &p.tcp, seed);
+                while agenda.len() < ends.len() {
+                    agenda.add();
+                }
             }
             match idx {
                 Some(e) => {
@@ -383,12 +415,45 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
         c.max_pass_ns = c.max_pass_ns.max(pass);
         c.max_pass_cpu_ns = c.max_pass_cpu_ns.max(crate::sys::thread_cpu_ns().saturating_sub(pass_cpu));
         c.passes_over_10ms += u64::from(pass > 10_000_000);
-        if next > 0 && !more {
+        if gateway_ends {
+            // The TUN, the gateway programs' sockets and the converters'
+            // doorbells; without waiting when there is work.
+            let wait = if more { 0 } else { next };
+            let mut fds = vec![libc::pollfd { fd: tun.raw_fd(), events: libc::POLLIN, revents: 0 }];
+            let mut who = Vec::new();
+            for (ei, end) in ends.iter().enumerate() {
+                let interest = match (&end.bridge, &end.exchange) {
+                    (Some(b), _) => b.interest(end.conn.as_ref()),
+                    (None, Some(ex)) if end.role == Role::Client => Some((ex.doorbell(), libc::POLLIN)),
+                    _ => None,
+                };
+                if let Some((fd, events)) = interest.filter(|i| i.1 != 0) {
+                    fds.push(libc::pollfd { fd, events, revents: 0 });
+                    who.push(ei);
+                }
+            }
+            if crate::sys::poll_in(&mut fds, wait).unwrap_or(0) > 0 {
+                for (k, &ei) in who.iter().enumerate().filter(|(k, _)| fds[k + 1].revents != 0) {
+                    let _ = k;
+                    if ends[ei].exchange.is_some() {
+                        let seed = seed0 ^ c.carriers.wrapping_mul(0x9e37_79b9);
+                        dial(&mut ends, ei, &mut next_port, now_i(), seed, &mut c);
+                        while agenda.len() < ends.len() {
+                            agenda.add();
+                        }
+                    } else {
+                        agenda.wake(ei);
+                    }
+                }
+            }
+            c.wakeups += u64::from(wait > 0);
+        } else if next > 0 && !more {
             let mut fds = [libc::pollfd { fd: tun.raw_fd(), events: libc::POLLIN, revents: 0 }];
             let _ = crate::sys::poll_in(&mut fds, next);
             c.wakeups += 1;
         }
     }
+    c.bridge_bytes_gone = ends.iter().filter_map(|e| e.bridge.as_ref()).map(|b| b.gone.get()).sum();
     for end in &mut ends {
         publish(end);
         let hash = std::mem::replace(&mut end.rx.hash, Sha256::new());
@@ -463,6 +528,11 @@ fn control(ends: &mut [End], line: &str) -> String {
 /// it stopped at [`OUT_BATCH`] segments with more to send.
 fn send_round(end: &mut End, ei: usize, now: Instant, tun: &Tun, wr: &mut Writer, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, c: &mut HostCounters) -> bool {
     let Some(conn) = end.conn.as_mut() else { return false };
+    // The bytes: a bridge's real ones, or the applications' pattern.
+    let src: &dyn PayloadSource = match &end.bridge {
+        Some(b) => b,
+        None => &Pattern,
+    };
     let mut more = false;
     let mut batches: Vec<Batch> = Vec::new();
     // Super-segment sizes per subflow, from its rate (once a round).
@@ -472,13 +542,13 @@ fn send_round(end: &mut End, ei: usize, now: Instant, tun: &Tun, wr: &mut Writer
             more = true;
             break;
         }
-        let Some(t) = conn.poll_transmit(now, &Pattern) else { break };
+        let Some(t) = conn.poll_transmit(now, src) else { break };
         tuples.entry((t.local, t.remote)).or_insert(ei);
         // Merged into its subflow's batch; or that batch goes out
         // and `t` starts the next (or goes out alone). One batch
         // per subflow: schedulers interleave the subflows.
         if !tun.gso() {
-            wr.single(tun, &t, c);
+            wr.single(tun, &t, c, src);
             continue;
         }
         let key = (t.local, t.remote);
@@ -488,9 +558,9 @@ fn send_round(end: &mut End, ei: usize, now: Instant, tun: &Tun, wr: &mut Writer
             Ok(t) => t,
             Err(t) => {
                 if let Some(i) = batches.iter().position(|b| b.key() == key) {
-                    wr.flush(tun, batches.swap_remove(i), c);
+                    wr.flush(tun, batches.swap_remove(i), c, src);
                 }
-                wr.single(tun, &t, c);
+                wr.single(tun, &t, c, src);
                 continue;
             }
         };
@@ -498,14 +568,14 @@ fn send_round(end: &mut End, ei: usize, now: Instant, tun: &Tun, wr: &mut Writer
             Some(i) => match batches[i].push(t) {
                 Ok(()) => {
                     if batches[i].full() {
-                        wr.flush(tun, batches.swap_remove(i), c);
+                        wr.flush(tun, batches.swap_remove(i), c, src);
                     }
                     continue;
                 }
                 Err(t) => {
                     // Whatever follows on this subflow goes after
                     // the batch, never before it.
-                    wr.flush(tun, batches.swap_remove(i), c);
+                    wr.flush(tun, batches.swap_remove(i), c, src);
                     t
                 }
             },
@@ -514,11 +584,11 @@ fn send_round(end: &mut End, ei: usize, now: Instant, tun: &Tun, wr: &mut Writer
         let limit = sizes.iter().find(|(k, _)| *k == key).map_or(0, |x| x.1);
         match Batch::start(t, limit) {
             Ok(b) => batches.push(b),
-            Err(t) => wr.single(tun, &t, c),
+            Err(t) => wr.single(tun, &t, c, src),
         }
     }
     for b in batches.drain(..) {
-        wr.flush(tun, b, c);
+        wr.flush(tun, b, c, src);
     }
     more
 }
@@ -547,10 +617,52 @@ fn tcp_bytes(pkt: &[u8]) -> &[u8] {
     &pkt[ihl..total.min(pkt.len())]
 }
 
+/// Flow `f`'s end in role `role` on `node`, before its connection.
+fn new_end(net: &Network, node: usize, f: &Flow, role: Role, st: &Arc<FlowState>, clk: &Clock) -> End {
+    let first = if role == Role::Client { f.src } else { f.dst };
+    let sends = crate::kconf::end_sends(&f.app, role == Role::Client);
+    let fc = if sends { f.clone() } else { mplab_backend::config::receiver_view(f) };
+    // userspace::run refused the scenario before the run if a sending
+    // end's configuration does not translate.
+    const CHECKED: &str = "configuration checked by config::unsupported";
+    let cfg = mplab_backend::config::mptcp_config(net, &fc, node, first).expect(CHECKED);
+    let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::tcp_config(&fc.tcp).expect(CHECKED));
+    // Sending stops at the flow's stop or the end of the run.
+    let stop = Instant(f.stop_ns.min(clk.end_ns));
+    let app = BackendApp::new(mplab_backend::config::app_kind(&f.app), role == Role::Client, Some(stop));
+    let detailed = net.probes.flows.contains(&f.id);
+    End { flow: f.clone(), role, st: st.clone(), cfg, tcp_cfg, conn: None, rx: RxRing::new(), app, started: false, aborted: false, detailed, published_ns: 0, bridge: None, exchange: None }
+}
+
+/// A carrier of a converter end (`tmpl`), made at run time on a new
+/// socket pair: the loop keeps one side, the program gets the other.
+fn carrier_end(tmpl: &End, c: &mut HostCounters) -> Option<(End, OwnedFd)> {
+    let (mine, theirs) = super::bridge::pair().ok()?;
+    let keep = tmpl.tcp_cfg.as_ref().map_or(tmpl.cfg.tcp.snd_buf, |t| t.snd_buf);
+    let e = End {
+        flow: tmpl.flow.clone(),
+        role: tmpl.role,
+        st: tmpl.st.clone(),
+        cfg: tmpl.cfg.clone(),
+        tcp_cfg: tmpl.tcp_cfg.clone(),
+        conn: None,
+        rx: RxRing::new(),
+        app: BackendApp::new(mplab_backend::config::app_kind(&tmpl.flow.app), tmpl.role == Role::Client, None),
+        started: false,
+        aborted: false,
+        detailed: false,
+        published_ns: 0,
+        bridge: Some(Bridge::new(mine, keep)),
+        exchange: None,
+    };
+    c.carriers += 1;
+    Some((e, theirs))
+}
+
 /// A SYN for a 4-tuple we do not know: a join (by token) or a flow's
 /// server end accepting its connection.
 #[allow(clippy::too_many_arguments)]
-fn new_subflow(ends: &mut [End], listening: &HashMap<u16, Vec<usize>>, tokens: &mut HashMap<u32, usize>, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, c: &mut HostCounters, node: usize, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64) -> Option<usize> {
+fn new_subflow(ends: &mut Vec<End>, listening: &HashMap<u16, Vec<usize>>, tokens: &mut HashMap<u32, usize>, tuples: &mut HashMap<(SocketAddr, SocketAddr), usize>, c: &mut HostCounters, node: usize, now: Instant, local: SocketAddr, remote: SocketAddr, syn: &TcpHeader, seed: u64) -> Option<usize> {
     let join = syn.options.mptcp().find_map(|o| match o {
         MptcpOption::MpJoin(MpJoin::Syn { token, .. }) => Some(*token),
         _ => None,
@@ -565,7 +677,15 @@ fn new_subflow(ends: &mut [End], listening: &HashMap<u16, Vec<usize>>, tokens: &
         tuples.insert((local, remote), e);
         return Some(e);
     }
-    let e = *listening.get(&local.port())?.iter().find(|&&e| ends[e].conn.is_none())?;
+    let mut e = *listening.get(&local.port())?.iter().find(|&&e| ends[e].conn.is_none())?;
+    let mut handed = None;
+    if let Some(ex) = ends[e].exchange.clone() {
+        // A converter's carrier: an end of its own, its socket for the program.
+        let (carrier, theirs) = carrier_end(&ends[e], c)?;
+        ends.push(carrier);
+        e = ends.len() - 1;
+        handed = Some((ex, theirs));
+    }
     let end = &mut ends[e];
     let conn = match &end.tcp_cfg {
         Some(t) => Conn::tcp_accept(t.clone(), local, remote, syn, seed as u32, now)?,
@@ -578,6 +698,9 @@ fn new_subflow(ends: &mut [End], listening: &HashMap<u16, Vec<usize>>, tokens: &
     let _ = end.st.server_node.set(node);
     c.connections += 1;
     tuples.insert((local, remote), e);
+    if let Some((ex, theirs)) = handed {
+        ex.hand_over(theirs);
+    }
     Some(e)
 }
 
@@ -619,7 +742,7 @@ impl StreamSocket for Sock<'_> {
 /// One step of the flow end's application: the client connects at the
 /// flow's start; once connected, the application runs on the run's clock.
 fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
-    if end.aborted {
+    if end.aborted || end.exchange.is_some() {
         return;
     }
     let f = &end.flow;
@@ -627,12 +750,7 @@ fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
         if t_ns < f.start_ns || t_ns >= f.stop_ns {
             return;
         }
-        let local = SocketAddr::new(IpAddr::V4(f.src), f.sport);
-        let remote = SocketAddr::new(IpAddr::V4(f.dst), f.dport);
-        end.conn = Some(match &end.tcp_cfg {
-            Some(t) => Conn::tcp_connect(t.clone(), local, remote, (seed ^ (seed >> 32)) as u32, now),
-            None => Conn::Mp(Box::new(Connection::connect(end.cfg.clone(), local, remote, seed, now))),
-        });
+        connect(end, now, seed);
     }
     let Some(conn) = end.conn.as_mut() else { return };
     if !conn.is_established() && !conn.fell_back() {
@@ -643,6 +761,11 @@ fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
         if conn.fell_back() {
             end.st.fell_back.store(true, Ordering::Relaxed);
         }
+    }
+    if let Some(b) = end.bridge.as_mut() {
+        let rx = &mut end.rx;
+        b.pump(conn, |conn, n, out| rx.take_into(conn.recv(n), out));
+        return;
     }
     let before = crate::apps::progress(&end.app);
     let at = Instant(t_ns);
@@ -657,6 +780,45 @@ fn drive_app(end: &mut End, t_ns: u64, clk: &Clock, now: Instant, seed: u64) {
     crate::apps::report(&end.app, before, &end.st, t_ns, clk, end.flow.start_ns);
 }
 
+/// Opens the connection of client end `end`.
+fn connect(end: &mut End, now: Instant, seed: u64) {
+    let f = &end.flow;
+    let local = SocketAddr::new(IpAddr::V4(f.src), f.sport);
+    let remote = SocketAddr::new(IpAddr::V4(f.dst), f.dport);
+    end.conn = Some(match &end.tcp_cfg {
+        Some(t) => Conn::tcp_connect(t.clone(), local, remote, (seed ^ (seed >> 32)) as u32, now),
+        None => Conn::Mp(Box::new(Connection::connect(end.cfg.clone(), local, remote, seed, now))),
+    });
+}
+
+/// The carriers the converter program asked converter end `tmpl` for:
+/// each an end of its own with a new source port, connecting now with
+/// the program's first bytes written (in the SYN with Fast Open).
+fn dial(ends: &mut Vec<End>, tmpl: usize, next_port: &mut u16, now: Instant, seed: u64, c: &mut HostCounters) {
+    let Some(ex) = ends[tmpl].exchange.clone() else { return };
+    for (k, d) in ex.take_dials().into_iter().enumerate() {
+        let Some((mut e, theirs)) = carrier_end(&ends[tmpl], c) else {
+            let _ = d.reply.send(None);
+            continue;
+        };
+        e.flow.sport = *next_port;
+        *next_port = next_port.checked_add(1).unwrap_or(50_000);
+        connect(&mut e, now, seed ^ k as u64);
+        let in_syn = fast_open(&e);
+        if let (Some(b), Some(conn)) = (e.bridge.as_mut(), e.conn.as_mut()) {
+            b.preload(conn, &d.first);
+        }
+        if d.reply.send(Some((theirs, in_syn))).is_ok() {
+            ends.push(e);
+        }
+    }
+}
+
+/// Whether the end's SYN carries what was written before it.
+fn fast_open(_e: &End) -> bool {
+    false
+}
+
 /// How long the application of `end` may sleep: until the client's start,
 /// or the application's own timer (a rate sender's next chunk, a request
 /// due, its stop).
@@ -667,6 +829,10 @@ fn app_wait_ns(end: &End, t_ns: u64) -> u64 {
     }
     // Only a running application has timers (a dead connection's would
     // fire forever).
+    if end.bridge.is_some() || end.exchange.is_some() {
+        // The program's bytes wake the end through the loop's poll.
+        return u64::MAX;
+    }
     let live = end.started && !end.aborted && end.conn.as_ref().is_some_and(|c| c.is_established() || c.fell_back());
     match end.app.poll_timer() {
         Some(t) if live => t.0.saturating_sub(t_ns),

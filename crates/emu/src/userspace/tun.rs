@@ -90,8 +90,34 @@ impl Tun {
     /// Creates the TUN of a host in namespace `ns` and routes the host's
     /// TCP into it (see the module docs).
     pub fn attach(net: &Network, node: usize, ns: &str) -> Result<Tun, String> {
+        let mut rules = Vec::new();
+        for i in &net.nodes[node].interfaces {
+            rules.push(format!("rule add priority 5 iif {} ipproto tcp table {TUN_TABLE}", i.name));
+            // SCTP too: the host's kernel has none and would answer
+            // protocol-unreachable; mplab's SCTP ends read it from the TUN.
+            rules.push(format!("rule add priority 6 iif {} ipproto 132 table {TUN_TABLE}", i.name));
+        }
+        Tun::attach_with(ns, rules)
+    }
+
+    /// Creates the TUN of a gateway router on mplab's stack: only its own
+    /// connections' TCP goes to the TUN (the hybrid-access flows it ends,
+    /// [`super::on_gateway_stack`]), and only from the access links: at
+    /// the HAG the segments to the flow's port, at the CPE those from it.
+    /// Everything else the router forwards or answers as before.
+    pub fn attach_gateway(net: &Network, node: usize, ns: &str) -> Result<Tun, String> {
+        let mut rules = Vec::new();
+        for f in net.flows.iter().filter(|f| super::on_gateway_stack(f) && (f.from == node || f.to == node)) {
+            let (peer, dir) = if f.to == node { (f.from, "dport") } else { (f.to, "sport") };
+            for i in net.nodes[node].interfaces.iter().filter(|i| i.peer == peer) {
+                rules.push(format!("rule add priority 5 iif {} ipproto tcp {dir} {} table {TUN_TABLE}", i.name, f.dport));
+            }
+        }
+        Tun::attach_with(ns, rules)
+    }
+
+    fn attach_with(ns: &str, rules: Vec<String>) -> Result<Tun, String> {
         let ns2 = ns.to_string();
-        let ifs: Vec<String> = net.nodes[node].interfaces.iter().map(|i| i.name.clone()).collect();
         let mut tun = sys::in_netns(ns, move || {
             let t = Tun::create_here(TUN_NAME)?;
             sys::sysctl_write("net.ipv4.ip_forward", "1")?;
@@ -113,16 +139,13 @@ impl Tun {
             // retransmitting at the deadline) are dropped here instead of
             // reaching the namespace's own TCP, which would answer with RSTs.
             format!("route add blackhole default table {TUN_TABLE} metric 4000"),
-            // The local table after our rule (rule 0 cannot be shadowed).
-            "rule add priority 50 table local".to_string(),
+            // The local table after our rules (rule 0 cannot be shadowed),
+            // and before a gateway's tunnel rules (40 and on), so that the
+            // router's own addresses stay its own.
+            "rule add priority 20 table local".to_string(),
             "rule del priority 0 table local".to_string(),
         ];
-        for i in &ifs {
-            cmds.push(format!("rule add priority 5 iif {i} ipproto tcp table {TUN_TABLE}"));
-            // SCTP too: the host's kernel has none and would answer
-            // protocol-unreachable; mplab's SCTP ends read it from the TUN.
-            cmds.push(format!("rule add priority 6 iif {i} ipproto 132 table {TUN_TABLE}"));
-        }
+        cmds.extend(rules);
         topo::ip_batch(Some(ns), &cmds)?;
         tun.ns = Some(ns.to_string());
         Ok(tun)

@@ -90,11 +90,15 @@ pub enum Line {
     Done { bytes: u64, completed_ns: Option<u64>, mismatch: Option<String>, error: Option<String> },
 }
 
-fn now_ns(spec: &HostSpec) -> u64 {
+fn realtime_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid timespec pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    (ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64).saturating_sub(spec.t0_realtime_ns)
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn now_ns(spec: &HostSpec) -> u64 {
+    realtime_ns().saturating_sub(spec.t0_realtime_ns)
 }
 
 fn sockaddr(a: Ipv4Addr, port: u16) -> libc::sockaddr_in {
@@ -128,7 +132,12 @@ impl Host<'_> {
         now_ns(&self.spec) >= self.spec.hard_ns
     }
 
+    /// Like `apps::Clock::sleep_until`: time zero is awaited too, as
+    /// `now_ns` reads 0 throughout the lead before it.
     fn sleep_until(&self, t: u64) {
+        while realtime_ns() < self.spec.t0_realtime_ns {
+            std::thread::sleep(Duration::from_nanos((self.spec.t0_realtime_ns - realtime_ns().min(self.spec.t0_realtime_ns)).min(20_000_000)));
+        }
         while now_ns(&self.spec) < t.min(self.spec.hard_ns) {
             std::thread::sleep(Duration::from_nanos((t - now_ns(&self.spec).min(t)).min(20_000_000)));
         }
