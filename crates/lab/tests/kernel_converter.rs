@@ -5,7 +5,7 @@
 
 mod kernel_support;
 
-use kernel_support::{bundled, can_run, run, serial, sim, NsGuard};
+use kernel_support::{bundled, can_run, mplab_host, on_linux, run, run_userspace, serial, sim, NsGuard};
 
 fn converter(s: &mplab_backend::results::Summary) -> mplab_backend::results::ConverterSummary {
     s.flows[0].tunnel.as_ref().and_then(|t| t.converter.clone()).expect("converter figures")
@@ -90,5 +90,47 @@ fn kernel_converter_beside_a_datagram_tunnel() {
     }
     let p99 = |r: &mplab_backend::results::Summary| r.flows.iter().find(|f| f.name == "call").and_then(|f| f.datagrams.clone()).unwrap().stream.delay_p99_ms;
     assert!((p99(&k.results.summary) - p99(&s.summary)).abs() < 2.0);
+    g.assert_clean();
+}
+
+/// The userspace backend, every TCP end on mplab's stack (the client, the
+/// server, and the converters' carriers in both gateways, bridged to the
+/// converter programs): the download within 5 % of the simulator's, whose
+/// ends all run that stack, one carrier dialled at the CPE and accepted at
+/// the HAG, nothing lost by a bridge. Then with Linux's MPTCP in the HAG
+/// (mplab's carrier against Linux's listener), and a refused destination
+/// answered through mplab's carrier.
+#[test]
+fn userspace_converter_on_mplab_gateways() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("ucnv");
+    let text = bundled("seed004-convert.toml").replace("duration = \"30s\"", "duration = \"5s\"");
+    let u = run_userspace(&g, 0, &text);
+    let s = sim(&text);
+    let (ud, sd) = (&u.results.summary.flows[1], &s.summary.flows[1]);
+    eprintln!("download: userspace {:?} s, sim {:?} s", ud.completion_time_s, sd.completion_time_s);
+    assert!(ud.completed && ud.verified, "{ud:?}");
+    let (ut, st) = (ud.completion_time_s.unwrap(), sd.completion_time_s.unwrap());
+    assert!((ut - st).abs() <= 0.05 * st, "download: userspace {ut:.3} s, sim {st:.3} s");
+    let uc = converter(&u.results.summary);
+    assert_eq!((uc.connections, uc.converted, uc.bytes_down, uc.message_bytes), (1, 1, 10_000_000, 44), "{uc:?}");
+    for gw in ["cpe", "hag"] {
+        let h = mplab_host(&u, gw);
+        eprintln!("{gw}: {h}");
+        assert_eq!((h["carriers"].as_u64(), h["bridge_bytes_gone"].as_u64()), (Some(1), Some(0)), "{gw}");
+    }
+    let m = run_userspace(&g, 1, &on_linux(&text, &["hag"]));
+    let md = &m.results.summary.flows[1];
+    eprintln!("Linux HAG: download {:?} s", md.completion_time_s);
+    assert!(md.completed && md.verified, "{md:?}");
+    assert!(m.meta["mplab_hosts"].get("hag").is_none());
+    let r = run_userspace(&g, 2, &text.replace("carries = \"tcp\"", "carries = \"tcp\"\nrefuse = [\"10.0.3.0/24\"]").replace("duration = \"5s\"", "duration = \"3s\""));
+    let c = converter(&r.results.summary);
+    eprintln!("refused: {c:?}");
+    assert_eq!((c.connections, c.converted, c.errors.get("Not Authorized (32)")), (1, 0, Some(&1)));
+    assert_eq!(r.results.summary.flows[1].bytes_delivered, 0);
     g.assert_clean();
 }

@@ -320,6 +320,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                 while agenda.len() < ends.len() {
                     agenda.add();
                 }
+                touched.resize(ends.len(), true);
             }
             match idx {
                 Some(e) => {
@@ -441,6 +442,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
                         while agenda.len() < ends.len() {
                             agenda.add();
                         }
+                        touched.resize(ends.len(), true);
                     } else {
                         agenda.wake(ei);
                     }

@@ -96,6 +96,30 @@ pub fn run(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
     r
 }
 
+/// Runs a scenario text on the userspace backend (mplab's stack on the
+/// nodes `mplab_emu::userspace::mplab_nodes` names) under the guard's prefix.
+pub fn run_userspace(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
+    let (sc, net) = resolve(toml);
+    let errs = mplab_emu::userspace::unsupported(&sc, &net);
+    assert!(errs.is_empty(), "{errs:?}");
+    let opts = KernelOptions { prefix: Some(guard.run_prefix(i)), ..Default::default() };
+    let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
+    let left = namespaces_with(&guard.run_prefix(i));
+    assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
+    r
+}
+
+/// `text` with its hosts `names` on Linux's stack (`stack = "kernel"`),
+/// for a userspace run whose mplab nodes are the gateways only.
+pub fn on_linux(text: &str, names: &[&str]) -> String {
+    names.iter().fold(text.to_string(), |t, n| t.replace(&format!("name = \"{n}\"\n"), &format!("name = \"{n}\"\nstack = \"kernel\"\n")))
+}
+
+/// What an mplab node's loop counted (meta.json's `mplab_hosts`).
+pub fn mplab_host<'a>(r: &'a KernelRun, node: &str) -> &'a serde_json::Value {
+    &r.meta["mplab_hosts"][node]
+}
+
 /// Mean of the flow's `all` goodput samples with `from < time_s <= to`, Mbit/s.
 pub fn window_mbit(r: &KernelRun, flow: &str, from: f64, to: f64) -> f64 {
     let v: Vec<f64> = r.results.flows.iter().filter(|s| s.flow == flow && s.subflow == "all" && s.time_s > from + 1e-9 && s.time_s <= to + 1e-9).map(|s| s.goodput_bps).collect();
