@@ -40,9 +40,6 @@ pub fn unsupported(net: &Network) -> Vec<Unsupported> {
         }
     };
     for f in net.flows.iter().filter(|f| !f.transport.is_sctp()) {
-        if let network::App::Converter { fast_open: true, .. } = f.app {
-            check(f.id, "fast_open", Err("TCP Fast Open (mplab's stack sends the Convert request after the handshake)".into()));
-        }
         check(f.id, "cc", mplab_proto::cc::lookup(&f.tcp.cc).map(drop));
         if let Some(m) = &f.mptcp {
             check(f.id, "scheduler", mplab_proto::mptcp::scheduler::lookup(&m.scheduler).map(drop));
@@ -148,6 +145,16 @@ pub fn tcp_config(t: &network::TcpConfig) -> Result<TcpConfig, String> {
     Ok(c)
 }
 
+/// The TCP settings of flow `f`'s connections (each subflow's, for
+/// MPTCP): the scenario's `[transport.tcp]`, and TCP Fast Open at both
+/// ends of a converter flow's carriers with `fast_open = true` (the
+/// Convert request rides the SYN; the HAG takes it from there).
+pub fn flow_tcp_config(f: &network::Flow) -> Result<TcpConfig, String> {
+    let mut c = tcp_config(&f.tcp)?;
+    c.fast_open = matches!(f.app, network::App::Converter { fast_open: true, .. });
+    Ok(c)
+}
+
 /// The path manager of an MPTCP flow, by its registry name (`ndiffports:N`
 /// with its count), and the limits both of its ends use: what the scenario
 /// set, else the defaults of that manager. `ip mptcp limits` counts extra
@@ -202,7 +209,7 @@ pub fn profile(f: &network::Flow, m: &network::MptcpConfig, node: usize) -> mptc
 /// names a scheduler or congestion control mplab's stack does not have.
 pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Addr) -> Result<MptcpConfig, String> {
     let m = f.mptcp.clone().unwrap_or_else(|| mptcp_defaults(f));
-    let mut tcp = tcp_config(&f.tcp)?;
+    let mut tcp = flow_tcp_config(f)?;
     tcp.cc = mplab_proto::cc::lookup(&m.cc)?;
     let eps: Vec<&network::MptcpEndpoint> = net.mptcp_endpoints.iter().filter(|e| e.node == node).collect();
     let mut locals = vec![LocalAddr::plain(0, first.into())];

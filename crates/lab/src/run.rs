@@ -281,14 +281,15 @@ pub fn render_summary(s: &Summary) -> String {
             let errors: Vec<String> = c.errors.iter().map(|(e, n)| format!("{n} {e}")).collect();
             let _ = writeln!(
                 o,
-                "  converter: {} connections, {} reached their server, refused: {}, {} reset (no Convert message); {} B up, {} B down, {} B of Convert messages",
+                "  converter: {} connections, {} reached their server, refused: {}, {} reset (no Convert message); {} B up, {} B down, {} B of Convert messages, {} requests in the SYN",
                 c.connections,
                 c.converted,
                 if errors.is_empty() { "none".to_string() } else { errors.join(", ") },
                 c.resets,
                 c.bytes_up,
                 c.bytes_down,
-                c.message_bytes
+                c.message_bytes,
+                c.fast_open
             );
         } else if let Some(t) = &f.tunnel {
             for (dir, d) in [("up", &t.upstream), ("down", &t.downstream)] {

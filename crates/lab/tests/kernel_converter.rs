@@ -5,7 +5,7 @@
 
 mod kernel_support;
 
-use kernel_support::{bundled, can_run, mplab_host, on_linux, run, run_userspace, serial, sim, NsGuard};
+use kernel_support::{bundled, can_run, mplab_host, on_linux, run, run_userspace, run_userspace_pcap, serial, sim, tshark_fields, NsGuard};
 
 fn converter(s: &mplab_backend::results::Summary) -> mplab_backend::results::ConverterSummary {
     s.flows[0].tunnel.as_ref().and_then(|t| t.converter.clone()).expect("converter figures")
@@ -132,5 +132,44 @@ fn userspace_converter_on_mplab_gateways() {
     eprintln!("refused: {c:?}");
     assert_eq!((c.connections, c.converted, c.errors.get("Not Authorized (32)")), (1, 0, Some(&1)));
     assert_eq!(r.results.summary.flows[1].bytes_delivered, 0);
+    g.assert_clean();
+}
+
+/// TCP Fast Open on mplab's stack: with `fast_open = true` the CPE's
+/// carrier SYN carries the 24-byte Convert request and the HAG's SYN+ACK
+/// acknowledges it (tshark on the CPE's link 1), the download within 5 %
+/// of the simulator's, which runs the same stack. Then Linux's CPE
+/// (`sendto(MSG_FASTOPEN)`) against mplab's HAG: the request rides the
+/// SYN and an upload through the converters arrives whole.
+#[test]
+fn userspace_converter_fast_open() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("ucfo");
+    let dir = std::env::temp_dir().join(format!("mplab-ucfo-{}", std::process::id()));
+    let text = bundled("seed004-convert.toml").replace("duration = \"30s\"", "duration = \"5s\"").replace("carries = \"tcp\"", "carries = \"tcp\"\nfast_open = true").replace("[probes]\n", "[probes]\npcap = [\"cpe:eth0\"]\n");
+    let u = run_userspace_pcap(&g, 0, &text, Some(&dir));
+    let s = sim(&text);
+    let (ud, sd) = (&u.results.summary.flows[1], &s.summary.flows[1]);
+    eprintln!("download: userspace {:?} s, sim {:?} s", ud.completion_time_s, sd.completion_time_s);
+    assert!(ud.completed && ud.verified, "{ud:?}");
+    let (ut, st) = (ud.completion_time_s.unwrap(), sd.completion_time_s.unwrap());
+    assert!((ut - st).abs() <= 0.05 * st, "download: userspace {ut:.3} s, sim {st:.3} s");
+    let (uc, sc) = (converter(&u.results.summary), converter(&s.summary));
+    assert_eq!((uc.fast_open, uc.message_bytes, sc.fast_open), (1, 44, 1), "{uc:?}");
+    let pcap = dir.join("cpe-eth0.pcap");
+    let syn = tshark_fields(&pcap, "tcp.flags.syn == 1 && tcp.flags.ack == 0", &["tcp.len"]);
+    let syn_ack = tshark_fields(&pcap, "tcp.flags.syn == 1 && tcp.flags.ack == 1", &["tcp.len", "tcp.ack"]);
+    eprintln!("SYN {syn:?}, SYN+ACK {syn_ack:?}");
+    assert_eq!((syn.as_slice(), syn_ack.as_slice()), (&["24".to_string()][..], &["0\t25".to_string()][..]), "the SYN carries the request, the SYN+ACK acknowledges it");
+    let up = text.replace("app = \"download\"", "app = \"bulk\"").replace("bytes = \"10MB\"", "bytes = \"2MB\"");
+    let m = run_userspace(&g, 1, &on_linux(&up, &["cpe"]));
+    let (md, mc) = (&m.results.summary.flows[1], converter(&m.results.summary));
+    eprintln!("Linux CPE, upload: {:?} s, {mc:?}", md.completion_time_s);
+    assert!(md.completed && md.verified && md.bytes_delivered == 2_000_000, "{md:?}");
+    assert_eq!((mc.fast_open, mc.bytes_up), (1, 2_000_000));
+    let _ = std::fs::remove_dir_all(&dir);
     g.assert_clean();
 }

@@ -628,7 +628,7 @@ fn new_end(net: &Network, node: usize, f: &Flow, role: Role, st: &Arc<FlowState>
     // end's configuration does not translate.
     const CHECKED: &str = "configuration checked by config::unsupported";
     let cfg = mplab_backend::config::mptcp_config(net, &fc, node, first).expect(CHECKED);
-    let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::tcp_config(&fc.tcp).expect(CHECKED));
+    let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::flow_tcp_config(&fc).expect(CHECKED));
     // Sending stops at the flow's stop or the end of the run.
     let stop = Instant(f.stop_ns.min(clk.end_ns));
     let app = BackendApp::new(mplab_backend::config::app_kind(&f.app), role == Role::Client, Some(stop));
@@ -817,8 +817,8 @@ fn dial(ends: &mut Vec<End>, tmpl: usize, next_port: &mut u16, now: Instant, see
 }
 
 /// Whether the end's SYN carries what was written before it.
-fn fast_open(_e: &End) -> bool {
-    false
+fn fast_open(e: &End) -> bool {
+    e.tcp_cfg.as_ref().map_or(e.cfg.tcp.fast_open, |t| t.fast_open)
 }
 
 /// How long the application of `end` may sleep: until the client's start,

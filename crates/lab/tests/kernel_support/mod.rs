@@ -99,10 +99,15 @@ pub fn run(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
 /// Runs a scenario text on the userspace backend (mplab's stack on the
 /// nodes `mplab_emu::userspace::mplab_nodes` names) under the guard's prefix.
 pub fn run_userspace(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
+    run_userspace_pcap(guard, i, toml, None)
+}
+
+/// [`run_userspace`], writing the scenario's `probes.pcap` captures into `pcap`.
+pub fn run_userspace_pcap(guard: &NsGuard, i: usize, toml: &str, pcap: Option<&std::path::Path>) -> KernelRun {
     let (sc, net) = resolve(toml);
     let errs = mplab_emu::userspace::unsupported(&sc, &net);
     assert!(errs.is_empty(), "{errs:?}");
-    let opts = KernelOptions { prefix: Some(guard.run_prefix(i)), ..Default::default() };
+    let opts = KernelOptions { prefix: Some(guard.run_prefix(i)), pcap_dir: pcap.map(|p| p.to_path_buf()), ..Default::default() };
     let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
     let left = namespaces_with(&guard.run_prefix(i));
     assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
@@ -125,4 +130,16 @@ pub fn window_mbit(r: &KernelRun, flow: &str, from: f64, to: f64) -> f64 {
     let v: Vec<f64> = r.results.flows.iter().filter(|s| s.flow == flow && s.subflow == "all" && s.time_s > from + 1e-9 && s.time_s <= to + 1e-9).map(|s| s.goodput_bps).collect();
     assert!(!v.is_empty(), "no samples in ({from}, {to}]");
     v.iter().sum::<f64>() / v.len() as f64 / 1e6
+}
+
+/// The fields of the packets of `pcap` that match tshark's display filter
+/// `filter`, one line per packet, fields separated by tabs.
+pub fn tshark_fields(pcap: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<String> {
+    let mut args = vec!["-r".to_string(), pcap.display().to_string(), "-Y".into(), filter.into(), "-T".into(), "fields".into()];
+    for f in fields {
+        args.extend(["-e".to_string(), f.to_string()]);
+    }
+    let out = std::process::Command::new("tshark").args(&args).output().expect("tshark (scripts/setup.sh installs it)");
+    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
 }

@@ -4,7 +4,9 @@
 //! [`tcp::Connection`], and speaks MPTCP in their options: MP_CAPABLE and
 //! MP_JOIN handshakes, DSS mappings and DATA_ACKs, DATA_FIN, ADD_ADDR,
 //! REMOVE_ADDR, MP_PRIO, MP_FASTCLOSE and MP_TCPRST. Like the TCP engine it
-//! works in stream offsets: data offset 0 is the byte with DSN IDSN+1.
+//! works in stream offsets: data offset 0 is the byte with DSN IDSN+1, or
+//! with TCP Fast Open the first byte of the SYN, whose bytes come before
+//! the data sequence space (`local_base`, `remote_base`).
 //!
 //! Driving it: hand every segment of any of its 4-tuples to
 //! [`Connection::handle_segment`] (a SYN carrying MP_JOIN for a token the
@@ -290,6 +292,12 @@ pub struct Connection {
     fastclose_pending: bool,
     rng: u64,
 
+    /// Stream bytes before the data sequence space in each direction (a
+    /// Fast Open SYN's): the stream offset of DSN IDSN+1, ours and the
+    /// peer's.
+    local_base: u64,
+    remote_base: u64,
+
     // ---- send side (data offsets)
     app_end: u64,
     data_una: u64,
@@ -410,6 +418,8 @@ impl Connection {
             withdrawn: Vec::new(),
             fastclose_pending: false,
             rng,
+            local_base: 0,
+            remote_base: 0,
             app_end: 0,
             data_una: 0,
             sched_nxt: 0,
@@ -756,8 +766,8 @@ impl Connection {
             && !h.syn()
             && !h.rst()
             && !h.options.has_mptcp()
-            && (h.ack.wrapping_sub(sf.tcp.iss().wrapping_add(1)) as i32) > 0
-            && sf.tx_lookup(0).is_some();
+            && (h.ack.wrapping_sub(sf.tcp.iss().wrapping_add(1)) as i32) as i64 > sf.syn_tx as i64
+            && sf.tx_lookup(sf.syn_tx).is_some();
         if h.options.mptcp().any(|o| matches!(o, MptcpOption::MpFail { .. })) && self.alive_subflows() == 1 {
             self.fall_back(Fallback::Checksum);
         } else if acks_first_data && self.alive_subflows() == 1 {
@@ -774,6 +784,11 @@ impl Connection {
         }
         if self.fallback.is_some() {
             return self.input_as_plain_tcp(now, i, h, payload_len);
+        }
+        if !self.client && h.syn() && !h.ack_flag() && payload_len > 0 && self.subflows[i].origin == Origin::Initial && self.subflows[i].handshake == Handshake::Opening {
+            let placed = self.take_syn_data(now, i, h, payload_len);
+            self.after_input(now);
+            return placed;
         }
         let was_synced = self.subflows[i].tcp.is_established();
         if self.handshake_may_apply(i, h) {
@@ -821,9 +836,10 @@ impl Connection {
                 // and at the subflow's first byte: only a segment starting
                 // there carries that mapping (a later one claiming it maps
                 // nothing, RFC 8684 3.1).
-                MptcpOption::MpCapable(MpCapable { data_len: Some(dl), .. }) if !self.client && self.subflows[i].tcp.rcv_offset(h.seq) == Some(0) => {
+                MptcpOption::MpCapable(MpCapable { data_len: Some(dl), .. }) if !self.client && self.subflows[i].tcp.rcv_offset(h.seq) == Some(self.subflows[i].syn_rx) => {
                     if let Some(rk) = self.remote {
-                        self.subflows[i].add_rx(subflow::RxMap { sub: 0, dsn: rk.idsn.wrapping_add(1), len: dl as u64 });
+                        let sub = self.subflows[i].syn_rx;
+                        self.subflows[i].add_rx(subflow::RxMap { sub, dsn: rk.idsn.wrapping_add(1), len: dl as u64 });
                         self.subflows[i].saw_dss = true;
                     }
                 }
@@ -840,7 +856,9 @@ impl Connection {
         }
         if let Some(d) = dss {
             self.subflows[i].saw_dss = true;
-            if self.subflows[i].handshake == Handshake::ThirdAck && (!self.subflows[i].is_join() || d.data_ack.is_some()) {
+            // Only a DATA_ACK shows the peer has our key (RFC 8684 B.3 lets
+            // a Fast Open server map data before the third ACK, without one).
+            if self.subflows[i].handshake == Handshake::ThirdAck && d.data_ack.is_some() {
                 self.subflows[i].handshake = Handshake::Established;
             }
             let failures = self.stats.checksum_failures;
@@ -880,7 +898,7 @@ impl Connection {
                         // the payload from its start).
                         if sub <= r.start {
                             let end = r.end.min(sub + u64::from(m.data_len)).max(r.start);
-                            let off = dsn.wrapping_sub(rid).wrapping_add(r.start - sub);
+                            let off = dsn.wrapping_sub(rid).wrapping_add(self.remote_base).wrapping_add(r.start - sub);
                             placed = Some(off..off + (end - r.start));
                         }
                     }
@@ -900,7 +918,7 @@ impl Connection {
         if placed.is_none() {
             if let (Some(r), Some(rk)) = (sub_range.as_ref().filter(|r| !r.is_empty()), self.remote) {
                 if let Some(dsn) = self.subflows[i].rx_dsn_of(r.start) {
-                    let off = dsn.wrapping_sub(rk.idsn.wrapping_add(1));
+                    let off = dsn.wrapping_sub(rk.idsn.wrapping_add(1)).wrapping_add(self.remote_base);
                     placed = Some(off..off + (r.end - r.start));
                 }
             }
@@ -956,7 +974,7 @@ impl Connection {
         }
         for o in h.options.mptcp() {
             match o {
-                MptcpOption::MpCapable(MpCapable { data_len: Some(_), .. }) if off == 0 => return true,
+                MptcpOption::MpCapable(MpCapable { data_len: Some(_), .. }) if off == self.subflows[i].syn_rx => return true,
                 MptcpOption::Dss(Dss { mapping: Some(m), .. }) => {
                     if m.is_infinite() {
                         return true;
@@ -972,15 +990,23 @@ impl Connection {
         self.subflows[i].rx_covers(off)
     }
 
+    /// Relative subflow sequence number 1 is the subflow's first byte
+    /// after its SYN's (see `Subflow::syn_rx`).
     fn sub_off_of_ssn(&self, i: usize, ssn: u32) -> u64 {
-        tcp::seq::unwrap(ssn, 1, self.subflows[i].tcp.rcv_nxt()).unwrap_or(0)
+        let s = &self.subflows[i];
+        tcp::seq::unwrap(ssn, 1u32.wrapping_sub(s.syn_rx as u32), s.tcp.rcv_nxt()).unwrap_or(0)
+    }
+
+    /// The DSN of our stream offset `off`.
+    fn local_dsn(&self, off: u64) -> u64 {
+        self.local.idsn.wrapping_add(1).wrapping_add(off.wrapping_sub(self.local_base))
     }
 
     fn expand_dsn(&self, v: u64, wide: bool) -> u64 {
         if wide {
             return v;
         }
-        let reference = self.remote.map_or(0, |k| k.idsn.wrapping_add(1).wrapping_add(self.rcv.nxt()));
+        let reference = self.remote.map_or(0, |k| k.idsn.wrapping_add(1).wrapping_add(self.rcv.nxt().wrapping_sub(self.remote_base)));
         crypto::expand_seq32(reference, v as u32)
     }
 
@@ -988,7 +1014,7 @@ impl Connection {
         if wide {
             return v;
         }
-        crypto::expand_seq32(self.local.idsn.wrapping_add(1).wrapping_add(self.data_una), v as u32)
+        crypto::expand_seq32(self.local_dsn(self.data_una), v as u32)
     }
 
     /// A segment of a fallen-back connection: subflow `i` is a plain TCP
@@ -1105,8 +1131,34 @@ impl Connection {
         }
     }
 
+    /// Fast Open, server: the initiator's first SYN carried bytes. Taken
+    /// (if the subflow's TCP takes them), they are the stream's first,
+    /// readable at once, before the data sequence space, as Linux places
+    /// them (mptcp_fastopen_subflow_synack_set_params: out of the MPTCP
+    /// sequence space, `map_seq = -len` before the IDSN+1 of the next).
+    fn take_syn_data(&mut self, now: Instant, i: usize, h: &TcpHeader, payload_len: u32) -> Option<Range<u64>> {
+        let r = self.sub_tcp(i).handle_segment(now, h, payload_len)?;
+        let n = r.end - r.start;
+        let s = &mut self.subflows[i];
+        s.tcp.recv(n);
+        s.syn_rx = n;
+        self.remote_base = n;
+        self.rcv.insert(0..n);
+        Some(0..n)
+    }
+
     /// The TCP handshake of subflow `i` completed on our side.
     fn subflow_synced(&mut self, now: Instant, i: usize) {
+        let s = &mut self.subflows[i];
+        if self.client && s.origin == Origin::Initial {
+            // Fast Open: the SYN's bytes the SYN-ACK acknowledged precede
+            // the data sequence space; any others go again, mapped at
+            // IDSN+1 (their subflow bytes keep their send mapping).
+            let acked = s.tcp.syn_data_acked();
+            s.syn_tx = acked;
+            self.local_base = acked;
+            self.data_una = self.data_una.max(acked);
+        }
         let s = &mut self.subflows[i];
         if self.client {
             // We owe the third ACK (keys / HMAC) and resend it until the peer
@@ -1120,7 +1172,7 @@ impl Connection {
     fn on_dss(&mut self, now: Instant, i: usize, d: &Dss, sub_range: Option<Range<u64>>, payload: Option<&[u8]>) {
         if let Some(a) = d.data_ack {
             let ack = self.expand_data_ack(a.value, a.wide);
-            let off = ack.wrapping_sub(self.local.idsn.wrapping_add(1));
+            let off = ack.wrapping_sub(self.local.idsn.wrapping_add(1)).wrapping_add(self.local_base);
             // Acceptable: within what we sent (plus the DATA_FIN).
             let max = self.app_end + u64::from(self.fin_queued);
             if off <= max && off > self.data_una {
@@ -1154,7 +1206,7 @@ impl Connection {
             // The DATA_FIN takes the last DSN of the mapping.
             len = len.saturating_sub(1);
             if let Some(rk) = self.remote {
-                self.rcv_fin = Some(dsn.wrapping_sub(rk.idsn.wrapping_add(1)).wrapping_add(len));
+                self.rcv_fin = Some(dsn.wrapping_sub(rk.idsn.wrapping_add(1)).wrapping_add(self.remote_base).wrapping_add(len));
             }
         }
         if len == 0 || m.ssn == 0 {
@@ -1182,7 +1234,7 @@ impl Connection {
     /// Moves in-order subflow data into the connection's reassembly.
     fn drain_subflow(&mut self, now: Instant, i: usize) {
         let Some(rk) = self.remote else { return };
-        let base = rk.idsn.wrapping_add(1);
+        let base = rk.idsn.wrapping_add(1).wrapping_sub(self.remote_base);
         let s = &mut self.subflows[i];
         loop {
             let avail = s.tcp.readable();
@@ -1797,6 +1849,7 @@ impl Connection {
             return;
         }
         if !self.established {
+            self.schedule_early();
             return;
         }
         let mut picks = std::mem::take(&mut self.picks);
@@ -1876,6 +1929,31 @@ impl Connection {
         // Reinjections already acknowledged at the data level are moot.
         while self.reinject.front().is_some_and(|r| r.end <= self.data_una) {
             self.reinject.pop_front();
+        }
+    }
+
+    /// Before the connection is established only a Fast Open client
+    /// moves data: its first SYN carries what was written before it. A
+    /// server that took a SYN's bytes still waits for the third ACK to
+    /// answer: RFC 8684 Appendix B.3 lets it send mappings without a
+    /// DATA_ACK before, but a Linux client (6.18, options.c
+    /// check_fully_established) takes a first in-sequence segment with
+    /// neither a DATA_ACK nor MP_CAPABLE as a reason to fall back to TCP,
+    /// and Linux's server does not send before then either (its subflow
+    /// is not yet ESTABLISHED, `__mptcp_subflow_active`).
+    fn schedule_early(&mut self) {
+        if !self.client || self.fallback.is_some() || self.closing || self.reset {
+            return;
+        }
+        let Some(s) = self.subflows.first_mut() else { return };
+        if s.origin != Origin::Initial || s.is_closed() || self.sched_nxt != 0 || !s.tx.is_empty() {
+            return;
+        }
+        let n = self.app_end.min(s.tcp.syn_data_room());
+        if n > 0 && s.tcp.send_record(n) == n {
+            s.tx.push_back(subflow::TxMap { sub: 0, data: 0, len: n });
+            self.sched_nxt = n;
+            self.touch(0);
         }
     }
 
@@ -2041,7 +2119,12 @@ impl Connection {
     }
 
     fn emit_fastclose(&mut self, now: Instant) {
-        let Some(rk) = self.remote else { return };
+        // Without the peer's key (a Fast Open server refusing what its SYN
+        // brought) the subflows end with plain RSTs.
+        let rk = self.remote;
+        if rk.is_none() && !self.subflows.iter().any(|s| s.tcp.syn_data_received() > 0) {
+            return;
+        }
         self.changed_all();
         let cap = self.win_cap;
         for i in 0..self.subflows.len() {
@@ -2053,7 +2136,9 @@ impl Connection {
             s.tcp.abort();
             if let Some(mut t) = s.tcp.poll_transmit(now) {
                 t.header.options = TcpOptions::new();
-                let _ = t.header.options.push_mptcp(MptcpOption::MpFastclose { receiver_key: rk.key });
+                if let Some(rk) = rk {
+                    let _ = t.header.options.push_mptcp(MptcpOption::MpFastclose { receiver_key: rk.key });
+                }
                 self.out.push_back(Transmit { local: s.local, remote: s.remote, header: t.header, data: 0..0 });
             }
         }
@@ -2110,6 +2195,10 @@ impl Connection {
                 }
             };
             let _ = h.options.push_mptcp(o);
+            // A Fast Open SYN's bytes: stream offsets 0..n, no mapping.
+            if let Some((d, _)) = s.tx_lookup(sub.start).filter(|_| !sub.is_empty()) {
+                data = d..d + (sub.end - sub.start);
+            }
             return data;
         }
         let Some(rk) = self.remote else {
@@ -2124,12 +2213,13 @@ impl Connection {
                     // The MP_CAPABLE data form maps the subflow's first byte
                     // to the first data byte: a copy of that data sent
                     // again later in the subflow goes with a DSS mapping.
-                    let first_data = payload_len > 0 && sub.start == 0 && s.tx_lookup(sub.start).is_some_and(|(d, _)| d == 0);
+                    let first_data = payload_len > 0 && sub.start == s.syn_tx && s.tx_lookup(sub.start).is_some_and(|(d, _)| d == self.local_base);
                     if (payload_len == 0 && (!fin_due || !s.keys_sent)) || first_data {
                         let (data_len, checksum) = if first_data {
                             let dl = payload_len as u16;
-                            let c = self.checksum.then(|| self.checksum_of(0, 1, dl, src));
-                            data = 0..payload_len;
+                            let base = self.local_base;
+                            let c = self.checksum.then(|| self.checksum_of(base, 1, dl, src));
+                            data = base..base + payload_len;
                             (Some(dl), c)
                         } else {
                             (None, None)
@@ -2150,19 +2240,19 @@ impl Connection {
             }
         }
         // DSS: DATA_ACK always, a mapping for payload, DATA_FIN when due.
-        let data_ack = rk.idsn.wrapping_add(1).wrapping_add(self.rcv.nxt()).wrapping_add(u64::from(self.fin_received));
+        let data_ack = rk.idsn.wrapping_add(1).wrapping_add(self.rcv.nxt() - self.remote_base).wrapping_add(u64::from(self.fin_received));
         let mut dss = Dss { data_ack: Some(DataAck { value: data_ack, wide: true }), mapping: None, data_fin: false };
         if payload_len > 0 {
             if let Some((d, _)) = self.subflows[i].tx_lookup(sub.start) {
-                let dsn = self.local.idsn.wrapping_add(1).wrapping_add(d);
-                let ssn = (sub.start + 1) as u32;
+                let dsn = self.local_dsn(d);
+                let ssn = sub.start.wrapping_sub(self.subflows[i].syn_tx).wrapping_add(1) as u32;
                 let dl = payload_len as u16;
                 let checksum = self.checksum.then(|| self.checksum_of(d, ssn, dl, src));
                 dss.mapping = Some(DssMapping { dsn, dsn_wide: true, ssn, data_len: dl, checksum });
                 data = d..d + payload_len;
             }
         } else if fin_due {
-            let dsn = self.local.idsn.wrapping_add(1).wrapping_add(self.app_end);
+            let dsn = self.local_dsn(self.app_end);
             // A DATA_FIN without data: SSN 0, length 1, and a checksum over
             // the pseudo-header alone.
             let checksum = self.checksum.then(|| crypto::dss_checksum(dsn, 0, 1, &[]));
@@ -2207,7 +2297,7 @@ impl Connection {
     }
 
     fn checksum_of(&mut self, data_off: u64, ssn: u32, len: u16, src: &dyn PayloadSource) -> u16 {
-        let dsn = self.local.idsn.wrapping_add(1).wrapping_add(data_off);
+        let dsn = self.local_dsn(data_off);
         self.scratch.resize(len as usize, 0);
         src.fill(data_off, &mut self.scratch);
         crypto::dss_checksum(dsn, ssn, len, &self.scratch)

@@ -95,6 +95,15 @@ pub struct Subflow {
     /// the count started (the `linux` profile's staleness).
     pub stale_count: u32,
     pub stale_rx: u64,
+    /// Fast Open (initial subflow): bytes of our SYN the peer acknowledged,
+    /// and bytes of the peer's SYN we took. They come before the data
+    /// sequence space, and the relative subflow sequence numbers of DSS
+    /// mappings count from after them (Linux: `ssn_offset += skb->len`
+    /// in mptcp_fastopen_subflow_synack_set_params; RFC 8684 Appendix B.3,
+    /// Figure 19 with erratum 6609: the first mapped byte after a 20-byte
+    /// SYN is at TCP sequence 21 with `ssn=1`).
+    pub syn_tx: u64,
+    pub syn_rx: u64,
 }
 
 impl Subflow {
@@ -125,6 +134,8 @@ impl Subflow {
             sndbuf: super::sndbuf::WMEM_DEFAULT,
             stale_count: 0,
             stale_rx: 0,
+            syn_tx: 0,
+            syn_rx: 0,
         }
     }
 

@@ -37,6 +37,13 @@ pub struct TcpConfig {
     /// Whether timers fire exactly when asked or on Linux's jiffies and
     /// timer wheel (the `linux` stack profile).
     pub timer_clock: TimerClock,
+    /// TCP Fast Open (RFC 7413) without cookies, as Linux's
+    /// `net.ipv4.tcp_fastopen = 0x207`: a client puts what the application
+    /// wrote before its first SYN in that SYN (no TFO option), a server
+    /// takes the bytes of a SYN, acknowledges them in its SYN-ACK and may
+    /// send before the handshake completes (MPTCP's waits for its third
+    /// ACK). Off: SYN bytes are ignored.
+    pub fast_open: bool,
 }
 
 impl Default for TcpConfig {
@@ -60,6 +67,7 @@ impl Default for TcpConfig {
             max_backoff: Duration::from_secs(120),
             user_timeout: Duration::from_secs(900),
             timer_clock: TimerClock::Exact,
+            fast_open: false,
         }
     }
 }

@@ -12,7 +12,8 @@
 //! timestamps negotiation, SYN retransmission, RFC 6298 RTO with backoff,
 //! SACK-based loss recovery (RFC 6675 with FACK-style loss marking) or
 //! NewReno without SACK, delayed ACKs, receive window and buffer limits,
-//! zero-window probing, congestion control behind a trait, FIN and RST.
+//! zero-window probing, congestion control behind a trait, FIN and RST,
+//! TCP Fast Open without cookies (RFC 7413; `TcpConfig::fast_open`).
 
 mod config;
 pub mod timer_clock;
@@ -39,6 +40,13 @@ use scoreboard::Scoreboard;
 
 /// How far SYN and SYN-ACK retransmissions back off (TCP_RTO_MAX).
 const HANDSHAKE_MAX_BACKOFF: Duration = Duration::from_secs(120);
+
+/// Option bytes a Fast Open SYN keeps free (MAX_TCP_OPTION_SPACE): the
+/// SYN's payload is our segment size less the most options a SYN can
+/// carry, as Linux's tcp_send_syn_data. The peer's MSS is not known yet,
+/// and a box adding options to the SYN must not push it past the path's
+/// MTU: 1420 bytes at an MSS of 1460.
+const SYN_OPTION_SPACE: u64 = 40;
 
 /// RFC 9293 connection states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -187,6 +195,12 @@ pub struct Connection {
     syn_retransmitted: bool,
     syn_tries: u32,
     rst_due: bool,
+    /// Fast Open: stream bytes our first SYN carried (offsets 0..syn_tx),
+    /// how many of them the SYN-ACK acknowledged, and the bytes of the
+    /// peer's SYN we took (acknowledged by our SYN-ACK).
+    syn_tx: u64,
+    syn_tx_acked: u64,
+    syn_rx: u64,
 
     // ---- receive side (data offsets)
     rcv: Reassembly,
@@ -267,6 +281,9 @@ impl Connection {
             syn_retransmitted: false,
             syn_tries: 0,
             rst_due: false,
+            syn_tx: 0,
+            syn_tx_acked: 0,
+            syn_rx: 0,
             rcv: Reassembly::new(0),
             read_off: 0,
             rcv_fin: None,
@@ -604,6 +621,31 @@ impl Connection {
         self.irs
     }
 
+    /// Fast Open: how many stream bytes the next SYN may carry (a client
+    /// with `fast_open` whose first SYN has not gone out), else 0.
+    pub fn syn_data_room(&self) -> u64 {
+        if !self.cfg.fast_open || self.state != State::SynSent || self.syn_sent_at.is_some() {
+            return 0;
+        }
+        (self.cfg.mss as u64).saturating_sub(SYN_OPTION_SPACE)
+    }
+    /// Fast Open, client: the bytes of our first SYN the peer's SYN-ACK
+    /// acknowledged (stream offsets 0..n); the rest went again as data.
+    pub fn syn_data_acked(&self) -> u64 {
+        self.syn_tx_acked
+    }
+    /// Fast Open, server: the bytes of the peer's SYN taken (stream
+    /// offsets 0..n), readable before the handshake completes.
+    pub fn syn_data_received(&self) -> u64 {
+        self.syn_rx
+    }
+    /// Fast Open, server: the SYN's bytes were taken and the handshake is
+    /// not complete yet: data may go out after the SYN-ACK (RFC 7413
+    /// 4.2.2), within the initial window and the window of the peer's SYN.
+    pub fn sends_early(&self) -> bool {
+        self.syn_rx > 0 && self.state == State::SynReceived && !self.synced
+    }
+
     /// Stream offset of the next byte `send` will queue.
     pub fn send_offset(&self) -> u64 {
         self.app_end
@@ -789,10 +831,14 @@ impl Connection {
                     return None;
                 }
                 if h.syn() && !h.ack_flag() {
-                    self.syn_due = true; // our SYN-ACK was lost
-                    return None;
+                    // The SYN itself (a driver hands it over after
+                    // `accept`), or a copy: our SYN-ACK was lost.
+                    self.syn_due = true;
+                    return self.take_syn_data(h, payload_len);
                 }
-                if !h.ack_flag() || h.ack != self.iss.wrapping_add(1) {
+                // The handshake's ACK may also acknowledge data sent early.
+                let acked = seq::unwrap(h.ack, self.iss.wrapping_add(1), self.snd_una);
+                if !h.ack_flag() || acked.is_none_or(|a| a > self.snd_nxt) {
                     return None;
                 }
                 self.handshake_done(now);
@@ -811,8 +857,29 @@ impl Connection {
         }
     }
 
+    /// Fast Open, server: takes the bytes of the peer's SYN, once, before
+    /// the SYN-ACK that acknowledges them goes out. A SYN arriving after
+    /// a SYN-ACK acknowledged only the SYN (its bytes ignored) gives none:
+    /// the client sends them again after the handshake.
+    fn take_syn_data(&mut self, h: &TcpHeader, payload_len: u32) -> Option<Range<u64>> {
+        if !self.cfg.fast_open || payload_len == 0 || h.seq != self.irs || self.syn_sent_at.is_some() || self.syn_rx > 0 {
+            return None;
+        }
+        let n = u64::from(payload_len).min(self.rcv_window());
+        if n == 0 {
+            return None;
+        }
+        let ins = self.rcv.insert(0..n);
+        self.stats.bytes_received += ins.advanced;
+        self.syn_rx = n;
+        Some(0..n)
+    }
+
     fn on_syn_sent(&mut self, now: Instant, h: &TcpHeader) {
-        let ack_ok = h.ack_flag() && h.ack == self.iss.wrapping_add(1);
+        // The SYN-ACK acknowledges the SYN and, with Fast Open, possibly
+        // the bytes it carried (all, some or none of them).
+        let acked = seq::unwrap(h.ack, self.iss.wrapping_add(1), 0).filter(|&a| a <= self.syn_tx);
+        let ack_ok = h.ack_flag() && acked.is_some();
         if h.rst() {
             if ack_ok {
                 self.state = State::Closed;
@@ -829,6 +896,12 @@ impl Connection {
             self.ts_recent = ts.tsval;
         }
         self.peer_wnd = h.window as u64; // never scaled in a SYN
+        // SYN bytes left unacknowledged go again as ordinary data.
+        let acked = acked.unwrap_or(0);
+        self.syn_tx_acked = acked;
+        self.snd_una = acked;
+        self.snd_nxt = acked;
+        self.stats.bytes_acked += acked;
         self.handshake_done(now);
         self.state = if self.fin_queued { State::FinWait1 } else { State::Established };
         self.ack_due = AckDue::Now;
@@ -842,7 +915,9 @@ impl Connection {
             self.cc_rtt_sample(now, now - t);
         }
         self.backoff = 0;
-        self.rto_at = None;
+        // Data a Fast Open server sent before the handshake completed
+        // stays timed.
+        self.rto_at = (!self.board.is_empty()).then(|| self.timer_after_rto(now, 0));
     }
 
     fn on_synced_segment(&mut self, now: Instant, h: &TcpHeader, payload_len: u32) -> Option<Range<u64>> {
@@ -1126,11 +1201,13 @@ impl Connection {
             }
             State::Closed => return false,
             State::SynSent | State::SynReceived if !self.synced => {
-                if !self.syn_due {
+                if self.syn_due {
+                    self.syn_segment(now, t);
+                    return true;
+                }
+                if !self.sends_early() {
                     return false;
                 }
-                self.syn_segment(now, t);
-                return true;
             }
             _ => {}
         }
@@ -1174,6 +1251,7 @@ impl Connection {
 
     fn syn_segment(&mut self, now: Instant, t: &mut Transmit) {
         self.syn_due = false;
+        let room = self.syn_data_room();
         if self.syn_sent_at.is_none() {
             self.syn_sent_at = Some(now);
         }
@@ -1192,7 +1270,21 @@ impl Connection {
         let mut ack = 0;
         if server {
             fl |= flags::ACK;
-            ack = self.irs.wrapping_add(1);
+            ack = self.irs.wrapping_add(1).wrapping_add(self.syn_rx as u32);
+        }
+        // Fast Open: the first SYN carries what was written before it (up
+        // to the first record's end); a retransmitted SYN goes bare, as
+        // Linux's, and the bytes follow the handshake unless the SYN-ACK
+        // acknowledges them (the first SYN may have arrived).
+        let mut n = 0;
+        if room > 0 {
+            n = self.app_end.min(room);
+            if let Some(&e) = self.record_ends.front() {
+                n = n.min(e);
+            }
+            self.syn_tx = n;
+            self.snd_nxt = n;
+            self.stats.bytes_sent += n;
         }
         let header = TcpHeader {
             src_port: self.local_port,
@@ -1212,7 +1304,7 @@ impl Connection {
         let clock = self.cfg.timer_clock;
         self.rto_at = Some(clock.fires(now, clock.backed_off(self.rtt.rto(), self.backoff, HANDSHAKE_MAX_BACKOFF)));
         self.stats.segments_sent += 1;
-        *t = Transmit { header, payload: 0..0, retransmission: self.syn_tries > 0 };
+        *t = Transmit { header, payload: 0..n, retransmission: self.syn_tries > 0 };
     }
 
     fn retransmit(&mut self, now: Instant, t: &mut Transmit) -> bool {
@@ -1238,7 +1330,9 @@ impl Connection {
 
     fn new_data(&mut self, now: Instant, t: &mut Transmit) -> bool {
         let avail = self.app_end.saturating_sub(self.snd_nxt);
-        let fin_now = self.fin_queued && !self.fin_sent;
+        // No FIN before the handshake completes (a Fast Open server's
+        // early data): the state machine takes it from ESTABLISHED.
+        let fin_now = self.fin_queued && !self.fin_sent && self.synced;
         if avail == 0 && !(fin_now && self.snd_nxt == self.app_end) {
             return false;
         }

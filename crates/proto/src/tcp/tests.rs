@@ -387,3 +387,170 @@ fn option_carrying_pure_acks_are_dupacks_only_without_sack() {
         }
     }
 }
+
+fn fast_open(on: bool) -> TcpConfig {
+    TcpConfig { fast_open: on, ..Default::default() }
+}
+
+/// The SYN and the SYN-ACK of a Fast Open handshake, stepped by hand: the
+/// client's first SYN carries what the application wrote (up to the MSS
+/// less the options room), the server takes those bytes as the stream's
+/// first and acknowledges them in its SYN-ACK, which carries none.
+fn fast_open_handshake(client_fo: bool, server_fo: bool, wrote: u64) -> (Connection, Connection, Transmit, Transmit) {
+    let (ca, sa) = (addr(40000), addr(5001));
+    let mut c = Connection::connect(fast_open(client_fo), ca, sa, 1000, Instant(0));
+    assert_eq!(c.send(wrote), wrote);
+    let syn = c.poll_transmit(Instant(0)).expect("the SYN");
+    let mut s = Connection::accept(fast_open(server_fo), sa, ca, &syn.header, 77, Instant(0)).unwrap();
+    let len = (syn.payload.end - syn.payload.start) as u32;
+    let placed = s.handle_segment(Instant(0), &syn.header, len);
+    assert_eq!(placed, server_fo.then_some(0..u64::from(len)).filter(|r| !r.is_empty()));
+    assert!(!s.is_established());
+    let synack = s.poll_transmit(Instant(0)).expect("the SYN-ACK");
+    assert!(synack.header.syn() && synack.header.ack_flag());
+    assert!(synack.payload.is_empty(), "the SYN-ACK carries no data");
+    (c, s, syn, synack)
+}
+
+#[test]
+fn fast_open_syn_carries_the_first_bytes() {
+    let (mut c, mut s, syn, synack) = fast_open_handshake(true, true, 5000);
+    // MSS 1460 less 40 bytes of option room.
+    assert_eq!(syn.payload, 0..1420);
+    assert_eq!(synack.header.ack, 1000 + 1 + 1420);
+    // Readable before the handshake completes, as the stream's first bytes.
+    assert_eq!(s.readable(), 1420);
+    assert_eq!(s.recv(u64::MAX), 0..1420);
+    c.handle_segment(Instant(0), &synack.header, 0);
+    assert!(c.is_established());
+    assert_eq!((c.syn_data_acked(), c.snd_una(), c.stats().bytes_acked), (1420, 1420, 1420));
+    // The next bytes follow the SYN's: sequence number ISN + 1 + 1420.
+    let t = c.poll_transmit(Instant(0)).expect("data with the ACK");
+    assert_eq!((t.header.seq, t.payload.start), (1000 + 1 + 1420, 1420));
+    s.handle_segment(Instant(0), &t.header, (t.payload.end - t.payload.start) as u32);
+    assert!(s.is_established());
+    assert_eq!(s.recv(u64::MAX).start, 1420);
+
+    // The whole transfer: every byte once, in order, none resent.
+    let mut p = Pipe::new(fast_open(true), fast_open(true), 1000, 10, 100);
+    p.to_send = 300_000;
+    let first = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen = first.clone();
+    p.drop = Box::new(move |to_server, idx, h, len| {
+        if idx == 0 {
+            seen.borrow_mut().push((to_server, h.ack, len));
+        }
+        false
+    });
+    p.run(10_000);
+    assert_eq!(p.received, 300_000);
+    assert_eq!(p.misplaced, 0);
+    assert_eq!(*first.borrow(), vec![(true, 0, 1420), (false, 1000 + 1 + 1420, 0)]);
+    let st = p.client.stats();
+    assert_eq!((st.bytes_acked, st.bytes_retransmitted), (300_000, 0));
+}
+
+#[test]
+fn fast_open_bytes_a_server_leaves_go_again() {
+    let (mut c, mut s, syn, synack) = fast_open_handshake(true, false, 500);
+    assert_eq!(syn.payload, 0..500);
+    assert_eq!(synack.header.ack, 1000 + 1, "only the SYN is acknowledged");
+    assert_eq!(s.readable(), 0);
+    c.handle_segment(Instant(0), &synack.header, 0);
+    assert_eq!((c.syn_data_acked(), c.snd_una()), (0, 0));
+    // The SYN's bytes go again as the first data, at ISN + 1.
+    let t = c.poll_transmit(Instant(0)).expect("the bytes again");
+    assert_eq!((t.header.seq, t.payload.clone()), (1000 + 1, 0..500));
+    assert_eq!(s.handle_segment(Instant(0), &t.header, 500), Some(0..500));
+    assert_eq!(s.recv(u64::MAX), 0..500);
+
+    let mut p = Pipe::new(fast_open(true), fast_open(false), 1000, 10, 100);
+    p.to_send = 300_000;
+    p.run(10_000);
+    assert_eq!(p.received, 300_000);
+    assert_eq!(p.misplaced, 0);
+}
+
+/// A lost data SYN: the retransmitted SYN goes bare (as Linux's), the
+/// server acknowledges only it, and the bytes follow the handshake. A
+/// lost SYN-ACK: the server took the bytes, its SYN-ACK sent again
+/// acknowledges them, and the client accepts that answer to its bare SYN.
+#[test]
+fn fast_open_retransmitted_syn_is_bare() {
+    for lost_synack in [false, true] {
+        let mut p = Pipe::new(fast_open(true), fast_open(true), 1000, 10, 100);
+        p.to_send = 100_000;
+        let syns = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let seen = syns.clone();
+        p.drop = Box::new(move |to_server, idx, h, len| {
+            if h.syn() {
+                seen.borrow_mut().push((to_server, h.ack, len));
+            }
+            idx == 0 && to_server != lost_synack
+        });
+        p.run(10_000);
+        assert_eq!(p.received, 100_000);
+        assert_eq!(p.misplaced, 0);
+        let syns = syns.borrow();
+        let client_syns: Vec<u64> = syns.iter().filter(|s| s.0).map(|s| s.2).collect();
+        assert_eq!(client_syns, vec![1420, 0], "lost_synack {lost_synack}: {syns:?}");
+        let synack_ack = syns.iter().rev().find(|s| !s.0).unwrap().1;
+        assert_eq!(synack_ack, if lost_synack { 1000 + 1 + 1420 } else { 1000 + 1 });
+        assert_eq!(p.client.syn_data_acked(), if lost_synack { 1420 } else { 0 });
+    }
+}
+
+/// A copy of the data SYN (the network duplicated it, or the SYN-ACK was
+/// lost) takes nothing more and is answered with the same SYN-ACK; a data
+/// SYN arriving after a SYN-ACK that acknowledged only a bare SYN gives
+/// nothing (the client sends its bytes again after the handshake).
+#[test]
+fn fast_open_a_data_syn_is_taken_once() {
+    let (_, mut s, syn, synack) = fast_open_handshake(true, true, 300);
+    assert_eq!(s.handle_segment(Instant(0), &syn.header, 300), None);
+    let again = s.poll_transmit(Instant(0)).expect("the SYN-ACK again");
+    assert!(again.header.syn() && again.header.ack == synack.header.ack && again.payload.is_empty());
+    assert_eq!(s.readable(), 300);
+
+    // The retransmitted (bare) SYN first, then the delayed data SYN.
+    let (ca, sa) = (addr(40000), addr(5001));
+    let mut s = Connection::accept(fast_open(true), sa, ca, &syn.header, 77, Instant(0)).unwrap();
+    assert_eq!(s.handle_segment(Instant(0), &syn.header, 0), None);
+    let first = s.poll_transmit(Instant(0)).unwrap();
+    assert_eq!(first.header.ack, 1000 + 1);
+    assert_eq!(s.handle_segment(Instant(0), &syn.header, 300), None);
+    assert_eq!(s.poll_transmit(Instant(0)).unwrap().header.ack, 1000 + 1);
+    assert_eq!(s.readable(), 0);
+}
+
+/// A Fast Open server may answer before the handshake's ACK arrives
+/// (RFC 7413 4.2.2): its data follows the SYN-ACK, within the initial
+/// window; no FIN goes before the handshake completes.
+#[test]
+fn fast_open_server_sends_before_the_third_ack() {
+    let (mut c, mut s, _, synack) = fast_open_handshake(true, true, 24);
+    assert!(s.sends_early());
+    assert_eq!(s.send(20_000), 20_000);
+    s.close();
+    let mut early = Vec::new();
+    while let Some(t) = s.poll_transmit(Instant(0)) {
+        assert!(!t.header.fin() && !t.header.syn());
+        early.push(t);
+    }
+    let sent: u64 = early.iter().map(|t| t.payload.end - t.payload.start).sum();
+    assert!(sent > 0 && sent < 20_000 && sent <= s.cc_state().cwnd, "{sent}");
+    assert_eq!(early[0].payload.start, 0);
+    // The client takes them once established; the server completes its
+    // handshake on the ACK and sends the rest, then its FIN.
+    c.handle_segment(Instant(0), &synack.header, 0);
+    for t in &early {
+        let len = (t.payload.end - t.payload.start) as u32;
+        assert_eq!(c.handle_segment(Instant(0), &t.header, len), Some(t.payload.clone()));
+    }
+    let ack = c.poll_transmit(Instant(0)).expect("an ACK");
+    s.handle_segment(Instant(0), &ack.header, 0);
+    assert!(s.is_established());
+    assert_eq!(s.snd_una(), sent);
+    let rest: Vec<Transmit> = std::iter::from_fn(|| s.poll_transmit(Instant(0))).collect();
+    assert_eq!(rest[0].payload.start, sent);
+}

@@ -17,7 +17,12 @@
 //!
 //! The simulator's streams carry lengths: the Convert messages ride the
 //! carrier as the first bytes of each direction, and their bytes are kept
-//! here to be judged when the far end has read that many.
+//! here to be judged when the far end has read that many. With
+//! `fast_open = true` the CPE writes the request as it opens the carrier,
+//! so that it rides the SYN (TCP Fast Open without cookies, as the kernel
+//! backend's gateways): the HAG judges it and opens the server leg as the
+//! SYN arrives. A TCP carrier's HAG end answers right after its SYN-ACK;
+//! an MPTCP one once the third ACK brings the CPE's key, as Linux's.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
@@ -52,6 +57,8 @@ pub(super) struct ConverterRt {
     access: u64,
     class: network::TrafficClass,
     policy: Policy,
+    /// The request rides the carrier's SYN.
+    fast_open: bool,
     summary: ConverterSummary,
     next_port: u16,
 }
@@ -93,13 +100,13 @@ pub(super) fn build(net: &Network) -> (Vec<ConverterRt>, Vec<Option<u32>>) {
     let mut convs = Vec::new();
     let mut at = vec![None; net.nodes.len()];
     for f in &net.flows {
-        let network::App::Converter { class, refuse, .. } = &f.app else { continue };
+        let network::App::Converter { class, refuse, fast_open } = &f.app else { continue };
         let own = [f.from, f.to].iter().flat_map(|&n| net.nodes[n].interfaces.iter().map(|i| i.addr)).collect();
         let access = net.nodes[f.from].interfaces.iter().filter(|i| i.peer == f.to && i.index < 64).fold(0u64, |m, i| m | 1 << i.index);
         for n in [f.from, f.to] {
             at[n].get_or_insert(convs.len() as u32);
         }
-        convs.push(ConverterRt { flow: f.id, cpe: f.from, hag: f.to, access, class: *class, policy: Policy { refuse: refuse.clone(), own }, summary: ConverterSummary::default(), next_port: FIRST_CARRIER_PORT });
+        convs.push(ConverterRt { flow: f.id, cpe: f.from, hag: f.to, access, class: *class, policy: Policy { refuse: refuse.clone(), own }, fast_open: *fast_open, summary: ConverterSummary::default(), next_port: FIRST_CARRIER_PORT });
     }
     (convs, at)
 }
@@ -253,13 +260,18 @@ impl World {
         let [a, b] = two_ends(&mut self.flows, (client, 1), (carrier, 0));
         let (Some(lan), Some(up)) = (a.ep.as_deref_mut(), b.ep.as_deref_mut()) else { return };
         let c = &mut self.conversions[v];
-        let s = &mut self.converters[c.converter].summary;
+        let cv = &mut self.converters[c.converter];
+        let s = &mut cv.summary;
         if c.cpe == State::Over {
             return;
         }
-        if !c.request_written && up.is_established() {
+        // With Fast Open the first pump comes as the carrier opens, before
+        // its SYN is sent: the request goes in that SYN.
+        let in_syn = cv.fast_open && !up.is_established();
+        if !c.request_written && (up.is_established() || in_syn) {
             up.send(c.request.len() as u64);
             s.message_bytes += c.request.len() as u64;
+            s.fast_open += u64::from(in_syn);
             c.request_written = true;
         }
         if c.request_written {
