@@ -537,8 +537,8 @@ impl Connection {
     /// One line of internals, for tracing.
     pub fn debug_line(&self) -> String {
         format!(
-            "est {} fb {:?} app_end {} data_una {} sched {} fin_q {} fin_next {:?} rcv_nxt {} rcv_fin {:?} fin_rx {} closing {} reinject {:?} peer_wnd {} sf {:?}",
-            self.established, self.fallback, self.app_end, self.data_una, self.sched_nxt, self.fin_queued, self.fin_next_at, self.rcv.nxt(), self.rcv_fin,
+            "est {} fb {:?} app_end {} data_una {} sched {} snd_buf {} fin_q {} fin_next {:?} rcv_nxt {} rcv_fin {:?} fin_rx {} closing {} reinject {:?} peer_wnd {} sf {:?}",
+            self.established, self.fallback, self.app_end, self.data_una, self.sched_nxt, self.snd_buf(), self.fin_queued, self.fin_next_at, self.rcv.nxt(), self.rcv_fin,
             self.fin_received, self.closing, self.reinject, self.peer_wnd,
             self.subflows.iter().map(|s| (s.handshake, s.usable(), s.stale, s.tcp.backoff(), s.tcp.state())).collect::<Vec<_>>()
         )
