@@ -845,18 +845,26 @@ fn fast_open_retransmitted_syn_is_bare() {
     }
 }
 
-/// A server that took a SYN's bytes answers once the third ACK brings the
-/// client's key, with DATA_ACKs: not before, as Linux (a Linux client
-/// falls back to TCP on a first segment with neither DATA_ACK nor
-/// MP_CAPABLE, which RFC 8684 Appendix B.3 would have it send).
-#[test]
-fn fast_open_server_answers_after_the_third_ack() {
+/// Both ends with Fast Open; the client wrote 24 bytes, and its SYN
+/// reached a server that took them: the net, the SYN, the server.
+fn server_took_a_24_byte_syn() -> (Net<'static>, Transmit, Connection) {
     let mut n = fast_open_net(true, true, false);
     n.client.send(24);
     let syn = n.client.poll_transmit(Instant(0), &Pattern).unwrap();
     let (local, remote) = (syn.remote, syn.local);
     let mut s = Connection::accept(n.server_cfg.clone(), local, remote, &syn.header, 2, Instant(0)).unwrap();
     s.handle_segment(Instant(0), local, remote, &syn.header, 24, None);
+    (n, syn, s)
+}
+
+/// A server that took a SYN's bytes answers once the third ACK brings the
+/// client's key, with DATA_ACKs: not before, as Linux (a Linux client
+/// falls back to TCP on a first segment with neither DATA_ACK nor
+/// MP_CAPABLE, which RFC 8684 Appendix B.3 would have it send).
+#[test]
+fn fast_open_server_answers_after_the_third_ack() {
+    let (mut n, syn, mut s) = server_took_a_24_byte_syn();
+    let (local, remote) = (syn.remote, syn.local);
     assert_eq!(s.recv(24), 0..24);
     assert_eq!(s.send(30_000), 30_000);
     let out: Vec<Transmit> = std::iter::from_fn(|| s.poll_transmit(Instant(0), &Pattern)).collect();
@@ -900,12 +908,7 @@ fn fast_open_bytes_survive_a_fallback_to_tcp() {
 /// before it has the client's key: a plain RST ends the subflow.
 #[test]
 fn fast_open_server_aborts_before_the_third_ack_with_a_reset() {
-    let mut n = fast_open_net(true, true, false);
-    n.client.send(24);
-    let syn = n.client.poll_transmit(Instant(0), &Pattern).unwrap();
-    let (local, remote) = (syn.remote, syn.local);
-    let mut s = Connection::accept(n.server_cfg.clone(), local, remote, &syn.header, 2, Instant(0)).unwrap();
-    s.handle_segment(Instant(0), local, remote, &syn.header, 24, None);
+    let (_, _, mut s) = server_took_a_24_byte_syn();
     assert!(s.poll_transmit(Instant(0), &Pattern).is_some_and(|t| t.header.syn()));
     s.abort();
     let rst = s.poll_transmit(Instant(0), &Pattern).expect("a RST");
