@@ -69,7 +69,7 @@ fn kernel_converter_refuses_like_the_simulator() {
 /// Hybrid access as deployed (seed004-hybrid): the download through the
 /// converters and a call in a datagram-mode tunnel, with 5 % loss on
 /// cellular. On both backends every byte and every call packet arrives,
-/// none late, the call at a link's delay (p99 within 2 ms of the
+/// none late, the call at a link's delay (p99 within 5 ms of the
 /// simulator's).
 #[test]
 fn kernel_converter_beside_a_datagram_tunnel() {
@@ -89,7 +89,14 @@ fn kernel_converter_beside_a_datagram_tunnel() {
         assert_eq!((call.late, call.received), (0, call.sent), "{name}");
     }
     let p99 = |r: &mplab_backend::results::Summary| r.flows.iter().find(|f| f.name == "call").and_then(|f| f.datagrams.clone()).unwrap().stream.delay_p99_ms;
-    assert!((p99(&k.results.summary) - p99(&s.summary)).abs() < 2.0);
+    // Real time adds to the kernel's figure: each packet passes two gateway
+    // programs (TUN to UDP socket and back, each woken by poll on 2 cores
+    // busy with the download) and four emulated hops; measured 0.9-2.1 ms
+    // above the simulator's 12.4 ms in four runs. 5 ms still tells the
+    // datagram mode from the stream, whose p99 under this loss is tens of
+    // milliseconds (docs/hybrid-access.md).
+    let (kp, sp) = (p99(&k.results.summary), p99(&s.summary));
+    assert!((kp - sp).abs() < 5.0, "call p99: kernel {kp:.2} ms, sim {sp:.2} ms");
     g.assert_clean();
 }
 

@@ -65,7 +65,7 @@ fn kernel_tunnel_fails_over_and_back() {
 
 /// Datagram mode on the kernel: with 5 % loss on the cellular link the
 /// call, in its own tunnel, arrives whole and on time (the first of two
-/// copies), its delays within 3 ms of the simulator's.
+/// copies), its p99 delay within 5 ms of the simulator's.
 #[test]
 fn kernel_tunnel_datagram_mode() {
     let _s = serial();
@@ -82,7 +82,10 @@ fn kernel_tunnel_datagram_mode() {
     let (kc, sc) = (call(&k.results.summary), call(&s.summary));
     eprintln!("datagram mode: kernel {kc:?}\n  sim {sc:?}");
     assert_eq!((kc.stream.late, kc.stream.received), (0, kc.stream.sent));
-    assert!((kc.stream.delay_p99_ms - sc.stream.delay_p99_ms).abs() <= 3.0);
+    // As in kernel_converter.rs: real time adds a millisecond or two to the
+    // kernel's p99 (two gateway programs, four emulated hops, 2 busy
+    // cores); the stream mode's p99 under this loss is tens of ms.
+    assert!((kc.stream.delay_p99_ms - sc.stream.delay_p99_ms).abs() <= 5.0, "call p99: kernel {:.2} ms, sim {:.2} ms", kc.stream.delay_p99_ms, sc.stream.delay_p99_ms);
     let t = k.results.summary.flows.iter().find(|f| f.name == "voice").unwrap().tunnel.clone().unwrap();
     assert!(t.upstream.duplicates > t.upstream.datagrams_in / 2, "{t:?}");
     g.assert_clean();
