@@ -7,7 +7,7 @@
 //! ([`super::host`]) owns the other and moves bytes between it and the
 //! connection ([`Bridge::pump`]): what the program writes is written into
 //! the connection as far as its send buffer has room, and kept until it
-//! cannot be asked for again; what the connection delivers in order is
+//! is acknowledged; what the connection delivers in order is
 //! written to the program. End of file either way becomes DATA_FIN (or
 //! FIN), and a reset closes the program's end. Unlike the applications'
 //! pattern bytes, these are real bytes: the frames of the tunnel, the
@@ -62,15 +62,14 @@ pub fn pair() -> io::Result<(OwnedFd, OwnedFd)> {
 /// The loop's side of one bridged connection.
 pub struct Bridge {
     fd: Option<OwnedFd>,
-    /// Bytes written into the connection, from stream offset `kept_from`
-    /// (the connection may ask for any unacknowledged one again).
+    /// Bytes written into the connection, from stream offset `kept_from`:
+    /// those not yet acknowledged (the connection may ask for any of them
+    /// again), dropped in batches once acknowledged.
     kept: VecDeque<u8>,
     kept_from: u64,
-    /// How many bytes behind the newest are kept: the send buffer (no
-    /// more can be unacknowledged) and a margin.
-    keep: usize,
     /// Bytes the connection asked for that were no longer kept (zero
-    /// unless `keep` is wrong; meta.json reports it).
+    /// unless the connection asks for acknowledged bytes; meta.json
+    /// reports it).
     pub gone: Cell<u64>,
     /// Read from the connection, not yet taken by the program.
     pending: Vec<u8>,
@@ -80,12 +79,13 @@ pub struct Bridge {
     shut_out: bool,
 }
 
-/// Bytes kept beyond the send buffer.
-const KEEP_MARGIN: usize = 4 << 20;
+/// Acknowledged bytes are dropped once there are this many (one drain per
+/// megabyte, not one per ACK).
+const DROP_BATCH: u64 = 1 << 20;
 
 impl Bridge {
-    pub fn new(fd: OwnedFd, snd_buf: u64) -> Bridge {
-        Bridge { fd: Some(fd), kept: VecDeque::new(), kept_from: 0, keep: snd_buf as usize + KEEP_MARGIN, gone: Cell::new(0), pending: Vec::new(), eof_in: false, shut_out: false }
+    pub fn new(fd: OwnedFd) -> Bridge {
+        Bridge { fd: Some(fd), kept: VecDeque::new(), kept_from: 0, gone: Cell::new(0), pending: Vec::new(), eof_in: false, shut_out: false }
     }
 
     /// Bytes for the connection before it sends anything (its SYN may
@@ -148,10 +148,10 @@ impl Bridge {
             }
             break;
         }
-        if self.kept.len() > 2 * self.keep {
-            let drop = self.kept.len() - self.keep;
-            self.kept.drain(..drop);
-            self.kept_from += drop as u64;
+        let acked = conn.acked_offset().min(self.kept_from + self.kept.len() as u64);
+        if acked >= self.kept_from + DROP_BATCH {
+            self.kept.drain(..(acked - self.kept_from) as usize);
+            self.kept_from = acked;
         }
         // The connection's bytes, in order, as far as the program takes them.
         loop {
@@ -307,7 +307,7 @@ mod tests {
     #[test]
     fn kept_bytes_fill_by_offset_and_gone_ones_are_counted() {
         let (a, _b) = pair().unwrap();
-        let mut br = Bridge::new(a, 10);
+        let mut br = Bridge::new(a);
         br.kept.extend(b"hello world");
         br.kept_from = 100;
         let mut out = [0u8; 5];
@@ -323,7 +323,7 @@ mod tests {
         let cfg = TcpConfig::default();
         let (l, r): (SocketAddr, SocketAddr) = ("10.0.0.1:1000".parse().unwrap(), "10.0.0.2:2000".parse().unwrap());
         let mut conn = Conn::Tcp { c: Box::new(Connection::connect(cfg, l, r, 1, mplab_proto::Instant(0))), local: l, remote: r };
-        let mut br = Bridge::new(loop_end, 1 << 20);
+        let mut br = Bridge::new(loop_end);
         let msg = b"frame bytes";
         // SAFETY: valid buffer.
         assert_eq!(unsafe { libc::send(prog.as_raw_fd(), msg.as_ptr() as *const libc::c_void, msg.len(), 0) }, msg.len() as isize);

@@ -141,6 +141,14 @@ impl Conn {
         }
     }
 
+    /// Stream offset below which every byte was acknowledged (DATA_ACKed).
+    pub fn acked_offset(&self) -> u64 {
+        match self {
+            Conn::Mp(c) => c.acked_offset(),
+            Conn::Tcp { c, .. } => c.snd_una(),
+        }
+    }
+
     /// Ended by a reset from the peer (MP_FASTCLOSE or a RST).
     pub fn was_reset(&self) -> bool {
         match self {

@@ -244,8 +244,7 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
     let mut ends: Vec<End> = spec.ends.iter().filter(|(fi, _)| !net.flows[*fi].transport.is_sctp()).map(|&(fi, role)| new_end(net, spec.node, &net.flows[fi], role, &states[fi], &clk)).collect();
     for (fi, role, fd) in spec.bridged.drain(..) {
         if let Some(e) = ends.iter_mut().find(|e| e.flow.id == fi && e.role == role) {
-            let keep = e.tcp_cfg.as_ref().map_or(e.cfg.tcp.snd_buf, |t| t.snd_buf);
-            e.bridge = Some(Bridge::new(fd, keep));
+            e.bridge = Some(Bridge::new(fd));
         }
     }
     for (fi, role, ex) in spec.exchanged.drain(..) {
@@ -640,7 +639,6 @@ fn new_end(net: &Network, node: usize, f: &Flow, role: Role, st: &Arc<FlowState>
 /// socket pair: the loop keeps one side, the program gets the other.
 fn carrier_end(tmpl: &End, c: &mut HostCounters) -> Option<(End, OwnedFd)> {
     let (mine, theirs) = super::bridge::pair().ok()?;
-    let keep = tmpl.tcp_cfg.as_ref().map_or(tmpl.cfg.tcp.snd_buf, |t| t.snd_buf);
     let e = End {
         flow: tmpl.flow.clone(),
         role: tmpl.role,
@@ -654,7 +652,7 @@ fn carrier_end(tmpl: &End, c: &mut HostCounters) -> Option<(End, OwnedFd)> {
         aborted: false,
         detailed: false,
         published_ns: 0,
-        bridge: Some(Bridge::new(mine, keep)),
+        bridge: Some(Bridge::new(mine)),
         exchange: None,
     };
     c.carriers += 1;

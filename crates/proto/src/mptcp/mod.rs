@@ -578,6 +578,12 @@ impl Connection {
     }
 
     /// The most data written and not yet DATA_ACKed the connection holds.
+    /// Stream offset below which every byte was DATA_ACKed: nothing asks a
+    /// payload source for those bytes again.
+    pub fn acked_offset(&self) -> u64 {
+        self.data_una
+    }
+
     pub fn snd_buf(&self) -> u64 {
         if !self.cfg.snd_autotune {
             return self.cfg.snd_buf;
