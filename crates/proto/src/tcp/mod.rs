@@ -541,6 +541,12 @@ impl Connection {
         self.rcv.nxt()
     }
 
+    /// Bytes sent and not yet cumulatively acknowledged, SACKed ones
+    /// included: what the sender still holds in its retransmission queue.
+    pub fn unacked(&self) -> u64 {
+        self.snd_nxt.saturating_sub(self.snd_una)
+    }
+
     /// Bytes queued but never sent.
     pub fn unsent(&self) -> u64 {
         self.app_end.saturating_sub(self.snd_nxt.min(self.app_end))

@@ -14,6 +14,7 @@
 //! line blocking), so the burst is part of what Linux does, not only of how.
 
 use super::{active, SchedContext, Scheduler, SubflowInfo};
+use core::time::Duration;
 
 /// The kernel's burst: `MPTCP_SEND_BURST_SIZE`, 64 KiB less headers.
 pub const BURST: u64 = 64 * 1024 - 20 - 40 - 40 - 8;
@@ -22,13 +23,40 @@ pub const BURST: u64 = 64 * 1024 - 20 - 40 - 40 - 8;
 pub struct Linux {
     /// The subflow of the burst under way and the bytes it may still take.
     burst: Option<(usize, u64)>,
+    /// Per subflow: the pacing rate the linger time divides by, bytes/s
+    /// (`avg_pacing_rate`), 0 until the subflow is first considered.
+    avg_pace: Vec<u64>,
 }
 
-/// Linger time in nanoseconds (u128 to stay exact).
+/// TCP's pacing rate, bytes/s (`tcp_update_pacing_rate`,
+/// net/ipv4/tcp_input.c): 200 % of max(cwnd, packets out) per smoothed RTT
+/// while the window is below half the slow-start threshold, 120 % beyond.
+/// Counting the packets out, SACKed and lost ones too, a subflow in
+/// recovery looks faster than its window says.
+pub fn pacing_rate(s: &SubflowInfo) -> Option<u64> {
+    let srtt = s.srtt?.as_nanos().max(1);
+    let ratio: u128 = if s.cwnd < s.ssthresh / 2 { 200 } else { 120 };
+    let bytes = s.cwnd.max(s.unacked) as u128;
+    Some((bytes * ratio * 10_000_000 / srtt).min(u64::MAX as u128) as u64)
+}
+
+/// What a subflow holds (`sk_wmem_queued`): everything not yet
+/// cumulatively acknowledged, and what waits unsent.
+fn queued(s: &SubflowInfo) -> u64 {
+    s.unacked.max(s.in_flight) + s.unsent
+}
+
+/// Linger time in nanoseconds: the queued bytes at the given rate.
+fn linger_at(s: &SubflowInfo, pace: u64) -> u128 {
+    if pace == 0 {
+        return 0; // no RTT sample yet: like an idle subflow
+    }
+    queued(s) as u128 * 1_000_000_000 / pace as u128
+}
+
+/// Linger time in nanoseconds at the subflow's current pacing rate.
 pub fn linger_ns(s: &SubflowInfo) -> u128 {
-    let Some(srtt) = s.srtt else { return 0 }; // no sample yet: like an idle subflow
-    let queued = (s.in_flight + s.unsent) as u128;
-    queued * srtt.as_nanos() / s.cwnd.max(1) as u128
+    linger_at(s, pacing_rate(s).unwrap_or(0))
 }
 
 /// The subflow's send buffer has room: Linux's `sk_stream_memory_free`,
@@ -38,6 +66,19 @@ pub fn linger_ns(s: &SubflowInfo) -> u128 {
 pub fn memory_free(s: &SubflowInfo) -> bool {
     let segs = s.cwnd / s.mss.max(1);
     s.in_flight + s.unsent < crate::mptcp::sndbuf::subflow_sndbuf(0, segs, 4 << 20)
+}
+
+impl Linux {
+    /// The subflow's smoothed pacing rate, started from its current one.
+    fn avg_pace(&mut self, s: &SubflowInfo) -> u64 {
+        if self.avg_pace.len() <= s.index {
+            self.avg_pace.resize(s.index + 1, 0);
+        }
+        if self.avg_pace[s.index] == 0 {
+            self.avg_pace[s.index] = pacing_rate(s).unwrap_or(0);
+        }
+        self.avg_pace[s.index]
+    }
 }
 
 impl Scheduler for Linux {
@@ -60,12 +101,27 @@ impl Scheduler for Linux {
         }
         // The least lingering subflow, full or not: Linux waits when its
         // send buffer is full rather than taking the next one.
-        if let Some(s) = active(sf).min_by_key(|s| (linger_ns(s), s.rtt(), s.index)).filter(|s| memory_free(s)) {
-            if !cx.reinjection {
-                self.burst = Some((s.index, BURST.min(cx.send_window.saturating_sub(cx.outstanding)).saturating_sub(cx.len)));
+        let mut best: Option<(u128, Duration, usize)> = None;
+        for s in active(sf) {
+            let key = (linger_at(s, self.avg_pace(s)), s.rtt(), s.index);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
             }
-            out.push(s.index);
         }
+        let Some(s) = best.and_then(|(_, _, i)| sf.iter().find(|s| s.index == i)).filter(|s| memory_free(s)) else { return };
+        if !cx.reinjection {
+            let burst = BURST.min(cx.send_window.saturating_sub(cx.outstanding));
+            if burst > 0 {
+                // Linux blends the rate in as the burst is queued, weighted
+                // by what the subflow already holds.
+                let wmem = queued(s) as u128;
+                let now = pacing_rate(s).unwrap_or(0) as u128;
+                let avg = &mut self.avg_pace[s.index];
+                *avg = ((*avg as u128 * wmem + now * burst as u128) / (burst as u128 + wmem)) as u64;
+            }
+            self.burst = Some((s.index, burst.saturating_sub(cx.len)));
+        }
+        out.push(s.index);
     }
 }
 
@@ -76,17 +132,61 @@ mod tests {
 
     #[test]
     fn least_linger_time_wins() {
-        // 10 ms with 14 KB queued of a 14 KB window lingers 10 ms;
-        // 40 ms with nothing queued lingers 0.
+        // In slow start (cwnd below half of ssthresh) the pacing rate is
+        // 200 % of 14 KB per RTT: 2.8 MB/s at 10 ms, 0.7 MB/s at 40 ms.
+        // 14 KB queued at 10 ms lingers 5 ms; nothing queued lingers 0.
         let mut a = sf(0, 10, false, true);
         a.in_flight = 14_000;
         let b = sf(1, 40, false, true);
         assert_eq!(pick(&mut Linux::default(), &[a, b]), vec![1]);
-        a.in_flight = 1_000; // 0.71 ms
+        a.in_flight = 1_000; // 0.36 ms
         let mut b = b;
-        b.in_flight = 1_000; // 2.9 ms
+        b.in_flight = 1_000; // 1.4 ms
         assert_eq!(pick(&mut Linux::default(), &[a, b]), vec![0]);
-        assert_eq!(linger_ns(&a), 1_000 * 10_000_000 / 14_000);
+        assert_eq!(pacing_rate(&a), Some(2_800_000));
+        assert_eq!(linger_ns(&a), 1_000 * 1_000_000_000 / 2_800_000);
+    }
+
+    /// `tcp_update_pacing_rate`: 120 % once the window reaches half the
+    /// slow-start threshold, and the packets out (SACKed and lost ones
+    /// too) count when they exceed the window, as in recovery.
+    #[test]
+    fn pacing_rate_follows_tcp() {
+        let mut a = sf(0, 10, false, true);
+        a.ssthresh = 28_000; // cwnd 14 000 is half: avoidance ratio
+        assert_eq!(pacing_rate(&a), Some(14_000 * 120 / 100 * 100));
+        a.ssthresh = 28_002; // in segments' terms, cwnd < ssthresh / 2
+        assert_eq!(pacing_rate(&a), Some(14_000 * 2 * 100));
+        a.ssthresh = 20_000;
+        a.unacked = 42_000; // three windows out after a loss
+        assert_eq!(pacing_rate(&a), Some(42_000 * 120 / 100 * 100));
+        a.srtt = None;
+        assert_eq!(pacing_rate(&a), None);
+        assert_eq!(linger_ns(&a), 0, "no sample yet: like an idle subflow");
+    }
+
+    /// The rate a subflow is judged by is blended in as bursts are queued
+    /// (`avg_pacing_rate`), weighted by what it already holds: a subflow
+    /// whose window was just cut keeps looking faster for a while.
+    #[test]
+    fn the_pacing_rate_is_averaged_over_bursts() {
+        let mut l = Linux::default();
+        let mut a = sf(0, 10, false, true);
+        let cx = SchedContext { len: 1400, now: crate::time::Instant(0), reinjection: false, queued: 1 << 30, outstanding: 0, send_window: 1 << 30, window_blocked: 0 };
+        let mut out = Vec::new();
+        l.schedule(&[a], &cx, &mut out);
+        assert_eq!(l.avg_pace[0], 2_800_000, "starts at the current rate");
+        // The window is cut to a quarter with 40 KB queued: the next
+        // burst's choice blends 40 KB of the old rate with a burst of the new.
+        a.cwnd = 3_500;
+        a.ssthresh = 3_500;
+        a.unsent = 40_000;
+        l.burst = None;
+        l.schedule(&[a], &cx, &mut out);
+        let now = 3_500 * 120 / 100 * 100;
+        let want = (2_800_000u128 * 40_000 + now as u128 * BURST as u128) / (40_000 + BURST as u128);
+        assert_eq!(l.avg_pace[0] as u128, want);
+        assert!(l.avg_pace[0] > 3 * now, "still three times the new rate");
     }
 
     /// The chosen subflow keeps the chunks of its 64 KiB burst even once

@@ -54,7 +54,13 @@ pub struct SubflowInfo {
     /// RTT variation (RFC 6298 RTTVAR); zero before the first sample.
     pub rttvar: Duration,
     pub cwnd: u64,
+    /// Slow-start threshold, bytes (`u64::MAX` before the first loss).
+    pub ssthresh: u64,
+    /// Bytes in the network by the loss detector's estimate (RFC 6675 pipe).
     pub in_flight: u64,
+    /// Bytes sent and not yet cumulatively acknowledged, SACKed ones
+    /// included (at least `in_flight`'s segments).
+    pub unacked: u64,
     /// Payload bytes per full segment.
     pub mss: u64,
     /// Either end asked for this subflow to be used only as a backup.
@@ -182,7 +188,9 @@ pub(crate) mod testutil {
             srtt: Some(Duration::from_millis(rtt_ms)),
             rttvar: Duration::ZERO,
             cwnd: 14_000,
+            ssthresh: u64::MAX,
             in_flight: 0,
+            unacked: 0,
             mss: 1400,
             backup,
             usable: true,
