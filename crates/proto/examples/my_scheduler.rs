@@ -48,6 +48,7 @@ fn info(index: usize, rtt_ms: u64, has_window: bool) -> SubflowInfo {
         usable: true,
         has_window,
         unsent: 0,
+        sndbuf: 64 * 1024,
     }
 }
 

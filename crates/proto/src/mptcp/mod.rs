@@ -91,6 +91,9 @@ pub struct MptcpConfig {
     /// with its congestion window up to `snd_buf` (Linux's autotuning,
     /// `sndbuf.rs`); else it is `snd_buf`.
     pub snd_autotune: bool,
+    /// A writer that filled the send buffer writes again only once a third
+    /// of it is free ([`Profile::wakes_writer_at_a_third`]).
+    pub write_wakeup_third: bool,
     /// This end refuses joins to the address and port of the initial
     /// subflow: MP_CAPABLE's C flag (RFC 8684 3.1), Linux's
     /// `net.mptcp.allow_join_initial_addr_port = 0`. A load-balanced
@@ -117,6 +120,7 @@ impl Default for MptcpConfig {
             head_retransmit_on_idle: false,
             rcv_autotune: false,
             snd_autotune: false,
+            write_wakeup_third: false,
             deny_join_initial: false,
         }
     }
@@ -132,6 +136,7 @@ impl MptcpConfig {
         self.head_retransmit_on_idle = p.retransmits_head_on_idle_subflow();
         self.rcv_autotune = p.autotunes_receive_buffer();
         self.snd_autotune = p.autotunes_send_buffer();
+        self.write_wakeup_third = p.wakes_writer_at_a_third();
         if !p.has_opportunistic_retransmit() {
             self.opportunistic_retransmit = false;
             self.penalize = false;
@@ -307,6 +312,9 @@ pub struct Connection {
     /// Peer's data-level window, from DATA_ACK.
     peer_wnd: u64,
     fin_queued: bool,
+    /// The application filled the send buffer and waits for a third of it
+    /// to be free (`MptcpConfig::write_wakeup_third`).
+    writer_waits: bool,
     fin_next_at: Option<Instant>,
     /// Data-level retransmission timer (deadline, data_una when armed):
     /// data the subflows delivered that the peer never DATA_ACKed.
@@ -426,6 +434,7 @@ impl Connection {
             reinject: VecDeque::new(),
             peer_wnd: 65535,
             fin_queued: false,
+            writer_waits: false,
             fin_next_at: None,
             data_rto: None,
             rcv: Reassembly::new(0),
@@ -574,7 +583,12 @@ impl Connection {
         if self.fin_queued || self.reset {
             return 0;
         }
-        self.snd_buf().saturating_sub(self.app_end - self.data_una)
+        let held = self.app_end - self.data_una;
+        let free = self.snd_buf().saturating_sub(held);
+        if self.writer_waits && free < held / 2 {
+            return 0;
+        }
+        free
     }
 
     /// The most data written and not yet DATA_ACKed the connection holds.
@@ -594,8 +608,17 @@ impl Connection {
     pub fn send(&mut self, n: u64) -> u64 {
         // The subflows' cached timeouts stay valid: writing (or reading)
         // at the data level changes no subflow until the next pass.
-        let n = n.min(self.send_space());
+        let space = self.send_space();
+        if space > 0 {
+            self.writer_waits = false;
+        }
+        let n = n.min(space);
         self.app_end += n;
+        if self.cfg.write_wakeup_third && n > 0 && n == space {
+            // The buffer is full: a writer with more sleeps until a third
+            // of it is free.
+            self.writer_waits = true;
+        }
         n
     }
     pub fn readable(&self) -> u64 {
@@ -1808,6 +1831,7 @@ impl Connection {
             usable: s.usable(),
             has_window: s.tcp.can_send() && s.tcp.unsent() == 0,
             unsent: s.tcp.unsent(),
+            sndbuf: if self.cfg.snd_autotune { s.sndbuf } else { sndbuf::subflow_sndbuf(0, st.cwnd / s.tcp.mss().max(1), self.cfg.snd_buf) },
         }
     }
 

@@ -93,6 +93,17 @@ impl Profile {
         self == Profile::Linux
     }
 
+    /// Whether a writer that filled the send buffer is let in again only
+    /// once a third of it is free (Linux: the socket wakes a blocked
+    /// sender when its free space is at least half of what it holds,
+    /// `sk_stream_write_space` / `__sk_stream_is_writeable`,
+    /// include/net/sock.h) or as soon as any room frees (mplab). Linux's
+    /// application thus writes in large pieces, and each piece is spread
+    /// over the subflows in 64 KiB bursts, a slow subflow's included.
+    pub fn wakes_writer_at_a_third(self) -> bool {
+        self == Profile::Linux
+    }
+
     /// Whether the profile has opportunistic retransmission and
     /// penalisation at all (Linux 6.18 has neither; mplab has both, off
     /// unless the scenario asks).

@@ -549,6 +549,44 @@ fn linux_send_buffer_follows_the_subflows_windows() {
     assert!(subflows == 2 && early < b && b > floor && b <= sndbuf::WMEM_MIN + subflows * n.client.cfg.snd_buf, "{subflows} subflows, {early} then {b} bytes");
 }
 
+/// The sizes of the application's writes once the send buffer first
+/// filled (to_send sampled every millisecond), over a 10 Mbit/s path.
+fn writes_after_the_buffer_filled(wakeup_third: bool) -> (Vec<u64>, u64) {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.client.cfg.write_wakeup_third = wakeup_third;
+    n.client.cfg.snd_buf = 200_000;
+    let total = 2_000_000;
+    n.to_send = total;
+    let (mut left, mut filled, mut writes) = (total, false, Vec::new());
+    for ms in 1..10_000 {
+        n.run(ms);
+        let wrote = left - n.to_send;
+        left = n.to_send;
+        if filled && wrote > 0 && left > 0 {
+            writes.push(wrote);
+        }
+        filled |= n.client.send_space() == 0;
+        if left == 0 {
+            break;
+        }
+    }
+    n.run(30_000);
+    (writes, n.received)
+}
+
+/// Linux wakes a writer that filled the send buffer only once a third of
+/// it is free (`sk_stream_write_space`), so the application writes in
+/// large pieces; mplab lets it in as soon as any room frees.
+#[test]
+fn a_linux_writer_waits_for_a_third_of_the_buffer() {
+    let (third, got) = writes_after_the_buffer_filled(true);
+    assert_eq!(got, 2_000_000);
+    assert!(third.len() > 5 && third.iter().all(|&w| w >= 200_000 / 3), "{third:?}");
+    let (any, got) = writes_after_the_buffer_filled(false);
+    assert_eq!(got, 2_000_000);
+    assert!(any.len() > 5 * third.len() && any.iter().any(|&w| w < 200_000 / 10), "{} writes: {any:?}", any.len());
+}
+
 /// The `linux` profile's staleness: a path that dies is stale after five
 /// connection-level retransmission periods without anything received on
 /// it (well before its own backed-off timer would get there), and the

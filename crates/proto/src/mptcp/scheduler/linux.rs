@@ -60,12 +60,12 @@ pub fn linger_ns(s: &SubflowInfo) -> u128 {
 }
 
 /// The subflow's send buffer has room: Linux's `sk_stream_memory_free`,
-/// the buffer autotuned to two windows of worst-case socket buffers
-/// (`tcp_sndbuf_expand`, see `mptcp/sndbuf.rs`), the data queued counted
-/// as its payload (subflow skbs share the connection's pages).
+/// what it holds against its buffer (autotuned by the `linux` profile to
+/// two of its largest windows of worst-case socket buffers, see
+/// `mptcp/sndbuf.rs`), counted as payload: subflow skbs share the
+/// connection's pages.
 pub fn memory_free(s: &SubflowInfo) -> bool {
-    let segs = s.cwnd / s.mss.max(1);
-    s.in_flight + s.unsent < crate::mptcp::sndbuf::subflow_sndbuf(0, segs, 4 << 20)
+    queued(s) < s.sndbuf
 }
 
 impl Linux {
@@ -110,6 +110,9 @@ impl Scheduler for Linux {
         }
         let Some(s) = best.and_then(|(_, _, i)| sf.iter().find(|s| s.index == i)).filter(|s| memory_free(s)) else { return };
         if !cx.reinjection {
+            // The burst is bounded by the peer's window only
+            // (`mptcp_wnd_end - snd_nxt`), not by the send buffer: the
+            // subflow keeps taking what the application writes next.
             let burst = BURST.min(cx.send_window.saturating_sub(cx.outstanding));
             if burst > 0 {
                 // Linux blends the rate in as the burst is queued, weighted
@@ -197,6 +200,7 @@ mod tests {
         let mut a = sf(0, 10, false, true);
         let b = sf(1, 40, false, true);
         a.cwnd = 1 << 20;
+        a.sndbuf = 4 << 20; // a large window's buffer: room for the burst
         let cx = |_| SchedContext { len: 1400, now: crate::time::Instant(0), reinjection: false, queued: 1 << 30, outstanding: 0, send_window: 1 << 30, window_blocked: 0 };
         let mut out = Vec::new();
         let mut picks = Vec::new();
@@ -233,7 +237,7 @@ mod tests {
     #[test]
     fn full_send_buffer_is_skipped() {
         let mut a = sf(0, 10, false, true);
-        a.unsent = crate::mptcp::sndbuf::subflow_sndbuf(0, a.cwnd / a.mss, 4 << 20);
+        a.unsent = a.sndbuf;
         let b = sf(1, 40, false, true);
         assert_eq!(pick(&mut Linux::default(), &[a, b]), vec![1]);
     }

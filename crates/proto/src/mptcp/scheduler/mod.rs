@@ -71,6 +71,9 @@ pub struct SubflowInfo {
     pub has_window: bool,
     /// Bytes queued on it and not yet sent.
     pub unsent: u64,
+    /// Its send buffer, bytes: what it may hold, sent or not, until
+    /// acknowledged (Linux: `sk_sndbuf`, autotuned by the `linux` profile).
+    pub sndbuf: u64,
 }
 
 impl SubflowInfo {
@@ -196,6 +199,7 @@ pub(crate) mod testutil {
             usable: true,
             has_window,
             unsent: 0,
+            sndbuf: crate::mptcp::sndbuf::subflow_sndbuf(0, 10, 4 << 20),
         }
     }
 
