@@ -110,9 +110,11 @@ impl Scheduler for Linux {
         }
         let Some(s) = best.and_then(|(_, _, i)| sf.iter().find(|s| s.index == i)).filter(|s| memory_free(s)) else { return };
         if !cx.reinjection {
-            // The burst is bounded by the peer's window only
-            // (`mptcp_wnd_end - snd_nxt`), not by the send buffer: the
-            // subflow keeps taking what the application writes next.
+            // Linux bounds a burst by the peer's window
+            // (`mptcp_wnd_end - snd_nxt`) and ends it with the push, when
+            // the pending data runs out. Here a burst outlives the pass,
+            // so what the send window lets the writer add stands for what
+            // is pending.
             let burst = BURST.min(cx.send_window.saturating_sub(cx.outstanding));
             if burst > 0 {
                 // Linux blends the rate in as the burst is queued, weighted
@@ -158,7 +160,7 @@ mod tests {
         let mut a = sf(0, 10, false, true);
         a.ssthresh = 28_000; // cwnd 14 000 is half: avoidance ratio
         assert_eq!(pacing_rate(&a), Some(14_000 * 120 / 100 * 100));
-        a.ssthresh = 28_002; // in segments' terms, cwnd < ssthresh / 2
+        a.ssthresh = 28_002; // half is 14 001: the window is below it
         assert_eq!(pacing_rate(&a), Some(14_000 * 2 * 100));
         a.ssthresh = 20_000;
         a.unacked = 42_000; // three windows out after a loss
