@@ -273,6 +273,12 @@ pub struct Connection {
     fb_sub: usize,
     /// An MP_FAIL (the DSN whose checksum failed) to send.
     mp_fail_pending: Option<u64>,
+    /// The initial subflow's stream is still the data stream shifted by a
+    /// constant, so the connection may fall back to plain TCP (RFC 8684
+    /// 3.7). A completed join or a data-level reinjection ends that: the
+    /// peer, mapping unmapped bytes after its own data, would place them
+    /// wrong (Linux: msk->allow_infinite_fallback).
+    may_fall_back: bool,
     established: bool,
     /// Both DATA_FINs are through: the subflows are being closed.
     closing: bool,
@@ -410,6 +416,7 @@ impl Connection {
             fb_delta: 0,
             fb_sub: 0,
             mp_fail_pending: None,
+            may_fall_back: true,
             established: false,
             closing: false,
             pm_started: false,
@@ -774,7 +781,7 @@ impl Connection {
                 }
             }
         }
-        let optionless = self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed();
+        let optionless = self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.fallback_possible_on(i);
         // A copy of bytes already received carries no news either: it counts
         // as an ACK (a forged duplicate without options must not make the
         // connection fall back; RFC 8684 3.7 is about data to be mapped).
@@ -797,7 +804,9 @@ impl Connection {
             && !h.options.has_mptcp()
             && (h.ack.wrapping_sub(sf.tcp.iss().wrapping_add(1)) as i32) as i64 > sf.syn_tx as i64
             && sf.tx_lookup(sf.syn_tx).is_some();
-        if h.options.mptcp().any(|o| matches!(o, MptcpOption::MpFail { .. })) && self.alive_subflows() == 1 {
+        // An MP_FAIL the connection cannot honour is ignored (Linux sends
+        // no reply; the peer's wait for one times out and it resets).
+        if h.options.mptcp().any(|o| matches!(o, MptcpOption::MpFail { .. })) && self.fallback_possible_on(i) {
             self.fall_back(Fallback::Checksum);
         } else if acks_first_data && self.alive_subflows() == 1 {
             self.fall_back(Fallback::NoMapping);
@@ -1118,6 +1127,7 @@ impl Connection {
                             s.origin = Origin::Join { local_nonce, remote_nonce: nonce };
                             s.peer_backup = backup;
                             s.remote_id = addr_id;
+                            self.may_fall_back = false;
                             true
                         } else {
                             false
@@ -1149,6 +1159,7 @@ impl Connection {
                     if ok {
                         s.handshake = Handshake::Established;
                         s.tcp.ack_now(); // the fourth ACK lets the initiator send
+                        self.may_fall_back = false;
                     } else {
                         self.stats.joins_refused += 1;
                         s.reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
@@ -1216,10 +1227,10 @@ impl Connection {
             // RFC 8684 3.7: an infinite mapping ends multipath only on a
             // connection that never had more than its initial subflow
             // (Linux: msk->allow_infinite_fallback, cleared when a join
-            // completes). On any other it is an error on this subflow,
+            // completes or data is reinjected). On any other it is an error on this subflow,
             // which is reset: a forged one must not make a connection of
             // several subflows fall back and lose the others' data.
-            if self.subflows.iter().any(|s| s.is_join()) || self.subflows[i].origin != Origin::Initial {
+            if !self.fallback_possible_on(i) {
                 self.changed_all();
                 let s = &mut self.subflows[i];
                 s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
@@ -1307,13 +1318,19 @@ impl Connection {
         self.subflows.iter().filter(|s| !s.is_closed()).count()
     }
 
+    /// Whether the connection may fall back to plain TCP on subflow `i`:
+    /// it is the initial subflow, the only one alive (a late segment on
+    /// one already reset says nothing of the one carrying the data now),
+    /// and nothing has been sent out of the stream's order.
+    fn fallback_possible_on(&self, i: usize) -> bool {
+        self.may_fall_back && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed()
+    }
+
     fn on_missing_mapping(&mut self, i: usize) {
         self.changed_all();
-        let alive = self.alive_subflows();
-        // Only the subflow still alive may fall back: a late segment on one
-        // already reset (a box strips options there) says nothing of the
-        // one that carries the data now.
-        if alive == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed() {
+        // Where it may not fall back, Linux resets the subflow too
+        // (MPTCP_RST_EMPTCP): either way the unmapped bytes are not taken.
+        if self.fallback_possible_on(i) {
             self.fall_back(Fallback::NoMapping);
         } else {
             let s = &mut self.subflows[i];
@@ -1324,8 +1341,7 @@ impl Connection {
 
     fn on_checksum_failure(&mut self, i: usize, dsn: u64) {
         self.changed_all();
-        let alive = self.subflows.iter().filter(|s| !s.is_closed()).count();
-        if alive == 1 {
+        if self.fallback_possible_on(i) {
             // RFC 8684 3.7: tell the sender (MP_FAIL) and go on as TCP.
             self.mp_fail_pending = Some(dsn);
             self.fall_back(Fallback::Checksum);
@@ -1772,6 +1788,7 @@ impl Connection {
             }
             s.tx.push_back(subflow::TxMap { sub, data: at, len });
             at += len;
+            self.may_fall_back = false;
         }
         self.stats.reinjected_bytes += at - r.start;
         self.touch(p);
@@ -1932,6 +1949,7 @@ impl Connection {
                 }
             }
             if reinjected {
+                self.may_fall_back = false;
                 let f = self.reinject.front_mut().expect("front");
                 f.start += len;
                 if f.is_empty() || f.end <= self.data_una {

@@ -372,6 +372,39 @@ fn a_dead_path_is_left_and_its_data_reinjected() {
     assert!(n.client.stats().reinjected_bytes > 0);
 }
 
+/// A connection that has had a second subflow is no longer one TCP stream
+/// shifted by a constant, so it does not fall back (RFC 8684 3.7; Linux's
+/// allow_infinite_fallback): when a box strips the options on its last
+/// path, that subflow is reset rather than its bytes placed as if they
+/// continued the data stream.
+#[test]
+fn after_a_join_stripped_options_reset_the_subflow_instead_of_falling_back() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.to_send = 3_000_000;
+    let strip = std::rc::Rc::new(std::cell::Cell::new(false));
+    let s2 = strip.clone();
+    n.mangle = Box::new(move |h, _| {
+        if s2.get() {
+            h.options.clear_mptcp();
+        }
+    });
+    n.run(500);
+    let s = n.server.as_mut().expect("server");
+    let j = s.subflows.iter().position(|x| x.is_join() && x.remote.ip() == ip(2, 1)).expect("a joined subflow");
+    s.subflows[j].reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
+    s.subflows[j].tcp.abort();
+    s.changed(j);
+    n.run(1000);
+    assert!(n.received > 0 && n.received < 3_000_000);
+    strip.set(true);
+    n.run(60_000);
+    assert_eq!(n.misplaced, 0);
+    assert_eq!(n.client.fallback(), None);
+    assert_eq!(n.server().fallback(), None);
+    assert!(n.received < 3_000_000, "the data cannot go on once the last subflow is reset");
+    assert!(n.client.subflows().iter().all(|s| s.is_closed()) || n.server().subflows().iter().all(|s| s.is_closed()));
+}
+
 /// The receiver resets a joined subflow mid-transfer (RST with MP_TCPRST,
 /// as Linux does on a mapping it refuses): the sender closes that subflow,
 /// reports it closed, and the data goes on over the other one.
