@@ -104,6 +104,15 @@ impl Profile {
         self == Profile::Linux
     }
 
+    /// Whether a subflow that sends again after more than an RTO of
+    /// silence restarts from a smaller window (Linux: RFC 2861's restart,
+    /// `tcp_slow_start_after_idle` = 1, net/ipv4/tcp_output.c
+    /// `tcp_cwnd_restart`) or keeps its window (mplab). See
+    /// `TcpConfig::slow_start_after_idle`.
+    pub fn restarts_window_after_idle(self) -> bool {
+        self == Profile::Linux
+    }
+
     /// Whether the profile has opportunistic retransmission and
     /// penalisation at all (Linux 6.18 has neither; mplab has both, off
     /// unless the scenario asks).

@@ -44,6 +44,12 @@ pub struct TcpConfig {
     /// send before the handshake completes (MPTCP's waits for its third
     /// ACK). Off: SYN bytes are ignored.
     pub fast_open: bool,
+    /// Congestion window validation after idle (RFC 2861, Linux's
+    /// `tcp_slow_start_after_idle`, on by default there): data sent after
+    /// more than an RTO with nothing outstanding starts from a window
+    /// halved once per RTO of silence, down to the initial window.
+    /// mplab keeps the window (off).
+    pub slow_start_after_idle: bool,
 }
 
 impl Default for TcpConfig {
@@ -68,6 +74,7 @@ impl Default for TcpConfig {
             user_timeout: Duration::from_secs(900),
             timer_clock: TimerClock::Exact,
             fast_open: false,
+            slow_start_after_idle: false,
         }
     }
 }

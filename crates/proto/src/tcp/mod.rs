@@ -173,6 +173,8 @@ pub struct Connection {
     /// A fast retransmit may go out once regardless of cwnd.
     rexmit_allowance: bool,
     cwnd_limited: bool,
+    /// When a segment with payload last left (Linux's lsndtime).
+    last_data_tx: Option<Instant>,
     rtt: RttEstimator,
     rto_at: Option<Instant>,
     backoff: u32,
@@ -265,6 +267,7 @@ impl Connection {
             prr_out: 0,
             rexmit_allowance: false,
             cwnd_limited: false,
+            last_data_tx: None,
             rtt,
             rto_at: None,
             backoff: 0,
@@ -569,6 +572,32 @@ impl Connection {
         if self.in_flight() + self.mss > self.cc_state.cwnd {
             self.cwnd_limited = true;
         }
+    }
+
+    /// Nothing is outstanding and new data is about to go: after more than
+    /// an RTO of silence the window is halved once per RTO elapsed, not
+    /// below the initial window, and ssthresh keeps three quarters of the
+    /// old window (Linux's `tcp_cwnd_restart`).
+    fn restart_after_idle(&mut self, now: Instant) {
+        let Some(last) = self.last_data_tx else { return };
+        let rto = self.rtt.rto().as_nanos() as u64;
+        let mut idle = now.saturating_since(last).as_nanos() as u64;
+        if rto == 0 || idle <= rto {
+            return;
+        }
+        let cc = &mut self.cc_state;
+        if matches!(self.recovery, Recovery::Open) {
+            cc.ssthresh = cc.ssthresh.max(cc.cwnd / 2 + cc.cwnd / 4);
+        }
+        let restart = (crate::cc::INITIAL_WINDOW_SEGMENTS * cc.mss).min(cc.cwnd);
+        let mut cwnd = cc.cwnd;
+        while idle > rto && cwnd > restart {
+            idle -= rto;
+            cwnd /= 2;
+        }
+        cc.cwnd = cwnd.max(restart);
+        // Restarted once: the next check measures from here.
+        self.last_data_tx = Some(now);
     }
 
     /// The peer's receive window (bytes), as last advertised.
@@ -1361,6 +1390,9 @@ impl Connection {
             }
             len = wnd_end - self.snd_nxt;
         }
+        if self.cfg.slow_start_after_idle && self.snd_nxt == self.snd_una {
+            self.restart_after_idle(now);
+        }
         if len > 0 && self.in_flight() + len > self.cc_state.cwnd && !self.probe_new_data {
             self.cwnd_limited = true;
             return false;
@@ -1411,6 +1443,9 @@ impl Connection {
     /// Builds a segment starting at data offset `start` with `len` payload
     /// bytes; every segment carries the current ACK and window.
     fn segment(&mut self, now: Instant, start: u64, len: u64, fl: u8, retransmission: bool, t: &mut Transmit) {
+        if len > 0 {
+            self.last_data_tx = Some(now);
+        }
         let wnd = self.rcv_window();
         let right = (self.rcv.nxt() + wnd).max(self.adv_right);
         self.adv_right = right;

@@ -34,6 +34,8 @@ struct Pipe<'a> {
     to_send: u64,
     received: u64,
     server_reads: bool,
+    /// The client keeps the connection open once it wrote everything.
+    keep_open: bool,
     misplaced: u64,
 }
 
@@ -54,6 +56,7 @@ impl<'a> Pipe<'a> {
             to_send: 0,
             received: 0,
             server_reads: true,
+            keep_open: false,
             misplaced: 0,
         }
     }
@@ -80,7 +83,7 @@ impl<'a> Pipe<'a> {
     fn app(&mut self) {
         let n = self.client.send(self.to_send);
         self.to_send -= n;
-        if self.to_send == 0 {
+        if self.to_send == 0 && !self.keep_open {
             self.client.close();
         }
         if let Some(s) = self.server.as_mut() {
@@ -553,4 +556,38 @@ fn fast_open_server_sends_before_the_third_ack() {
     assert_eq!(s.snd_una(), sent);
     let rest: Vec<Transmit> = std::iter::from_fn(|| s.poll_transmit(Instant(0))).collect();
     assert_eq!(rest[0].payload.start, sent);
+}
+
+/// RFC 2861's restart (Linux's default `tcp_slow_start_after_idle`): after
+/// two seconds of silence, many RTOs, the window is back at the initial
+/// window when data flows again; without it the window is kept.
+#[test]
+fn a_window_restarts_after_idle_only_when_asked() {
+    for restart in [false, true] {
+        let cfg = TcpConfig { slow_start_after_idle: restart, ..TcpConfig::default() };
+        let mut p = Pipe::new(cfg, TcpConfig::default(), 1000, 10, 100);
+        p.keep_open = true;
+        p.to_send = 2_000_000;
+        p.run(1_000);
+        assert_eq!(p.received, 2_000_000);
+        let mss = p.client.cc_state.mss;
+        let grown = p.client.cc_state.cwnd;
+        assert!(grown > 40 * mss, "the window grew: {grown}");
+        // Nothing is due: the pipe's clock stops, so let two seconds pass.
+        assert!(p.now < Instant(1_000 * MS) && p.client.poll_timeout().is_none());
+        p.now = Instant(3_000 * MS);
+        assert_eq!(p.client.cc_state.cwnd, grown, "idle alone changes nothing");
+        p.to_send = 100_000;
+        p.app();
+        p.emit(true);
+        let after = p.client.cc_state.cwnd;
+        if restart {
+            assert_eq!(after, 10 * mss);
+            assert!(p.client.cc_state.ssthresh >= grown / 2 + grown / 4);
+        } else {
+            assert_eq!(after, grown);
+        }
+        p.run(6_000);
+        assert_eq!(p.received, 2_100_000);
+    }
 }
