@@ -30,6 +30,11 @@ fn bad_suites_name_their_line_and_field() {
     let p = write(&format!("{head}[[case.metric]]\nkind = \"goodput\"\ntolerance = \"five\"\n"));
     let o = mplab(&tmp.0, &["validate".as_ref(), p.as_os_str(), "--backends".as_ref(), "sim".as_ref()]);
     assert!(o.stderr.contains("s.toml:5:8: case[0].metric[0].tolerance: invalid rate \"five\""), "{}", o.stderr);
+    // No runs at all.
+    let p = write(&format!("{head}runs = 0\n[[case.metric]]\nkind = \"fallback\"\n"));
+    let o = mplab(&tmp.0, &["validate".as_ref(), p.as_os_str(), "--backends".as_ref(), "sim".as_ref()]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("s.toml:7:8: case[0].runs: at least 1 run"), "{}", o.stderr);
     // A missing scenario, an unknown case, an unknown backend.
     let p = write("[suite]\nname = \"t\"\n\n[[case]]\nname = \"a\"\nscenario = \"nope.toml\"\n[[case.metric]]\nkind = \"fallback\"\n");
     let o = mplab(&tmp.0, &["validate".as_ref(), p.as_os_str()]);
@@ -69,6 +74,31 @@ fn simulator_profiles_side_by_side() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("mplab validate full") && html.contains("recovery sf1 after 40s") && html.contains("sim linux"), "{html}");
+}
+
+/// A case's own `runs` decides how often it runs, over the suite's;
+/// `--runs` overrides both.
+#[test]
+fn a_case_sets_its_own_number_of_runs() {
+    let tmp = Scratch::new("validate-runs");
+    let scen = repo().join("scenarios/tcp-single.toml");
+    let p = tmp.join("s.toml");
+    let body = format!(
+        "[suite]\nname = \"t\"\nruns = 2\n\n[[case]]\nname = \"four\"\nscenario = \"{0}\"\nruns = 4\nset = {{ duration = \"2s\", \"probes.pcap\" = [] }}\n[[case.metric]]\nkind = \"goodput\"\ntolerance = \"5%\"\n\n[[case]]\nname = \"two\"\nscenario = \"{0}\"\nset = {{ duration = \"2s\", \"probes.pcap\" = [] }}\n[[case.metric]]\nkind = \"goodput\"\ntolerance = \"5%\"\n",
+        scen.display()
+    );
+    std::fs::write(&p, body).unwrap();
+    let runs_of = |extra: &[&str]| -> Vec<(String, String)> {
+        let out = tmp.join("v");
+        let mut args: Vec<&std::ffi::OsStr> = vec!["validate".as_ref(), p.as_os_str(), "--backends".as_ref(), "sim".as_ref(), "--out".as_ref(), out.as_os_str()];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let o = mplab(&tmp.0, &args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let (h, rows) = read_csv(&out.join("validate.csv"));
+        rows.iter().filter(|r| r[col(&h, "backend")] == "sim linux").map(|r| (r[col(&h, "case")].clone(), r[col(&h, "runs")].clone())).collect()
+    };
+    assert_eq!(runs_of(&[]), vec![("four".to_string(), "4".to_string()), ("two".to_string(), "2".to_string())]);
+    assert_eq!(runs_of(&["--runs", "1"]), vec![("four".to_string(), "1".to_string()), ("two".to_string(), "1".to_string())]);
 }
 
 /// The quick suite against Linux: every case within its tolerance, three

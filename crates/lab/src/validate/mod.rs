@@ -234,7 +234,8 @@ pub fn validate(suite: &Suite, opt: &Options) -> Result<Vec<Row>, String> {
         for &col in &opt.columns {
             let r = match unavailable.iter().find(|(c, _)| *c == col) {
                 Some((_, why)) => Err(why.clone()),
-                None => run_case(case, col, runs, &opt.out, opt.quiet),
+                // `--runs` sets every case's count; else a case's own.
+                None => run_case(case, col, opt.runs.or(case.runs).unwrap_or(runs).max(1), &opt.out, opt.quiet),
             };
             per_col.push((col, r));
         }

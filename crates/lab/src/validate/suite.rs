@@ -28,6 +28,10 @@ pub struct Case {
     /// `--set` overrides, in file order.
     pub sets: Vec<(String, String)>,
     pub metrics: Vec<Metric>,
+    /// Runs per backend for this case, over the suite's (`runs` in the
+    /// case): a metric that reads the phase of a sawtooth at one instant
+    /// needs more kernel runs before their spread says how far it varies.
+    pub runs: Option<u32>,
 }
 
 /// What is measured on every run of a case.
@@ -127,6 +131,8 @@ struct CaseSpec {
     description: Option<String>,
     scenario: toml::Spanned<String>,
     #[serde(default)]
+    runs: Option<toml::Spanned<u32>>,
+    #[serde(default)]
     set: BTreeMap<String, toml::Value>,
     #[serde(rename = "metric")]
     metrics: Vec<MetricSpec>,
@@ -200,6 +206,11 @@ pub fn read(path: &Path) -> Result<Suite, String> {
         if !scenario.exists() {
             return Err(at(c.scenario.span(), &format!("case[{i}].scenario"), format!("no such scenario file {} (paths are relative to this file)", scenario.display())));
         }
+        if let Some(r) = &c.runs {
+            if *r.get_ref() == 0 {
+                return Err(at(r.span(), &format!("case[{i}].runs"), "at least 1 run".into()));
+            }
+        }
         if c.metrics.is_empty() {
             return Err(at(c.name.span(), &format!("case[{i}]"), "a case needs at least one [[case.metric]]".into()));
         }
@@ -228,7 +239,7 @@ pub fn read(path: &Path) -> Result<Suite, String> {
             });
         }
         let sets = c.set.iter().map(|(k, v)| (k.clone(), set_value(v))).collect();
-        cases.push(Case { name, description: c.description.unwrap_or_default(), scenario, sets, metrics });
+        cases.push(Case { name, description: c.description.unwrap_or_default(), scenario, sets, metrics, runs: c.runs.map(|r| *r.get_ref()) });
     }
     if cases.is_empty() {
         return Err(format!("{file}: no [[case]] in the suite"));

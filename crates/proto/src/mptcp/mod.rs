@@ -138,6 +138,7 @@ impl MptcpConfig {
         self.snd_autotune = p.autotunes_send_buffer();
         self.write_wakeup_third = p.wakes_writer_at_a_third();
         self.tcp.slow_start_after_idle = p.restarts_window_after_idle();
+        self.tcp.grow_window_gradually = p.grows_receive_window_gradually();
         if !p.has_opportunistic_retransmit() {
             self.opportunistic_retransmit = false;
             self.penalize = false;
@@ -317,7 +318,9 @@ pub struct Connection {
     sched_nxt: u64,
     reinject: VecDeque<Range<u64>>,
     /// Peer's data-level window, from DATA_ACK.
-    peer_wnd: u64,
+    /// The right edge of the peer's window: data offset (DATA_ACK +
+    /// window) never moved back.
+    wnd_end: u64,
     fin_queued: bool,
     /// The application filled the send buffer and waits for a third of it
     /// to be free (`MptcpConfig::write_wakeup_third`).
@@ -440,7 +443,7 @@ impl Connection {
             data_una: 0,
             sched_nxt: 0,
             reinject: VecDeque::new(),
-            peer_wnd: 65535,
+            wnd_end: 65535,
             fin_queued: false,
             writer_waits: false,
             fin_next_at: None,
@@ -556,7 +559,7 @@ impl Connection {
         format!(
             "est {} fb {:?} app_end {} data_una {} sched {} snd_buf {} fin_q {} fin_next {:?} rcv_nxt {} rcv_fin {:?} fin_rx {} closing {} reinject {:?} peer_wnd {} sf {:?}",
             self.established, self.fallback, self.app_end, self.data_una, self.sched_nxt, self.snd_buf(), self.fin_queued, self.fin_next_at, self.rcv.nxt(), self.rcv_fin,
-            self.fin_received, self.closing, self.reinject, self.peer_wnd,
+            self.fin_received, self.closing, self.reinject, self.peer_wnd(),
             self.subflows.iter().map(|s| (s.handshake, s.usable(), s.stale, s.tcp.backoff(), s.tcp.state())).collect::<Vec<_>>()
         )
     }
@@ -865,9 +868,7 @@ impl Connection {
         if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
             self.subflow_synced(now, i);
         }
-        if h.ack_flag() {
-            self.peer_wnd = self.subflows[i].tcp.peer_window();
-        }
+        let wnd = h.ack_flag().then(|| self.subflows[i].tcp.peer_window());
         let mut dss = None;
         for o in h.options.mptcp() {
             match *o {
@@ -893,6 +894,11 @@ impl Connection {
                 _ => {}
             }
         }
+        if let (Some(w), None) = (wnd, dss.and_then(|d| d.data_ack)) {
+            // No DATA_ACK (a handshake segment): relative to what is
+            // acknowledged already.
+            self.advance_wnd_end(self.data_una, w);
+        }
         if let Some(d) = dss {
             self.subflows[i].saw_dss = true;
             // Only a DATA_ACK shows the peer has our key (RFC 8684 B.3 lets
@@ -902,6 +908,9 @@ impl Connection {
             }
             let failures = self.stats.checksum_failures;
             self.on_dss(now, i, &d, sub_range.clone(), payload);
+            if let (Some(w), Some(a)) = (wnd, d.data_ack) {
+                self.advance_wnd_end(self.data_ack_offset(a.value, a.wide), w);
+            }
             if self.stats.checksum_failures > failures && self.fallback.is_none() {
                 // Bytes whose checksum failed are not placed: the driver
                 // must not hold them (the first copy of a byte wins, so
@@ -1210,10 +1219,32 @@ impl Connection {
         }
     }
 
+    /// Our data offset a DATA_ACK names.
+    fn data_ack_offset(&self, value: u64, wide: bool) -> u64 {
+        let ack = self.expand_data_ack(value, wide);
+        ack.wrapping_sub(self.local.idsn.wrapping_add(1)).wrapping_add(self.local_base)
+    }
+
+    /// The peer's window from an ACK whose DATA_ACK is at offset `ack`:
+    /// the right edge (DATA_ACK + window) only moves forward, whichever
+    /// subflow and however late the ACK came (RFC 8684 3.3.4; Linux's
+    /// `ack_update_msk` keeps the largest `wnd_end`). A DATA_ACK beyond
+    /// what was sent is not believed.
+    fn advance_wnd_end(&mut self, ack: u64, wnd: u64) {
+        let max = self.app_end + u64::from(self.fin_queued);
+        if ack <= max {
+            self.wnd_end = self.wnd_end.max(ack.saturating_add(wnd));
+        }
+    }
+
+    /// The peer's window beyond what it acknowledged.
+    fn peer_wnd(&self) -> u64 {
+        self.wnd_end.saturating_sub(self.data_una)
+    }
+
     fn on_dss(&mut self, now: Instant, i: usize, d: &Dss, sub_range: Option<Range<u64>>, payload: Option<&[u8]>) {
         if let Some(a) = d.data_ack {
-            let ack = self.expand_data_ack(a.value, a.wide);
-            let off = ack.wrapping_sub(self.local.idsn.wrapping_add(1)).wrapping_add(self.local_base);
+            let off = self.data_ack_offset(a.value, a.wide);
             // Acceptable: within what we sent (plus the DATA_FIN).
             let max = self.app_end + u64::from(self.fin_queued);
             if off <= max && off > self.data_una {
@@ -1910,7 +1941,7 @@ impl Connection {
             let (range, reinjected) = match self.reinject.front() {
                 Some(r) => (r.clone(), true),
                 None => {
-                    let limit = self.app_end.min(self.data_una + self.peer_wnd);
+                    let limit = self.app_end.min(self.data_una + self.peer_wnd());
                     if self.sched_nxt >= limit {
                         break;
                     }
@@ -1927,7 +1958,7 @@ impl Connection {
                 reinjection: reinjected,
                 queued: self.app_end - self.sched_nxt,
                 outstanding: self.sched_nxt - self.data_una,
-                send_window: self.peer_wnd.min(self.snd_buf()),
+                send_window: self.peer_wnd().min(self.snd_buf()),
                 window_blocked: self.stats.window_blocked,
             };
             self.scheduler.schedule(&infos, &cx, &mut picks);
@@ -2013,7 +2044,7 @@ impl Connection {
     /// out and the send buffer has no room for another segment.
     fn window_limited(&self, mss: u64) -> bool {
         let una = self.data_una;
-        let rwnd_limited = self.app_end > self.sched_nxt && self.sched_nxt + mss > una + self.peer_wnd;
+        let rwnd_limited = self.app_end > self.sched_nxt && self.sched_nxt + mss > una + self.peer_wnd();
         let sndbuf_limited = self.sched_nxt == self.app_end && self.snd_buf().saturating_sub(self.app_end - una) < mss;
         rwnd_limited || sndbuf_limited
     }

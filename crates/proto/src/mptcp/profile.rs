@@ -113,6 +113,16 @@ impl Profile {
         self == Profile::Linux
     }
 
+    /// Whether a subflow's receiver opens the window it advertises two
+    /// segments per segment received, ACKing each such segment at once
+    /// (Linux: `rcv_ssthresh`, net/ipv4/tcp_input.c `tcp_grow_window`,
+    /// net/ipv4/tcp_output.c `__tcp_select_window`), or advertises the
+    /// whole window and ACKs every second segment (mplab). See
+    /// `TcpConfig::grow_window_gradually`.
+    pub fn grows_receive_window_gradually(self) -> bool {
+        self == Profile::Linux
+    }
+
     /// Whether the profile has opportunistic retransmission and
     /// penalisation at all (Linux 6.18 has neither; mplab has both, off
     /// unless the scenario asks).

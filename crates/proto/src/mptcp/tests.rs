@@ -986,3 +986,25 @@ fn fast_open_server_aborts_before_the_third_ack_with_a_reset() {
     assert!(rst.header.rst() && !rst.header.options.has_mptcp());
     assert!(s.was_reset() && s.poll_transmit(Instant(0), &Pattern).is_none());
 }
+
+/// The peer's window is DATA_ACK + window, and its right edge never moves
+/// back: an ACK on a slower subflow with an older DATA_ACK, or a subflow
+/// whose receiver opens its window gradually (Linux), does not shrink what
+/// the sender may send; a DATA_ACK beyond what was sent is not believed.
+#[test]
+fn the_peer_windows_right_edge_never_moves_back() {
+    let mut c = Connection::connect(cfg(&[ip(1, 1)], "default"), SocketAddr::new(ip(1, 1), 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    c.app_end = 1_000_000;
+    c.advance_wnd_end(100_000, 200_000);
+    c.data_una = 100_000;
+    assert_eq!(c.peer_wnd(), 200_000);
+    c.advance_wnd_end(50_000, 100_000);
+    assert_eq!(c.peer_wnd(), 200_000, "an older DATA_ACK with a smaller window");
+    c.advance_wnd_end(100_000, 65_160);
+    assert_eq!(c.peer_wnd(), 200_000, "a subflow still opening its window");
+    c.advance_wnd_end(200_000, 150_000);
+    c.data_una = 200_000;
+    assert_eq!(c.peer_wnd(), 150_000);
+    c.advance_wnd_end(2_000_000, 10);
+    assert_eq!(c.peer_wnd(), 150_000, "a DATA_ACK beyond what was sent");
+}

@@ -50,6 +50,14 @@ pub struct TcpConfig {
     /// halved once per RTO of silence, down to the initial window.
     /// mplab keeps the window (off).
     pub slow_start_after_idle: bool,
+    /// The receiver opens its window gradually and ACKs at once while it
+    /// does (Linux's `rcv_ssthresh`, `tcp_grow_window`): the window it
+    /// advertises is at most a threshold that starts at 64 KiB and grows by
+    /// two segments for every segment received while the buffer has room
+    /// beyond it, and each such segment is ACKed at once (quick ACK)
+    /// rather than every second one. mplab: the whole window at once,
+    /// delayed ACKs throughout (off).
+    pub grow_window_gradually: bool,
 }
 
 impl Default for TcpConfig {
@@ -75,6 +83,7 @@ impl Default for TcpConfig {
             timer_clock: TimerClock::Exact,
             fast_open: false,
             slow_start_after_idle: false,
+            grow_window_gradually: false,
         }
     }
 }

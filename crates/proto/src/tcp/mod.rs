@@ -122,6 +122,11 @@ enum AckDue {
     Now,
 }
 
+/// Where Linux's rcv_ssthresh starts: the initial window, 64 KiB rounded
+/// down to whole segments of 1448 bytes (65160, as the kernel's SYN-ACKs
+/// here advertise).
+const INITIAL_RCV_SSTHRESH: u64 = 45 * 1448;
+
 #[derive(Debug)]
 pub struct Connection {
     cfg: TcpConfig,
@@ -213,6 +218,9 @@ pub struct Connection {
     /// Upper bound on the advertised window set by a layer above (MPTCP's
     /// connection-level receive window), bytes.
     window_cap: Option<u64>,
+    /// `grow_window_gradually`: the most this end advertises for now
+    /// (Linux's rcv_ssthresh).
+    rcv_ssthresh: u64,
     unacked_segments: u32,
     ts_recent: u32,
     /// The receiver's RTT estimate from the timestamps echoed on arriving
@@ -293,6 +301,7 @@ impl Connection {
             fin_received: false,
             ack_due: AckDue::None,
             window_cap: None,
+            rcv_ssthresh: INITIAL_RCV_SSTHRESH,
             unacked_segments: 0,
             ts_recent: 0,
             rcv_rtt: None,
@@ -1016,9 +1025,11 @@ impl Connection {
         }
         let r = r.start..r.end.min(right);
         let placed = Some(r.clone());
+        let len = r.end - r.start;
         let ins = self.rcv.insert(r);
         self.stats.bytes_received += ins.advanced;
-        if ins.duplicate || ins.out_of_order || ins.had_holes || !self.cfg.delayed_ack {
+        let grew = self.cfg.grow_window_gradually && !ins.duplicate && self.grow_rcv_ssthresh(len);
+        if ins.duplicate || ins.out_of_order || ins.had_holes || !self.cfg.delayed_ack || grew {
             self.ack_due = AckDue::Now;
             return placed;
         }
@@ -1029,6 +1040,23 @@ impl Connection {
             self.ack_due = AckDue::At(now + self.cfg.delayed_ack_timeout);
         }
         placed
+    }
+
+    /// A segment of `len` bytes arrived: while the buffer has room beyond
+    /// the threshold, the threshold grows by two segments (at least twice
+    /// this one), and the caller ACKs at once (Linux's `tcp_grow_window`
+    /// setting `icsk_ack.quick`). Segments under 128 bytes do not count.
+    fn grow_rcv_ssthresh(&mut self, len: u64) -> bool {
+        if len < 128 {
+            return false;
+        }
+        let space = self.rcv_space();
+        let room = space.saturating_sub(self.rcv_ssthresh);
+        if room == 0 {
+            return false;
+        }
+        self.rcv_ssthresh += room.min((2 * u64::from(self.cfg.mss)).max(2 * len));
+        true
     }
 
     fn check_fin_received(&mut self) {
@@ -1212,6 +1240,17 @@ impl Connection {
     /// The window we can advertise now: buffer space not held by data the
     /// application has not read.
     fn rcv_window(&self) -> u64 {
+        let space = self.rcv_space();
+        if self.cfg.grow_window_gradually {
+            space.min(self.rcv_ssthresh)
+        } else {
+            space
+        }
+    }
+
+    /// Buffer space not held by data the application has not read, within
+    /// the cap a layer above set.
+    fn rcv_space(&self) -> u64 {
         let own = self.cfg.rcv_buf.saturating_sub(self.rcv.nxt() - self.read_off);
         self.window_cap.map_or(own, |c| own.min(c))
     }

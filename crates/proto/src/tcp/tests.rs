@@ -591,3 +591,45 @@ fn a_window_restarts_after_idle_only_when_asked() {
         assert_eq!(p.received, 2_100_000);
     }
 }
+
+/// Linux's receiver (`grow_window_gradually`) opens its window two
+/// segments per segment received, from 65160 bytes, and ACKs each such
+/// segment at once; mplab's advertises the whole buffer and ACKs every
+/// second segment. Both deliver every byte.
+#[test]
+fn a_linux_receiver_opens_its_window_gradually_and_acks_every_segment() {
+    for gradual in [false, true] {
+        let server = TcpConfig { grow_window_gradually: gradual, ..TcpConfig::default() };
+        let mut p = Pipe::new(TcpConfig::default(), server, 1000, 10, 100);
+        p.to_send = 1_000_000;
+        let seen = std::rc::Rc::new(std::cell::RefCell::new((0u64, 0u64, None::<u8>, Vec::new())));
+        let s2 = seen.clone();
+        p.drop = Box::new(move |from_client, _, h, len| {
+            let mut s = s2.borrow_mut();
+            if from_client {
+                s.0 += u64::from(len > 0);
+            } else if h.syn() {
+                s.2 = h.options.wscale;
+            } else if s.0 > 0 {
+                s.1 += 1;
+                let w = u64::from(h.window) << s.2.unwrap_or(0);
+                s.3.push(w);
+            }
+            false
+        });
+        p.run(20_000);
+        assert_eq!(p.received, 1_000_000);
+        let s = seen.borrow();
+        let acks_per_segment = s.1 as f64 / s.0 as f64;
+        let first = s.3[0];
+        if gradual {
+            assert!(acks_per_segment > 0.9, "{acks_per_segment}");
+            assert!(first <= 65_160 + 2 * 2_896, "{first}");
+            assert!(s.3.windows(2).all(|w| w[1] + 1_448 >= w[0]), "the window opens, never closes much");
+            assert!(*s.3.last().unwrap() > first + 100 * 1_448, "{:?}", s.3.last());
+        } else {
+            assert!(acks_per_segment < 0.6, "{acks_per_segment}");
+            assert!(first > 1 << 20, "{first}");
+        }
+    }
+}
