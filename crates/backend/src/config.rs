@@ -155,6 +155,23 @@ pub fn flow_tcp_config(f: &network::Flow) -> Result<TcpConfig, String> {
     Ok(c)
 }
 
+/// The TCP settings of `node`'s end of plain TCP flow `f`: the flow's
+/// (`flow_tcp_config`) with that end's stack profile applied.
+pub fn flow_tcp_end_config(net: &Network, f: &network::Flow, node: usize) -> Result<TcpConfig, String> {
+    let mut c = flow_tcp_config(f)?;
+    let p = stack_profile(f.tcp.profiles[usize::from(node != f.from)]);
+    p.apply_to_tcp(&mut c);
+    c.timer_clock = p.timer_clock(jiffies_phase(net.seed));
+    Ok(c)
+}
+
+fn stack_profile(p: network::StackProfile) -> mptcp::Profile {
+    match p {
+        network::StackProfile::Mplab => mptcp::Profile::Mplab,
+        network::StackProfile::Linux => mptcp::Profile::Linux,
+    }
+}
+
 /// The path manager of an MPTCP flow, by its registry name (`ndiffports:N`
 /// with its count), and the limits both of its ends use: what the scenario
 /// set, else the defaults of that manager. `ip mptcp limits` counts extra
@@ -190,17 +207,13 @@ fn mptcp_defaults(f: &network::Flow) -> network::MptcpConfig {
         add_addr_accepted: None,
         opportunistic_retransmit: false,
         penalize: false,
-        profiles: [network::StackProfile::Mplab; 2],
+        profiles: f.tcp.profiles,
     }
 }
 
 /// The stack profile of `node`'s end of flow `f`.
 pub fn profile(f: &network::Flow, m: &network::MptcpConfig, node: usize) -> mptcp::Profile {
-    let p = if node == f.from { m.profiles[0] } else { m.profiles[1] };
-    match p {
-        network::StackProfile::Mplab => mptcp::Profile::Mplab,
-        network::StackProfile::Linux => mptcp::Profile::Linux,
-    }
+    stack_profile(if node == f.from { m.profiles[0] } else { m.profiles[1] })
 }
 
 /// The connection settings of flow `f` on node `node` (its addresses, the

@@ -449,6 +449,10 @@ pub struct TcpConfig {
     /// Floor of the retransmission timeout; `None`: the stack's default
     /// (200 ms, as Linux).
     pub rto_min_ns: Option<u64>,
+    /// The stack profile of each end (sender, receiver): the `linux`
+    /// profile's TCP behaviour applies to plain TCP flows as to MPTCP
+    /// subflows (an MPTCP flow's are also in `MptcpConfig::profiles`).
+    pub profiles: [StackProfile; 2],
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

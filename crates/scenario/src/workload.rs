@@ -381,6 +381,8 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
         delayed_ack: t.delayed_ack,
         wscale: t.wscale,
         rto_min_ns: t.rto_min.map(|d| d.as_nanos()),
+        // The flow's own, else the host's, else every host's.
+        profiles: ends.map(|n| f.profile.or_else(|| m.profiles.get(n).copied()).unwrap_or(m.profile)),
     };
     if f.transport != TransportKind::Mptcp {
         let mptcp_only = [
@@ -388,10 +390,12 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
             ("subflows", f.subflows.is_some()),
             ("scheduler", f.scheduler.is_some()),
             ("checksum", f.checksum.is_some()),
-            ("profile", f.profile.is_some()),
         ];
         if let Some((field, _)) = mptcp_only.iter().find(|(_, set)| *set) {
             return diag(format!("{path}.{field}"), "only applies to transport = \"mptcp\"");
+        }
+        if f.profile.is_some() && f.transport != TransportKind::Tcp {
+            return diag(format!("{path}.profile"), "only applies to transport = \"mptcp\" or \"tcp\"");
         }
         return Ok((tcp, None));
     }
@@ -404,6 +408,7 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
         (PathManager::Ndiffports, None) => Some(2),
         (_, n) => n,
     };
+    let profiles = tcp.profiles;
     Ok((
         tcp,
         Some(MptcpConfig {
@@ -416,8 +421,7 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
             add_addr_accepted: m.limits.add_addr_accepted,
             opportunistic_retransmit: m.opportunistic_retransmit,
             penalize: m.penalize,
-            // The flow's own, else the host's, else every host's.
-            profiles: ends.map(|n| f.profile.or_else(|| m.profiles.get(n).copied()).unwrap_or(m.profile)),
+            profiles,
         }),
     ))
 }

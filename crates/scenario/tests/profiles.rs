@@ -44,6 +44,19 @@ fn bad_profiles_name_their_field() {
         error(&scenario("profile = \"linux\"\nopportunistic_retransmit = true", TWO_FLOWS)),
         "scenario.toml:10:28: transport.mptcp.opportunistic_retransmit: Linux has no opportunistic retransmission or penalisation; profile = \"linux\" runs without them"
     );
-    let tcp = "[[flows]]\nfrom = \"l0\"\nto = \"r0\"\ntransport = \"tcp\"\nprofile = \"linux\"\n";
-    assert!(error(&scenario("", tcp)).ends_with("flows[0].profile: only applies to transport = \"mptcp\""));
+    let udp = "[[flows]]\nfrom = \"l0\"\nto = \"r0\"\ntransport = \"udp\"\napp = \"voip\"\nprofile = \"linux\"\n";
+    assert!(error(&scenario("", udp)).ends_with("flows[0].profile: only applies to transport = \"mptcp\" or \"tcp\""), "{}", error(&scenario("", udp)));
+}
+
+/// A plain TCP flow takes its ends' profiles the same way (the `linux`
+/// profile's TCP behaviour is not MPTCP's alone), and may set its own.
+#[test]
+fn tcp_flows_take_their_hosts_profiles() {
+    let tcp = "[[flows]]\nfrom = \"l0\"\nto = \"r0\"\ntransport = \"tcp\"\n[[flows]]\nfrom = \"l1\"\nto = \"r1\"\ntransport = \"tcp\"\nprofile = \"mplab\"\n";
+    let n = net(&scenario("profile = \"linux\"\nprofiles = { r0 = \"mplab\" }", tcp));
+    assert_eq!(n.flows[0].tcp.profiles, [Linux, Mplab]);
+    assert_eq!(n.flows[1].tcp.profiles, [Mplab, Mplab]);
+    assert!(n.flows[0].mptcp.is_none());
+    let n = net(&scenario("", tcp));
+    assert_eq!(n.flows[0].tcp.profiles, [Mplab, Mplab]);
 }

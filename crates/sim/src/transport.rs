@@ -9,7 +9,7 @@ use mplab_scenario::network::{self, Flow, Network};
 
 use crate::endpoint::Endpoint;
 use crate::packet::Packet;
-use crate::config::{flow_tcp_config, mptcp_config, sctp_addrs, sctp_config, sctp_mtu};
+use crate::config::{flow_tcp_end_config, mptcp_config, sctp_addrs, sctp_config, sctp_mtu};
 use crate::mptcp_endpoint::MptcpEndpoint;
 use crate::sctp_endpoint::SctpEndpoint;
 use crate::tcp_endpoint::TcpEndpoint;
@@ -66,7 +66,7 @@ impl EndpointFactory for SimFactory {
         let local = SocketAddr::new(f.src.into(), f.sport);
         let remote = SocketAddr::new(f.dst.into(), f.dport);
         match f.transport {
-            network::TransportKind::Tcp => Some(Box::new(TcpEndpoint::connect(flow_tcp_config(f).expect(CHECKED), local, remote, seed as u32, now))),
+            network::TransportKind::Tcp => Some(Box::new(TcpEndpoint::connect(flow_tcp_end_config(net, f, f.from).expect(CHECKED), local, remote, seed as u32, now))),
             network::TransportKind::Mptcp => {
                 let cfg = mptcp_config(net, f, f.from, f.src).expect(CHECKED);
                 Some(Box::new(MptcpEndpoint::connect(cfg, local, remote, seed, now)))
@@ -87,7 +87,7 @@ impl EndpointFactory for SimFactory {
         let local_sa = SocketAddr::new(local.into(), syn.tcp.dst_port);
         let remote_sa = SocketAddr::new(remote.into(), syn.tcp.src_port);
         match f.transport {
-            network::TransportKind::Tcp => TcpEndpoint::accept(flow_tcp_config(f).expect(CHECKED), local_sa, remote_sa, syn, seed as u32, now).map(|e| Box::new(e) as Box<dyn Endpoint>),
+            network::TransportKind::Tcp => TcpEndpoint::accept(flow_tcp_end_config(net, f, f.to).expect(CHECKED), local_sa, remote_sa, syn, seed as u32, now).map(|e| Box::new(e) as Box<dyn Endpoint>),
             network::TransportKind::Mptcp => {
                 let cfg = mptcp_config(net, f, f.to, local).expect(CHECKED);
                 MptcpEndpoint::accept(cfg, local_sa, remote_sa, syn, seed, now).map(|e| Box::new(e) as Box<dyn Endpoint>)

@@ -627,7 +627,7 @@ fn new_end(net: &Network, node: usize, f: &Flow, role: Role, st: &Arc<FlowState>
     // end's configuration does not translate.
     const CHECKED: &str = "configuration checked by config::unsupported";
     let cfg = mplab_backend::config::mptcp_config(net, &fc, node, first).expect(CHECKED);
-    let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::flow_tcp_config(&fc).expect(CHECKED));
+    let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::flow_tcp_end_config(net, &fc, node).expect(CHECKED));
     // Sending stops at the flow's stop or the end of the run.
     let stop = Instant(f.stop_ns.min(clk.end_ns));
     let app = BackendApp::new(mplab_backend::config::app_kind(&f.app), role == Role::Client, Some(stop));

@@ -137,8 +137,7 @@ impl MptcpConfig {
         self.rcv_autotune = p.autotunes_receive_buffer();
         self.snd_autotune = p.autotunes_send_buffer();
         self.write_wakeup_third = p.wakes_writer_at_a_third();
-        self.tcp.slow_start_after_idle = p.restarts_window_after_idle();
-        self.tcp.grow_window_gradually = p.grows_receive_window_gradually();
+        p.apply_to_tcp(&mut self.tcp);
         if !p.has_opportunistic_retransmit() {
             self.opportunistic_retransmit = false;
             self.penalize = false;

@@ -123,6 +123,24 @@ impl Profile {
         self == Profile::Linux
     }
 
+    /// Whether a window that was full counts as the limit for the rest of
+    /// its round, and in slow start up to twice what the round had out
+    /// (Linux: `tcp_cwnd_validate`, net/ipv4/tcp_output.c;
+    /// `tcp_is_cwnd_limited`, include/net/tcp.h), or only on the ACK after
+    /// a send found it full (mplab). See `TcpConfig::cwnd_limited_per_round`.
+    pub fn latches_cwnd_limited(self) -> bool {
+        self == Profile::Linux
+    }
+
+    /// Sets the TCP behaviour this profile changes (plain TCP flows and
+    /// MPTCP subflows alike) on `c`, all but the timer clock, which needs
+    /// the run's jiffies phase ([`Profile::timer_clock`]).
+    pub fn apply_to_tcp(self, c: &mut crate::tcp::TcpConfig) {
+        c.slow_start_after_idle = self.restarts_window_after_idle();
+        c.grow_window_gradually = self.grows_receive_window_gradually();
+        c.cwnd_limited_per_round = self.latches_cwnd_limited();
+    }
+
     /// Whether the profile has opportunistic retransmission and
     /// penalisation at all (Linux 6.18 has neither; mplab has both, off
     /// unless the scenario asks).

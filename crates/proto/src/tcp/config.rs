@@ -50,6 +50,14 @@ pub struct TcpConfig {
     /// halved once per RTO of silence, down to the initial window.
     /// mplab keeps the window (off).
     pub slow_start_after_idle: bool,
+    /// How the congestion window learns it was the limit (it grows only
+    /// then). Off (mplab): an ACK grows it if the last attempt to send
+    /// found it full. On (Linux, `tcp_cwnd_validate` and
+    /// `tcp_is_cwnd_limited`): once full, it counts as the limit for the
+    /// rest of that round of data, and in slow start it may grow to twice
+    /// the most the round had out. A sender given data in bursts (an MPTCP
+    /// subflow) thus grows its window, and Linux its send buffer, further.
+    pub cwnd_limited_per_round: bool,
     /// The receiver opens its window gradually and ACKs at once while it
     /// does (Linux's `rcv_ssthresh`, `tcp_grow_window`): the window it
     /// advertises is at most a threshold that starts at 64 KiB and grows by
@@ -83,6 +91,7 @@ impl Default for TcpConfig {
             timer_clock: TimerClock::Exact,
             fast_open: false,
             slow_start_after_idle: false,
+            cwnd_limited_per_round: false,
             grow_window_gradually: false,
         }
     }

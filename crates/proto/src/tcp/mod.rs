@@ -178,6 +178,12 @@ pub struct Connection {
     /// A fast retransmit may go out once regardless of cwnd.
     rexmit_allowance: bool,
     cwnd_limited: bool,
+    /// `cwnd_limited_per_round`: the window was full in the round that
+    /// ends when `round_end` is acknowledged, and the most that round had
+    /// out (Linux's is_cwnd_limited, max_packets_out, cwnd_usage_seq).
+    round_limited: bool,
+    round_max_out: u64,
+    round_end: u64,
     /// When a segment with payload last left (Linux's lsndtime).
     last_data_tx: Option<Instant>,
     rtt: RttEstimator,
@@ -275,6 +281,9 @@ impl Connection {
             prr_out: 0,
             rexmit_allowance: false,
             cwnd_limited: false,
+            round_limited: false,
+            round_max_out: 0,
+            round_end: 0,
             last_data_tx: None,
             rtt,
             rto_at: None,
@@ -580,7 +589,31 @@ impl Connection {
     pub fn note_cwnd_limited(&mut self) {
         if self.in_flight() + self.mss > self.cc_state.cwnd {
             self.cwnd_limited = true;
+            self.validate_cwnd(true);
         }
+    }
+
+    /// After an attempt to send new data: whether the window was the
+    /// limit, remembered for the round (Linux's `tcp_cwnd_validate`).
+    fn validate_cwnd(&mut self, limited: bool) {
+        let out = self.snd_nxt - self.snd_una;
+        if self.snd_una >= self.round_end || limited || (!self.round_limited && out > self.round_max_out) {
+            self.round_limited = limited;
+            self.round_max_out = out;
+            self.round_end = self.snd_nxt;
+        }
+    }
+
+    /// Whether an ACK may grow the window.
+    fn is_cwnd_limited(&self) -> bool {
+        if !self.cfg.cwnd_limited_per_round {
+            return self.cwnd_limited;
+        }
+        if self.round_limited {
+            return true;
+        }
+        // Slow start: let the window reach twice what the round had out.
+        self.cc_state.in_slow_start() && self.cc_state.cwnd < 2 * self.round_max_out
     }
 
     /// Nothing is outstanding and new data is about to go: after more than
@@ -1182,7 +1215,7 @@ impl Connection {
             _ => {}
         }
         self.cc_state.acked_since_loss += acked;
-        let ev = AckEvent { now, acked, srtt: self.rtt.srtt(), min_rtt: self.rtt.min_rtt(), cwnd_limited: self.cwnd_limited, coupling: self.coupling.as_ref() };
+        let ev = AckEvent { now, acked, srtt: self.rtt.srtt(), min_rtt: self.rtt.min_rtt(), cwnd_limited: self.is_cwnd_limited(), coupling: self.coupling.as_ref() };
         self.cc.on_ack(&mut self.cc_state, &ev);
         self.cwnd_limited = false;
     }
@@ -1434,6 +1467,9 @@ impl Connection {
         }
         if len > 0 && self.in_flight() + len > self.cc_state.cwnd && !self.probe_new_data {
             self.cwnd_limited = true;
+            if self.cfg.cwnd_limited_per_round {
+                self.validate_cwnd(true);
+            }
             return false;
         }
         let fin = fin_now && self.snd_nxt + len == self.app_end;
@@ -1449,6 +1485,10 @@ impl Connection {
             self.rto_at = Some(self.timer_after_rto(now, self.backoff));
         }
         self.arm_tlp(now);
+        if self.cfg.cwnd_limited_per_round {
+            let full = self.in_flight() + self.mss > self.cc_state.cwnd;
+            self.validate_cwnd(full);
+        }
         let fl = flags::ACK | if fin { flags::FIN } else { 0 } | if len > 0 && self.snd_nxt >= self.app_end { flags::PSH } else { 0 };
         self.segment(now, start, len, fl, false, t);
         true

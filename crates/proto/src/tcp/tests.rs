@@ -633,3 +633,25 @@ fn a_linux_receiver_opens_its_window_gradually_and_acks_every_segment() {
         }
     }
 }
+
+/// Linux's window validation (`cwnd_limited_per_round`): a sender whose
+/// data runs out keeps growing its window in slow start while it is below
+/// twice the most the round had out, and a round that found the window
+/// full counts as limited to its end. mplab grows it only on ACKs that
+/// follow a send the window stopped.
+#[test]
+fn a_linux_window_grows_to_twice_what_a_round_had_out() {
+    let mut end = Vec::new();
+    for per_round in [false, true] {
+        let cfg = TcpConfig { cwnd_limited_per_round: per_round, ..TcpConfig::default() };
+        let mut p = Pipe::new(cfg, TcpConfig::default(), 1000, 10, 100);
+        p.keep_open = true;
+        p.to_send = 100 * 1448;
+        p.run(2_000);
+        assert_eq!(p.received, 100 * 1448);
+        end.push(p.client.cc_state.cwnd / p.client.cc_state.mss);
+    }
+    // mplab's window stops at what the last round had out (55 segments);
+    // Linux's goes on to twice that, never past twice all there was.
+    assert!(end[1] >= 2 * end[0] - 2 && end[1] <= 200, "{end:?}");
+}
