@@ -1573,6 +1573,15 @@ impl Connection {
         }
     }
 
+    /// Queues everything subflow `idx` sent and has not had acknowledged
+    /// for reinjection on the others.
+    fn reinject_sent_on(&mut self, idx: usize) {
+        let ranges: Vec<Range<u64>> = self.subflows[idx].tx.iter().map(|m| m.data..m.data + m.len).collect();
+        for r in ranges {
+            self.push_reinject(r);
+        }
+    }
+
     fn update_subflows(&mut self) {
         let mut newly_established = false;
         let mut k = 0;
@@ -1603,21 +1612,25 @@ impl Connection {
             }
             if stale && !s.stale {
                 s.stale = true;
-                let ranges: Vec<Range<u64>> = s.tx.iter().map(|m| m.data..m.data + m.len).collect();
-                for r in ranges {
-                    self.push_reinject(r);
-                }
+                self.reinject_sent_on(idx);
             } else if !stale && self.subflows[idx].stale {
                 self.subflows[idx].stale = false;
+            }
+            // The peer closed this subflow alone (a FIN without a DATA_FIN)
+            // while the connection goes on: it carries nothing more either
+            // way, so it is closed now and its data goes elsewhere, as in
+            // Linux's `__mptcp_close_subflow`. Left half-open it would hold
+            // its unacknowledged data until the connection ends.
+            let s = &mut self.subflows[idx];
+            if self.fallback.is_none() && self.rcv_fin.is_none() && !self.fin_received && s.tcp.state() == tcp::State::CloseWait {
+                s.tcp.close();
+                self.reinject_sent_on(idx);
             }
             let s = &mut self.subflows[idx];
             if s.is_closed() && !s.announced_down {
                 s.announced_down = true;
-                let ranges: Vec<Range<u64>> = s.tx.iter().map(|m| m.data..m.data + m.len).collect();
                 self.events.push_back(Event::SubflowClosed { index: idx });
-                for r in ranges {
-                    self.push_reinject(r);
-                }
+                self.reinject_sent_on(idx);
             }
         }
         let _ = newly_established;

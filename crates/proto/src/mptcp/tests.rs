@@ -436,6 +436,33 @@ fn a_subflow_reset_by_the_peer_is_closed_and_its_data_reinjected() {
     assert!(dead.closed, "{st:?}");
 }
 
+/// The receiver closes a joined subflow alone (a FIN with no DATA_FIN, as
+/// Linux does when the address under it is withdrawn and its REMOVE_ADDR is
+/// lost): the sender closes its side at once instead of sending on it
+/// half-open until the connection ends, and the data goes on elsewhere.
+#[test]
+fn a_subflow_the_peer_closed_alone_is_closed_at_once() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.to_send = 3_000_000;
+    n.run(500);
+    let s = n.server.as_mut().expect("server");
+    let j = s.subflows.iter().position(|x| x.is_join() && x.remote.ip() == ip(2, 1)).expect("a joined subflow");
+    assert!(s.subflows[j].tcp.is_established());
+    s.subflows[j].tcp.close();
+    s.changed(j);
+    // A few round trips (20 ms each) later, well before the transfer ends.
+    n.run(700);
+    assert!(n.to_send > 0 || n.received < 3_000_000, "the transfer is still going");
+    let c = n.client.subflows().iter().find(|x| x.local.ip() == ip(2, 1)).expect("the client's joined subflow");
+    assert_ne!(c.tcp.state(), crate::tcp::State::CloseWait, "the client's side is closed, not left half-open");
+    assert!(!c.usable());
+    n.run(60_000);
+    assert_eq!(n.received, 3_000_000);
+    assert_eq!(n.misplaced, 0);
+    let st = n.client.subflow_stats();
+    assert!(st.iter().find(|x| x.local.ip() == ip(2, 1)).expect("still listed").closed, "{st:?}");
+}
+
 #[test]
 fn dss_checksums_verify_and_catch_a_modified_payload() {
     let mut locals = cfg(&[ip(1, 1)], "default");

@@ -589,7 +589,9 @@ impl Connection {
     pub fn note_cwnd_limited(&mut self) {
         if self.in_flight() + self.mss > self.cc_state.cwnd {
             self.cwnd_limited = true;
-            self.validate_cwnd(true);
+            if self.cfg.cwnd_limited_per_round {
+                self.validate_cwnd(true);
+            }
         }
     }
 
