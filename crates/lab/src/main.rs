@@ -288,6 +288,10 @@ enum Command {
         /// Write the soak's scenario file here and stop.
         #[arg(long)]
         write_scenario: Option<PathBuf>,
+        /// Leave out the address withdrawals and restores (Linux 6.18 can
+        /// oops deleting an endpoint under load: docs/soak.md).
+        #[arg(long)]
+        keep_addresses: bool,
     },
     /// Load: many concurrent MPTCP connections between two hosts, idle
     /// ones (100 B each way every 10 s) and active ones (constant-rate
@@ -482,7 +486,7 @@ fn main() -> ExitCode {
                 Err(e) => fail("validate", run::RunError::Usage(e)),
             }
         }
-        Command::Soak { backend, duration, seed, out, write_scenario } => {
+        Command::Soak { backend, duration, seed, out, write_scenario, keep_addresses } => {
             let secs = match duration.parse::<mplab_scenario::Duration>() {
                 Ok(d) if d.as_nanos() >= 10_000_000_000 => d.as_nanos() / 1_000_000_000,
                 Ok(_) => return fail("soak", run::RunError::Usage("--duration: at least 10s".into())),
@@ -490,13 +494,13 @@ fn main() -> ExitCode {
             };
             if let Some(path) = write_scenario {
                 let stack = if backend == "userspace" { "mplab" } else { "kernel" };
-                return match std::fs::write(&path, soak::scenario(secs, seed, stack)) {
+                return match std::fs::write(&path, soak::scenario(secs, seed, stack, !keep_addresses)) {
                     Ok(()) => ExitCode::SUCCESS,
                     Err(e) => fail("soak", run::RunError::Failed(format!("{}: {e}", path.display()))),
                 };
             }
             let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("soak-{backend}")));
-            match soak::soak(&backend, secs, seed, &out) {
+            match soak::soak(&backend, secs, seed, !keep_addresses, &out) {
                 Ok(r) => {
                     if !quiet {
                         print!("{}", soak::render(&r));

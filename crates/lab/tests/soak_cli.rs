@@ -8,16 +8,24 @@ mod lab_common;
 
 use lab_common::{mplab, Scratch};
 
-fn soak(backend: &str, duration: &str) -> serde_json::Value {
+/// A soak run; without `address_churn` it passes `--keep-addresses` and
+/// checks that no address event ran.
+fn soak(backend: &str, duration: &str, address_churn: bool) -> serde_json::Value {
     let tmp = Scratch::new(&format!("soak-{backend}"));
     let out = tmp.join("r");
-    let o = mplab(&tmp.0, &["soak", "--backend", backend, "--duration", duration, "--out", out.to_str().unwrap()]);
+    let mut args = vec!["soak", "--backend", backend, "--duration", duration, "--out", out.to_str().unwrap()];
+    if !address_churn {
+        args.push("--keep-addresses");
+    }
+    let o = mplab(&tmp.0, &args);
     eprintln!("{}{}", o.stdout, o.stderr);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("soak.json")).unwrap()).unwrap();
     assert!(r["failures"].as_array().unwrap().is_empty(), "{}", r["failures"]);
     // Every kind of fault happened, and every download due finished whole.
-    assert!(r["link_flaps"].as_u64().unwrap() >= 2 && r["address_events"].as_u64().unwrap() >= 6 && r["middlebox_windows"].as_u64().unwrap() >= 2, "{r}");
+    let addr_events = r["address_events"].as_u64().unwrap();
+    assert!(if address_churn { addr_events >= 6 } else { addr_events == 0 }, "{r}");
+    assert!(r["link_flaps"].as_u64().unwrap() >= 2 && r["middlebox_windows"].as_u64().unwrap() >= 2, "{r}");
     assert!(r["duplicated"].as_u64().unwrap() > 0 && r["loss_drops"].as_u64().unwrap() > 0, "{r}");
     assert!(r["flows_unverified"].as_array().unwrap().is_empty() && r["downloads_short"].as_array().unwrap().is_empty(), "{r}");
     r
@@ -25,7 +33,7 @@ fn soak(backend: &str, duration: &str) -> serde_json::Value {
 
 #[test]
 fn soak_on_the_simulator_loses_nothing_and_holds_its_memory() {
-    let r = soak("sim", "15min");
+    let r = soak("sim", "15min", true);
     // 180 downloads over 15 min: those due all completed.
     assert!(r["downloads_due"].as_u64().unwrap() >= 160, "{r}");
     // Finished connections are dropped: memory stays flat after warm-up.
@@ -39,7 +47,10 @@ fn soak_on_the_kernel_backend() {
     if !kernel_support::can_run() {
         return;
     }
-    soak("kernel", "75s");
+    // Without address churn: deleting an endpoint under this load can oops
+    // Linux 6.18 (`tcp_tso_segs`, docs/soak.md), and the wedged kernel
+    // fails every later root test on the machine.
+    soak("kernel", "75s", false);
 }
 
 #[test]
@@ -48,6 +59,6 @@ fn soak_on_the_userspace_backend() {
     if !kernel_support::can_run() {
         return;
     }
-    let r = soak("userspace", "75s");
+    let r = soak("userspace", "75s", true);
     assert!(r["max_loop_pass_ms"].as_f64().is_some(), "{r}");
 }
