@@ -7,6 +7,11 @@ mod kernel_support;
 
 use kernel_support::{can_run, run, serial, NsGuard};
 
+/// A frame leaving the emulator this late (µs) after its model time means
+/// the host did not run the emulator's thread: measured 7.7 ms once in a
+/// full test run on a 2-core machine, where it is otherwise within 200 µs.
+const HOST_STALL_US: f64 = 2000.0;
+
 /// Three host pairs on 1 Gbit/s links with 10, 50 and 200 ms one-way
 /// delay; a small request/response every 400 ms on each.
 #[test]
@@ -24,7 +29,17 @@ fn kernel_emulator_delay_accuracy() {
              [[flows]]\nname = \"f{i}\"\nfrom = \"c{i}\"\nto = \"s{i}\"\ntransport = \"tcp\"\napp = \"request\"\nrequest_size = \"100B\"\nresponse_size = \"100B\"\ncount = 8\ninterval = \"450ms\"\n"
         );
     }
-    let r = run(&g, 0, &toml);
+    // The claim is the emulator's model; a run in which the host kept the
+    // emulator's thread from running on time (its own lateness figures say
+    // so) measures the host instead and is run again, once.
+    let mut r = run(&g, 0, &toml);
+    let stalled = |r: &mplab_emu::kernel::KernelRun| r.meta["emulator"]["lateness_max_us"].as_f64().unwrap_or(0.0) > HOST_STALL_US;
+    if stalled(&r) {
+        eprintln!("host stall: the emulator was up to {} us late; running again", r.meta["emulator"]["lateness_max_us"]);
+        r = run(&g, 1, &toml);
+        assert!(!stalled(&r), "the emulator was up to {} us late in both runs", r.meta["emulator"]["lateness_max_us"]);
+    }
+    eprintln!("emulator: {}", r.meta["emulator"]);
     for (i, d) in delays.iter().enumerate() {
         let f = &r.results.summary.flows[i];
         assert!(f.verified && f.completed, "{f:?}");

@@ -328,6 +328,10 @@ pub struct Connection {
     /// Data-level retransmission timer (deadline, data_una when armed):
     /// data the subflows delivered that the peer never DATA_ACKed.
     data_rto: Option<(Instant, u64)>,
+    /// With `stale_by_periods`: the connection timer's period as the last
+    /// scheduling pass found it (Linux's `timer_ival`, set by
+    /// `mptcp_subflow_get_send` and kept until the next pass).
+    timer_ival: Option<Duration>,
 
     // ---- receive side
     rcv: Reassembly,
@@ -447,6 +451,7 @@ impl Connection {
             writer_waits: false,
             fin_next_at: None,
             data_rto: None,
+            timer_ival: None,
             rcv: Reassembly::new(0),
             read_off: 0,
             autotune: cfg.rcv_autotune.then(|| autotune::RcvAutotune::new(cfg.rcv_buf)),
@@ -1540,16 +1545,20 @@ impl Connection {
             self.data_rto = None;
         } else if self.data_rto.is_none_or(|(_, una)| una != self.data_una) {
             let rto = if self.cfg.stale_by_periods {
-                // Linux's `timer_ival` (`mptcp_set_timeout`): the longest
-                // time left on the timer of a subflow not yet counting
-                // stale periods, else TCP_RTO_MIN.
-                let left = self.subflows.iter().filter(|s| s.usable() && s.stale_count == 0).filter_map(|s| s.tcp.retransmit_slot_deadline()).map(|t| t.saturating_since(now)).max();
-                left.filter(|d| !d.is_zero()).unwrap_or(self.cfg.tcp.min_rto)
+                self.timer_ival.unwrap_or_else(|| self.timer_ival_now(now))
             } else {
                 self.subflows.iter().filter(|s| s.usable()).map(|s| s.tcp.stats().rto).min().unwrap_or(Duration::from_secs(1))
             };
             self.data_rto = Some((now + rto, self.data_una));
         }
+    }
+
+    /// Linux's `timer_ival` (`__mptcp_set_timeout`): the longest time left
+    /// on the timer of a subflow not yet counting stale periods, else
+    /// TCP_RTO_MIN.
+    fn timer_ival_now(&self, now: Instant) -> Duration {
+        let left = self.subflows.iter().filter(|s| s.usable() && s.stale_count == 0).filter_map(|s| s.tcp.retransmit_slot_deadline()).map(|t| t.saturating_since(now)).max();
+        left.filter(|d| !d.is_zero()).unwrap_or(self.cfg.tcp.min_rto)
     }
 
     /// The unacknowledged data the connection-level timer sends again.
@@ -1949,6 +1958,7 @@ impl Connection {
         let mut infos = std::mem::take(&mut self.infos);
         self.infos_into(&mut infos, full, changed);
         let mut had_data = false;
+        let mut had_timer_ival = false;
         for _ in 0..4096 {
             let (range, reinjected) = match self.reinject.front() {
                 Some(r) => (r.clone(), true),
@@ -1973,6 +1983,10 @@ impl Connection {
                 send_window: self.peer_wnd().min(self.snd_buf()),
                 window_blocked: self.stats.window_blocked,
             };
+            if self.cfg.stale_by_periods && !had_timer_ival {
+                had_timer_ival = true;
+                self.timer_ival = Some(self.timer_ival_now(now));
+            }
             self.scheduler.schedule(&infos, &cx, &mut picks);
             if picks.is_empty() {
                 // Data waits for windows: the subflows' windows may grow.
