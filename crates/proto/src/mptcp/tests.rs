@@ -405,17 +405,25 @@ fn after_a_join_stripped_options_reset_the_subflow_instead_of_falling_back() {
     assert!(n.client.subflows().iter().all(|s| s.is_closed()) || n.server().subflows().iter().all(|s| s.is_closed()));
 }
 
+/// A 3 MB upload over two client addresses, 0.5 s in, and the index of
+/// the server's subflow joined from the second address (established).
+fn half_a_second_into_a_transfer_over_a_join() -> (Net<'static>, usize) {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.to_send = 3_000_000;
+    n.run(500);
+    let s = n.server();
+    let j = s.subflows.iter().position(|x| x.is_join() && x.remote.ip() == ip(2, 1)).expect("a joined subflow");
+    assert!(s.subflows[j].tcp.is_established());
+    (n, j)
+}
+
 /// The receiver resets a joined subflow mid-transfer (RST with MP_TCPRST,
 /// as Linux does on a mapping it refuses): the sender closes that subflow,
 /// reports it closed, and the data goes on over the other one.
 #[test]
 fn a_subflow_reset_by_the_peer_is_closed_and_its_data_reinjected() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
-    n.to_send = 3_000_000;
-    n.run(500);
+    let (mut n, j) = half_a_second_into_a_transfer_over_a_join();
     let s = n.server.as_mut().expect("server");
-    let j = s.subflows.iter().position(|x| x.is_join() && x.remote.ip() == ip(2, 1)).expect("a joined subflow");
-    assert!(s.subflows[j].tcp.is_established());
     s.subflows[j].reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
     s.subflows[j].tcp.abort();
     s.changed(j);
@@ -442,12 +450,8 @@ fn a_subflow_reset_by_the_peer_is_closed_and_its_data_reinjected() {
 /// half-open until the connection ends, and the data goes on elsewhere.
 #[test]
 fn a_subflow_the_peer_closed_alone_is_closed_at_once() {
-    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
-    n.to_send = 3_000_000;
-    n.run(500);
+    let (mut n, j) = half_a_second_into_a_transfer_over_a_join();
     let s = n.server.as_mut().expect("server");
-    let j = s.subflows.iter().position(|x| x.is_join() && x.remote.ip() == ip(2, 1)).expect("a joined subflow");
-    assert!(s.subflows[j].tcp.is_established());
     s.subflows[j].tcp.close();
     s.changed(j);
     // A few round trips (20 ms each) later, well before the transfer ends.
