@@ -872,6 +872,13 @@ impl Connection {
         if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
             self.subflow_synced(now, i);
         }
+        // The fourth ACK of a join (RFC 8684 3.2) goes once the third ACK
+        // has made this subflow ESTABLISHED: asked for while the subflow was
+        // still SYN-RECEIVED (in handshake_input), TCP owed no ACK and the
+        // initiator, not allowed to send, waited for its own resend.
+        if !self.client && !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].is_join() && self.subflows[i].handshake == Handshake::Established {
+            self.subflows[i].tcp.ack_now();
+        }
         let wnd = h.ack_flag().then(|| self.subflows[i].tcp.peer_window());
         let mut dss = None;
         for o in h.options.mptcp() {
@@ -1172,7 +1179,7 @@ impl Connection {
                     let s = &mut self.subflows[i];
                     if ok {
                         s.handshake = Handshake::Established;
-                        s.tcp.ack_now(); // the fourth ACK lets the initiator send
+                        // The fourth ACK goes once TCP is ESTABLISHED, below.
                         self.may_fall_back = false;
                     } else {
                         self.stats.joins_refused += 1;
@@ -1959,6 +1966,7 @@ impl Connection {
         self.infos_into(&mut infos, full, changed);
         let mut had_data = false;
         let mut had_timer_ival = false;
+        self.scheduler.begin_pass();
         for _ in 0..4096 {
             let (range, reinjected) = match self.reinject.front() {
                 Some(r) => (r.clone(), true),

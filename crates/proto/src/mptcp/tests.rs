@@ -1039,3 +1039,30 @@ fn the_peer_windows_right_edge_never_moves_back() {
     c.advance_wnd_end(2_000_000, 10);
     assert_eq!(c.peer_wnd(), 150_000, "a DATA_ACK beyond what was sent");
 }
+
+/// The responder of a join sends its fourth ACK as soon as the third ACK
+/// arrives (RFC 8684 3.2), so the initiator may use the subflow one round
+/// trip after its third ACK, without resending it. Under the `linux`
+/// profile no window update happens to carry that ACK.
+#[test]
+fn a_join_is_usable_one_round_trip_after_its_third_ack() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 100);
+    n.client.cfg = n.client.cfg.clone().with_profile(Profile::Linux);
+    n.server_cfg = n.server_cfg.clone().with_profile(Profile::Linux);
+    n.to_send = 2_000_000;
+    let third_acks = |n: &Net| n.log.iter().filter(|l| l.contains(" true ") && l.contains("MpJoin(Ack")).count();
+    let mut usable_at = None;
+    for ms in 1..=400 {
+        n.run(ms);
+        if n.client.subflows().get(1).is_some_and(|s| s.usable()) {
+            usable_at = Some(ms);
+            break;
+        }
+    }
+    let usable_at = usable_at.expect("the join became usable within 400 ms");
+    let at_ms = |l: &String| l.split_whitespace().next().unwrap().trim_start_matches("Instant(").trim_end_matches(')').parse::<u64>().unwrap() / MS;
+    let sent = n.log.iter().filter(|l| l.contains(" true ") && l.contains("MpJoin(Ack")).map(at_ms).next().expect("a third ACK");
+    // A 20 ms round trip (and a little serialisation).
+    assert!(usable_at <= sent + 22, "third ACK at {sent} ms, usable only at {usable_at} ms");
+    assert_eq!(third_acks(&n), 1, "the third ACK was sent again");
+}
