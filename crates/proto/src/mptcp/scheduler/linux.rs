@@ -12,6 +12,9 @@
 //! made again: data that waits in that subflow's queue, beyond its window.
 //! On a slow path that queue is what holds the receiver's window (head-of-
 //! line blocking), so the burst is part of what Linux does, not only of how.
+//! A burst ends with its push: Linux 6.x chooses again at every push
+//! (`__mptcp_push_pending` calls `mptcp_subflow_get_send` each time; the
+//! 5.x reuse of `msk->last_snd` while a burst lasted is gone).
 
 use super::{active, SchedContext, Scheduler, SubflowInfo};
 use core::time::Duration;
@@ -111,10 +114,8 @@ impl Scheduler for Linux {
         let Some(s) = best.and_then(|(_, _, i)| sf.iter().find(|s| s.index == i)).filter(|s| memory_free(s)) else { return };
         if !cx.reinjection {
             // Linux bounds a burst by the peer's window
-            // (`mptcp_wnd_end - snd_nxt`) and ends it with the push, when
-            // the pending data runs out. Here a burst outlives the pass,
-            // so what the send window lets the writer add stands for what
-            // is pending.
+            // (`mptcp_wnd_end - snd_nxt`) and ends it with the push
+            // (`begin_pass` below).
             let burst = BURST.min(cx.send_window.saturating_sub(cx.outstanding));
             if burst > 0 {
                 // Linux blends the rate in as the burst is queued, weighted
@@ -127,6 +128,10 @@ impl Scheduler for Linux {
             self.burst = Some((s.index, burst.saturating_sub(cx.len)));
         }
         out.push(s.index);
+    }
+
+    fn begin_pass(&mut self) {
+        self.burst = None;
     }
 }
 
@@ -218,6 +223,32 @@ mod tests {
         let burst_chunks = (BURST / 1400) as usize;
         assert!(picks[..burst_chunks].iter().all(|&p| p == 0), "{picks:?}");
         assert_eq!(picks[burst_chunks], 1, "{picks:?}");
+    }
+
+    /// A burst does not outlive its push: the next pass chooses afresh,
+    /// here the subflow that lingers less by then.
+    #[test]
+    fn a_new_pass_chooses_again() {
+        let mut l = Linux::default();
+        let mut a = sf(0, 10, false, true);
+        let b = sf(1, 40, false, true);
+        a.cwnd = 1 << 20;
+        a.sndbuf = 4 << 20;
+        let cx = SchedContext { len: 1400, now: crate::time::Instant(0), reinjection: false, queued: 1 << 30, outstanding: 0, send_window: 1 << 30, window_blocked: 0 };
+        let mut out = Vec::new();
+        l.begin_pass();
+        l.schedule(&[a, b], &cx, &mut out);
+        assert_eq!(out, vec![0]);
+        // Subflow 0 now holds 40 chunks: it lingers longer than subflow 1.
+        a.unsent = 40 * 1400;
+        assert!(linger_ns(&a) > linger_ns(&b));
+        out.clear();
+        l.schedule(&[a, b], &cx, &mut out);
+        assert_eq!(out, vec![0], "within the pass the burst goes on");
+        out.clear();
+        l.begin_pass();
+        l.schedule(&[a, b], &cx, &mut out);
+        assert_eq!(out, vec![1], "a new pass chooses again");
     }
 
     /// When the least lingering subflow's send buffer is full, Linux waits

@@ -117,6 +117,10 @@ pub trait Scheduler: Debug {
     /// indices into `out` (one for most schedulers, several for a redundant
     /// one); leave it empty to wait until windows open.
     fn schedule(&mut self, subflows: &[SubflowInfo], cx: &SchedContext, out: &mut Vec<usize>);
+    /// A scheduling pass begins: the connection is about to hand out what
+    /// it may send now (Linux's push). Schedulers that keep a choice for a
+    /// while decide here whether it outlives the push.
+    fn begin_pass(&mut self) {}
 }
 
 /// The subflows a scheduler may use at all: usable ones, and backups only
