@@ -10,7 +10,7 @@ mod kernel_support;
 use std::process::Command;
 
 use kernel_support::topologies::{two_paths, via_router};
-use kernel_support::{can_run, namespaces_with, resolve, serial, window_mbit, NsGuard};
+use kernel_support::{can_run, ip_within, namespaces_with, resolve, serial, window_mbit, NsGuard};
 use mplab_emu::kernel::{KernelOptions, KernelRun};
 
 
@@ -259,18 +259,18 @@ fn netns_appears(ns: &str) -> bool {
 }
 
 /// `ip -n NS mptcp endpoint VERB id ID REST...` for the endpoint of `addr`,
-/// `after` into the run's scenario time. Bounded: gives up after 20 s.
+/// `after` into the run's scenario time. Bounded: gives up after 20 s
+/// waiting for the namespace, and after 20 s per `ip` command.
 fn endpoint_later(ns: String, addr: &'static str, after: std::time::Duration, verb: &'static [&'static str]) -> std::thread::JoinHandle<Option<String>> {
     std::thread::spawn(move || {
         if !netns_appears(&ns) {
             return None;
         }
         std::thread::sleep(after + std::time::Duration::from_millis(600));
-        let out = Command::new("ip").args(["-n", &ns, "mptcp", "endpoint", "show"]).output().ok()?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let text = ip_within(&["-n", &ns, "mptcp", "endpoint", "show"])?;
         let id = text.lines().find(|l| l.starts_with(&format!("{addr} ")))?.split_whitespace().skip_while(|w| *w != "id").nth(1)?.to_string();
-        let ok = Command::new("ip").args(["-n", &ns, "mptcp", "endpoint", verb[0], "id", &id]).args(&verb[1..]).status().ok()?.success();
-        ok.then(|| format!("{verb:?} {addr} id {id} in {ns}: {text}"))
+        ip_within(&[&["-n", &ns, "mptcp", "endpoint", verb[0], "id", &id][..], verb[1..].as_ref()].concat())?;
+        Some(format!("{verb:?} {addr} id {id} in {ns}: {text}"))
     })
 }
 
@@ -295,8 +295,11 @@ fn tshark_count(pcap: &std::path::Path, filter: &str) -> usize {
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
-/// When mplab's end of each data-carrying subflow on `addr` sent its first
-/// FIN or RST (seconds into the capture); infinity when one never did.
+/// When each data-carrying subflow on `addr` was over for mplab's end
+/// (seconds into the capture): its first FIN or RST, or the kernel's first
+/// RST on it (a kernel receiver that deleted its endpoint resets the data
+/// still arriving, and a reset subflow owes no answer); the latest of
+/// these, infinity when a subflow never ended.
 fn closed_by(pcap: &std::path::Path, addr: &str) -> f64 {
     let fields = |filter: String| -> Vec<Vec<String>> {
         let out = Command::new("tshark").arg("-r").arg(pcap).args(["-Y", &filter, "-T", "fields", "-e", "tcp.stream", "-e", "frame.time_relative"]).output().expect("tshark");
@@ -306,7 +309,7 @@ fn closed_by(pcap: &std::path::Path, addr: &str) -> f64 {
     streams.sort();
     streams.dedup();
     assert!(!streams.is_empty(), "no data on {addr} in {}", pcap.display());
-    let ends = fields(format!("ip.addr == {addr} && ip.src != {addr} && (tcp.flags.fin == 1 || tcp.flags.reset == 1)"));
+    let ends = fields(format!("ip.addr == {addr} && ((ip.src != {addr} && (tcp.flags.fin == 1 || tcp.flags.reset == 1)) || (ip.src == {addr} && tcp.flags.reset == 1))"));
     streams
         .iter()
         .map(|st| ends.iter().filter(|v| &v[0] == st).filter_map(|v| v.get(1)?.parse::<f64>().ok()).fold(f64::INFINITY, f64::min))
@@ -339,7 +342,10 @@ fn drop_remove_addr_from(ns: String) -> std::thread::JoinHandle<Option<String>> 
 /// it and the data goes on over the rest, verified. Kernel server
 /// withdrawing its second address from an mplab client; a kernel client
 /// withdrawing its own from an mplab server; and the same again with the
-/// client's REMOVE_ADDR dropped on its way out. REMOVE_ADDR rides one ACK
+/// client's REMOVE_ADDR dropped on its way out. The kernel end that
+/// withdraws is always the receiver: Linux 6.18 can oops when an endpoint
+/// is deleted while its own host sends on it (docs/soak.md), and the
+/// wedged kernel would fail every later root test. REMOVE_ADDR rides one ACK
 /// and nothing repeats it (RFC 8684 3.4.2), so a full queue can lose it:
 /// then mplab learns of the withdrawal only from the kernel's FINs on
 /// those subflows, and must close its side at once all the same. Every
@@ -356,8 +362,10 @@ fn userspace_remove_addr_and_trace() {
         let dir = pcap_dir(&format!("rm{i}"));
         let mplab_node = if c == "mplab" { "client" } else { "server" };
         let ev = format!("[[events]]\nat = \"3s\"\nnode = \"{who}\"\niface = \"eth1\"\naction = \"remove_addr\"\n");
+        // The withdrawing kernel host receives: the mplab end sends.
+        let (flow, traffic) = if who == "client" { ("down", download("200MB")) } else { ("up", bulk(None)) };
         // Text before the first table header of `extra` belongs to [probes].
-        let toml = two_paths("8s", c, s, &format!("pcap = [\"{mplab_node}\"]\n{FULLMESH}{ev}{}", bulk(None)));
+        let toml = two_paths("8s", c, s, &format!("pcap = [\"{mplab_node}\"]\n{FULLMESH}{ev}{traffic}"));
         let dropper = lose_it.then(|| drop_remove_addr_from(format!("{}-{who}", g.run_prefix(i))));
         let r = run_us(&g, i, &toml, Some(&dir));
         if let Some(d) = dropper {
@@ -368,7 +376,7 @@ fn userspace_remove_addr_and_trace() {
         let counters = &r.meta["mptcp_counters"][who];
         eprintln!("case {i}: {notes:?}; {who}'s MPTcpExt: {counters}");
         let f = &r.results.summary.flows[0];
-        let after = window_mbit(&r, "up", 5.0, 8.0);
+        let after = window_mbit(&r, flow, 5.0, 8.0);
         eprintln!("remove_addr, {c} -> {s}: after {after:.2} Mbit/s; {f:?}");
         assert!(f.verified && !f.fallback, "{f:?}");
         assert!(after >= 7.0, "{c}->{s}: {after:.2} Mbit/s after REMOVE_ADDR");
@@ -403,6 +411,49 @@ fn userspace_remove_addr_and_trace() {
         assert!(late < 5, "{late} data segments on {addr} after its removal");
         let _ = std::fs::remove_dir_all(&dir);
     }
+    g.assert_clean();
+}
+
+/// A Linux client joins an mplab server running the `linux` profile: the
+/// server answers each join's third ACK (MP_JOIN with its HMAC) with the
+/// fourth ACK at once (RFC 8684 3.2), so the client may use the subflow one
+/// round trip later. Read on the server's interfaces, the gap between the
+/// third ACK and the server's next segment on that subflow is well below
+/// the 20 ms round trip; before the fix it was the client's resend of the
+/// third ACK, one RTO (84-93 ms measured).
+#[test]
+fn userspace_fourth_ack_answers_the_kernels_join() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("us4a");
+    let dir = pcap_dir("4ack");
+    let profile = "[transport.mptcp]\npath_manager = \"fullmesh\"\nprofile = \"linux\"\n";
+    let toml = two_paths("4s", "kernel", "mplab", &format!("pcap = [\"server\"]\n{profile}{}", bulk(Some("4MB"))));
+    let r = run_us(&g, 0, &toml, Some(&dir));
+    let f = &r.results.summary.flows[0];
+    assert!(f.verified && !f.fallback, "{f:?}");
+    let mut joins = 0;
+    for p in merged_pcap(&dir) {
+        let out = Command::new("tshark").arg("-r").arg(&p).args(["-T", "fields", "-e", "tcp.stream", "-e", "frame.time_relative", "-e", "ip.src", "-e", "tcp.flags.syn", "-e", "tcp.options.mptcp.subtype"]).output().expect("tshark");
+        let rows: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout).lines().map(|l| l.split('\t').map(str::to_string).collect()).collect();
+        let from_client = |v: &Vec<String>| v[2].starts_with("10.9.0.1") || v[2].starts_with("10.9.1.1");
+        for (k, v) in rows.iter().enumerate() {
+            let third_ack = v.len() >= 5 && from_client(v) && v[3] == "0" && v[4].split(',').any(|t| t == "1");
+            if !third_ack {
+                continue;
+            }
+            let at: f64 = v[1].parse().unwrap();
+            let answer = rows[k + 1..].iter().find(|w| w[0] == v[0] && !from_client(w)).and_then(|w| w[1].parse::<f64>().ok());
+            let gap = answer.map(|a| a - at).unwrap_or(f64::INFINITY);
+            eprintln!("stream {}: third ACK at {at:.4} s, the server's next segment {gap:.4} s later", v[0]);
+            assert!(gap < 0.03, "stream {}: the server answered the join's third ACK after {gap:.4} s", v[0]);
+            joins += 1;
+        }
+    }
+    assert!(joins >= 1, "no join third ACK captured in {}", dir.display());
+    let _ = std::fs::remove_dir_all(&dir);
     g.assert_clean();
 }
 
@@ -684,7 +735,12 @@ fn userspace_mplab_initiated_control() {
 /// client withdraws its eth1 address at 3 s and puts it back at 6 s, on
 /// the kernel's stack (`ip mptcp endpoint delete` / `add`) and on mplab's
 /// (control commands). Both leave the address, carry on over path 0, and
-/// join from it again, as the simulator does.
+/// join from it again, as the simulator does. The kernel client receives
+/// (a download) while it deletes its endpoint: deleted under its own
+/// sending, Linux 6.18 can oops (docs/soak.md). mplab's server then still
+/// sends over both links on its subflow from 10.9.1.2 to the client's
+/// first address, which the withdrawal leaves alone: the rate goes on, it
+/// does not halve.
 #[test]
 fn address_withdrawn_and_restored_on_kernel_and_mplab_clients() {
     let _s = serial();
@@ -694,19 +750,27 @@ fn address_withdrawn_and_restored_on_kernel_and_mplab_clients() {
     let g = NsGuard::new("usaddr");
     let ev = "[[events]]\nat = \"3s\"\nnode = \"client\"\niface = \"eth1\"\naction = \"remove_addr\"\n[[events]]\nat = \"6s\"\nnode = \"client\"\niface = \"eth1\"\naction = \"add_addr\"\n";
     for (i, c) in ["kernel", "mplab"].into_iter().enumerate() {
-        let toml = two_paths("12s", c, "kernel", &format!("{FULLMESH}{ev}{}", bulk(None)));
+        let (flow, traffic) = if c == "kernel" { ("down", download("400MB")) } else { ("up", bulk(None)) };
+        let toml = two_paths("12s", c, "kernel", &format!("{FULLMESH}{ev}{traffic}"));
         let r = run_us(&g, i, &toml, None);
         let f = &r.results.summary.flows[0];
-        let (before, during, after) = (window_mbit(&r, "up", 1.0, 3.0), window_mbit(&r, "up", 4.0, 6.0), window_mbit(&r, "up", 8.0, 12.0));
+        let (before, during, after) = (window_mbit(&r, flow, 1.0, 3.0), window_mbit(&r, flow, 4.0, 6.0), window_mbit(&r, flow, 8.0, 12.0));
         let notes: Vec<&String> = r.results.summary.notes.iter().filter(|n| n.starts_with("address event")).collect();
         eprintln!("{c} client: before {before:.2} withdrawn {during:.2} restored {after:.2} Mbit/s; {notes:?}; {:?}", f.subflows);
         assert!(f.verified && !f.fallback, "{f:?}");
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes.iter().all(|n| !n.contains("failed") && !n.contains("nothing")), "{notes:?}");
-        assert!((during / 9.5 - 1.0).abs() < 0.1, "{c}: {during:.2} Mbit/s while withdrawn");
+        if c == "kernel" {
+            assert!(during >= 9.5 * 0.9, "{c}: {during:.2} Mbit/s while withdrawn");
+        } else {
+            assert!((during / 9.5 - 1.0).abs() < 0.1, "{c}: {during:.2} Mbit/s while withdrawn");
+        }
         assert!(after >= 15.0, "{c}: {after:.2} Mbit/s after the address came back");
-        let late = f.subflows.iter().filter(|s| s.local.starts_with("10.9.1.1:")).count();
-        assert!(late >= 3, "{c}: no new subflow from the restored address: {:?}", f.subflows);
+        let on_addr: Vec<_> = f.subflows.iter().filter(|s| s.local.starts_with("10.9.1.1:") || s.remote.starts_with("10.9.1.1:")).collect();
+        let closed = on_addr.iter().filter(|s| s.state == Some(mplab_backend::results::SubflowState::Closed)).count();
+        assert!(closed >= 1, "{c}: no subflow of the withdrawn address closed: {on_addr:?}");
+        assert!(on_addr.len() > closed, "{c}: no new subflow from the restored address: {on_addr:?}");
+        assert!(on_addr.len() >= 3, "{c}: no new subflow from the restored address: {:?}", f.subflows);
     }
     g.assert_clean();
 }

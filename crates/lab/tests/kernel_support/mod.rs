@@ -22,6 +22,7 @@ pub fn serial() -> MutexGuard<'static, ()> {
 /// CI runs as root, so there a skip is a failure.
 pub fn can_run() -> bool {
     if mplab_emu::sys::is_root() && std::path::Path::new("/proc/sys/net/mptcp/enabled").exists() {
+        kernel_answers();
         return true;
     }
     if std::env::var_os("CI").is_some() {
@@ -29,6 +30,25 @@ pub fn can_run() -> bool {
     }
     eprintln!("skipping: needs root and a kernel with MPTCP");
     false
+}
+
+/// Fails the test at once when the kernel's MPTCP path manager does not
+/// answer (a Linux oops left its netlink mutex held, docs/soak.md): every
+/// `ip mptcp` would then block forever, and a suite that waits on one
+/// hangs until CI's time limit instead of saying why. Checked once per
+/// test binary.
+fn kernel_answers() {
+    static ANSWER: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    if let Err(e) = ANSWER.get_or_init(|| mplab_emu::sys::mptcp_pm_answers(std::time::Duration::from_secs(10))) {
+        panic!("{e}");
+    }
+}
+
+/// `ip ARGS` bounded in time (a wedged kernel can block `ip mptcp` in
+/// state D forever): its stdout, or None when it failed or took over 20 s.
+pub fn ip_within(args: &[&str]) -> Option<String> {
+    let out = mplab_emu::sys::output_within(std::process::Command::new("ip").args(args), None, std::time::Duration::from_secs(20)).ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Namespaces whose name starts with `prefix`.
