@@ -87,6 +87,9 @@ pub struct MptcpConfig {
     /// The receive window starts small and grows with what the application
     /// reads per RTT (Linux's autotuning), up to `rcv_buf`.
     pub rcv_autotune: bool,
+    /// Data held out of order takes its room from the advertised window
+    /// ([`Profile::window_counts_out_of_order`]).
+    pub window_counts_ooo: bool,
     /// The send buffer is the sum of the subflows' buffers, each growing
     /// with its congestion window up to `snd_buf` (Linux's autotuning,
     /// `sndbuf.rs`); else it is `snd_buf`.
@@ -119,6 +122,7 @@ impl Default for MptcpConfig {
             stale_by_periods: false,
             head_retransmit_on_idle: false,
             rcv_autotune: false,
+            window_counts_ooo: false,
             snd_autotune: false,
             write_wakeup_third: false,
             deny_join_initial: false,
@@ -135,6 +139,7 @@ impl MptcpConfig {
         self.stale_by_periods = p.stale_by_retransmission_periods();
         self.head_retransmit_on_idle = p.retransmits_head_on_idle_subflow();
         self.rcv_autotune = p.autotunes_receive_buffer();
+        self.window_counts_ooo = p.window_counts_out_of_order();
         self.snd_autotune = p.autotunes_send_buffer();
         self.write_wakeup_third = p.wakes_writer_at_a_third();
         p.apply_to_tcp(&mut self.tcp);
@@ -1682,10 +1687,7 @@ impl Connection {
                 }
             }
         }
-        // One receive buffer for all subflows: each advertises its free
-        // space (given to a subflow when it is next used, see `sub_tcp`).
-        let buf = self.autotune.as_ref().map_or(self.cfg.rcv_buf, |a| a.window());
-        let cap = buf.saturating_sub(self.rcv.nxt() - self.read_off);
+        let cap = self.rcv_window();
         if self.win_cap.is_some_and(|old| cap > old) {
             // A larger cap opens every subflow's window: those that last
             // advertised a small one may owe the peer a window update.
@@ -1777,6 +1779,15 @@ impl Connection {
             (0..self.subflows.len()).filter_map(|i| self.subflow_timeout(i)).min()
         };
         own.into_iter().chain(subs).min()
+    }
+
+    /// The connection's receive window: one receive buffer for all
+    /// subflows, each advertising its free space (given to a subflow when
+    /// it is next used, see `sub_tcp`).
+    fn rcv_window(&self) -> u64 {
+        let buf = self.autotune.as_ref().map_or(self.cfg.rcv_buf, |a| a.window());
+        let ooo = if self.cfg.window_counts_ooo { self.rcv.ooo_bytes() } else { 0 };
+        buf.saturating_sub(self.rcv.nxt() - self.read_off + ooo)
     }
 
     /// Subflow `i`'s next timer: its TCP timers, and the join initiator's

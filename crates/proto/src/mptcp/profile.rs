@@ -172,4 +172,16 @@ impl Profile {
     pub fn autotunes_receive_buffer(self) -> bool {
         self == Profile::Linux
     }
+
+    /// Whether data held out of order takes its room from the window the
+    /// connection advertises (Linux: the free space is the receive
+    /// buffer less everything queued, in-order unread and out-of-order
+    /// alike, `__mptcp_space`, net/mptcp/protocol.h, so while a slow
+    /// subflow holds a hole the right edge barely moves), or the window
+    /// counts from the next byte expected and data beyond it already lies
+    /// inside (mplab, RFC 9293's window: the right edge moves with every
+    /// byte the hole fills).
+    pub fn window_counts_out_of_order(self) -> bool {
+        self == Profile::Linux
+    }
 }

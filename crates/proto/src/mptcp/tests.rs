@@ -1066,3 +1066,38 @@ fn a_join_is_usable_one_round_trip_after_its_third_ack() {
     assert!(usable_at <= sent + 22, "third ACK at {sent} ms, usable only at {usable_at} ms");
     assert_eq!(third_acks(&n), 1, "the third ACK was sent again");
 }
+
+/// Under the `linux` profile data held out of order takes its room from
+/// the receive window (Linux's `__mptcp_space`), so while a slow path
+/// holds a hole the window shrinks by what the fast path delivered beyond
+/// it; under `mplab` the window counts from the next byte expected, and
+/// what lies beyond it is already inside.
+#[test]
+fn out_of_order_data_takes_its_room_from_the_window_under_the_linux_profile() {
+    for profile in [Profile::Linux, Profile::Mplab] {
+        let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1), ip(9, 2)], "fullmesh", 5, 10);
+        n.client.cfg = n.client.cfg.clone().with_profile(profile);
+        n.server_cfg = n.server_cfg.clone().with_profile(profile);
+        n.skew = Some((ip(9, 2), 60 * MS));
+        n.to_send = 3_000_000;
+        let mut held = 0;
+        for ms in (10..20_000).step_by(5) {
+            n.run(ms);
+            let s = n.server();
+            let ooo = s.rcv.ooo_bytes();
+            if ooo < 10_000 {
+                continue;
+            }
+            held += 1;
+            let buf = s.autotune.as_ref().map_or(s.cfg.rcv_buf, |a| a.window());
+            let unread = s.rcv.nxt() - s.read_off;
+            let want = match profile {
+                Profile::Linux => buf.saturating_sub(unread + ooo),
+                Profile::Mplab => buf.saturating_sub(unread),
+            };
+            assert_eq!(s.rcv_window(), want, "{profile:?} at {ms} ms: buffer {buf}, unread {unread}, out of order {ooo}");
+        }
+        assert_eq!(n.received, 3_000_000);
+        assert!(held > 20, "{profile:?}: out-of-order data held at only {held} samples");
+    }
+}
