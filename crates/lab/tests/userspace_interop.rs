@@ -10,7 +10,7 @@ mod kernel_support;
 use std::process::Command;
 
 use kernel_support::topologies::{two_paths, via_router};
-use kernel_support::{can_run, ip_within, namespaces_with, resolve, serial, window_mbit, NsGuard};
+use kernel_support::{can_run, ip_within, namespaces_with, resolve, serial, tshark_fields, window_mbit, NsGuard};
 use mplab_emu::kernel::{KernelOptions, KernelRun};
 
 
@@ -436,8 +436,8 @@ fn userspace_fourth_ack_answers_the_kernels_join() {
     assert!(f.verified && !f.fallback, "{f:?}");
     let mut joins = 0;
     for p in merged_pcap(&dir) {
-        let out = Command::new("tshark").arg("-r").arg(&p).args(["-T", "fields", "-e", "tcp.stream", "-e", "frame.time_relative", "-e", "ip.src", "-e", "tcp.flags.syn", "-e", "tcp.options.mptcp.subtype"]).output().expect("tshark");
-        let rows: Vec<Vec<String>> = String::from_utf8_lossy(&out.stdout).lines().map(|l| l.split('\t').map(str::to_string).collect()).collect();
+        let fields = ["tcp.stream", "frame.time_relative", "ip.src", "tcp.flags.syn", "tcp.options.mptcp.subtype"];
+        let rows: Vec<Vec<String>> = tshark_fields(&p, "tcp", &fields).iter().map(|l| l.split('\t').map(str::to_string).collect()).collect();
         let from_client = |v: &Vec<String>| v[2].starts_with("10.9.0.1") || v[2].starts_with("10.9.1.1");
         for (k, v) in rows.iter().enumerate() {
             let third_ack = v.len() >= 5 && from_client(v) && v[3] == "0" && v[4].split(',').any(|t| t == "1");
