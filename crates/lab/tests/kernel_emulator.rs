@@ -13,7 +13,13 @@ use kernel_support::{can_run, run, serial, NsGuard};
 const HOST_STALL_US: f64 = 2000.0;
 
 /// Three host pairs on 1 Gbit/s links with 10, 50 and 200 ms one-way
-/// delay; a small request/response every 400 ms on each.
+/// delay, and a fourth with 1 ms; a small request/response every 450 ms
+/// on each. The claim is the emulator's: a link's delay adds exactly twice
+/// itself to a round trip. The hosts' own share of a round trip (the
+/// emulator's timed wakes, the stacks, the applications: 0.2-0.65 ms
+/// measured on this 2-core machine, more under load) is what the 1 ms pair
+/// takes beyond its 2 ms, and is taken off the others. (A pair without
+/// delay is no reference: its frames never wait on the emulator's timer.)
 #[test]
 fn kernel_emulator_delay_accuracy() {
     let _s = serial();
@@ -22,7 +28,7 @@ fn kernel_emulator_delay_accuracy() {
     }
     let g = NsGuard::new("dly");
     let mut toml = String::from("name = \"delay\"\nduration = \"4.5s\"\n");
-    let delays = [10.0, 50.0, 200.0];
+    let delays = [10.0, 50.0, 200.0, 1.0];
     for (i, d) in delays.iter().enumerate() {
         toml += &format!(
             "[[nodes]]\nname = \"c{i}\"\n[[nodes]]\nname = \"s{i}\"\n[[links]]\na = \"c{i}\"\nb = \"s{i}\"\nrate = \"1Gbit\"\ndelay = \"{d}ms\"\n\
@@ -40,14 +46,24 @@ fn kernel_emulator_delay_accuracy() {
         assert!(!stalled(&r), "the emulator was up to {} us late in both runs", r.meta["emulator"]["lateness_max_us"]);
     }
     eprintln!("emulator: {}", r.meta["emulator"]);
-    for (i, d) in delays.iter().enumerate() {
+    let latency = |i: usize| {
         let f = &r.results.summary.flows[i];
         assert!(f.verified && f.completed, "{f:?}");
-        let mean = f.mean_latency_ms.expect("latency");
-        let p99 = f.p99_latency_ms.expect("latency");
-        eprintln!("delay {d} ms: request/response mean {mean:.3} ms, max {p99:.3} ms, client srtt {:?} ms (want {:.1})", f.mean_srtt_ms, 2.0 * d);
-        assert!((mean - 2.0 * d).abs() <= 0.5, "delay {d} ms: mean latency {mean:.3} ms, want {} +- 0.5", 2.0 * d);
-        assert!(p99 - 2.0 * d <= 1.5, "delay {d} ms: worst latency {p99:.3} ms");
+        (f.mean_latency_ms.expect("latency"), f.p99_latency_ms.expect("latency"), f.mean_srtt_ms)
+    };
+    let reference = delays[delays.len() - 1];
+    let (mean, max, _) = latency(delays.len() - 1);
+    let (host, host_max) = (mean - 2.0 * reference, max - 2.0 * reference);
+    eprintln!("delay {reference} ms: request/response mean {mean:.3} ms, max {max:.3} ms: the hosts' own share {host:.3} ms");
+    // Above this, the run measures a host that is not keeping up, not the
+    // emulator's delay; ten times what an idle machine shows.
+    assert!((0.0..5.0).contains(&host), "the hosts took {host:.3} ms of a round trip over a {reference} ms link");
+    for (i, d) in delays[..delays.len() - 1].iter().enumerate() {
+        let (mean, max, srtt) = latency(i);
+        let added = mean - host;
+        eprintln!("delay {d} ms: request/response mean {mean:.3} ms, max {max:.3} ms, {added:.3} ms more than the hosts' share (want {:.1}), client srtt {srtt:?} ms", 2.0 * d);
+        assert!((added - 2.0 * d).abs() <= 0.5, "delay {d} ms: a round trip took {added:.3} ms more than the hosts' share, want {} +- 0.5", 2.0 * d);
+        assert!(max - host_max - 2.0 * d <= 1.5, "delay {d} ms: worst latency {max:.3} ms (the hosts' worst share: {host_max:.3} ms)");
     }
     g.assert_clean();
 }
