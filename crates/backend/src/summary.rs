@@ -25,6 +25,9 @@ pub struct PathStats {
     pub retransmitted_segments: u64,
     pub rto_count: u64,
     pub state: SubflowState,
+    /// Slow start left by HyStart (mplab's stack; the kernel counts these
+    /// per host only, in meta.json's `tcp_counters`).
+    pub hystart: mplab_proto::cc::hystart::HyStartExits,
 }
 
 impl PathStats {
@@ -42,6 +45,7 @@ impl PathStats {
             retransmitted_segments: s.segments_retransmitted,
             rto_count: s.rto_count,
             state: SubflowState::Established,
+            hystart: s.hystart,
         }
     }
 }

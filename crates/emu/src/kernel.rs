@@ -61,7 +61,7 @@ impl std::fmt::Display for KernelError {
 
 pub struct KernelRun {
     pub results: RunResults,
-    /// Run facts for meta.json: namespaces prefix, emulator timing, MPTcpExt counters.
+    /// Run facts for meta.json: namespaces prefix, emulator timing, MPTcpExt and TcpExt counters.
     pub meta: serde_json::Value,
 }
 
@@ -644,6 +644,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
         })
         .collect();
     let counters: BTreeMap<String, BTreeMap<String, u64>> = hosts.iter().map(|&h| (net.nodes[h].name.clone(), probes::mptcp_counters(&topo.node_ns[h]))).collect();
+    let tcp_counters: BTreeMap<String, BTreeMap<String, u64>> = hosts.iter().map(|&h| (net.nodes[h].name.clone(), probes::tcp_counters(&topo.node_ns[h]))).collect();
     // Everything the results need from the flows, then close their sockets
     // so nothing keeps the namespaces alive.
     let states_backup: Vec<Vec<String>> = states.iter().map(|st| st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.1.clone())).unwrap_or_default()).collect();
@@ -834,6 +835,7 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             (f.name.clone(), serde_json::json!({"mptcp_full_info": t.full_info, "sock_diag_flags": t.diag_flags, "ids": t.subs.iter().map(|x| x.id).collect::<Vec<_>>()}))
         }).collect::<serde_json::Map<_, _>>(),
         "mptcp_counters": counters,
+        "tcp_counters": tcp_counters,
         "mplab_hosts": host_counters.iter().zip(&host_kernel_tcp).map(|((n, _, c), ktcp)| {
             let c = c.lock().map(|g| g.clone()).unwrap_or_default();
             (n.clone(), serde_json::json!({

@@ -470,12 +470,28 @@ pub fn parse_net_dev(s: &str) -> BTreeMap<String, IfCounters> {
 
 /// MPTcpExt counters (non-zero ones) from /proc/net/netstat of a namespace.
 pub fn mptcp_counters(ns: &str) -> BTreeMap<String, u64> {
-    let s = sys::in_netns(ns, || std::fs::read_to_string("/proc/thread-self/net/netstat")).unwrap_or_default();
-    parse_mptcp_counters(&s)
+    parse_mptcp_counters(&netstat(ns))
+}
+
+/// TcpExt counters (non-zero ones) of a namespace: how its TCP left slow
+/// start (`TCPHystartTrainDetect`, `...TrainCwnd`, the delay pair),
+/// recovered from losses, probed.
+pub fn tcp_counters(ns: &str) -> BTreeMap<String, u64> {
+    parse_netstat_group(&netstat(ns), "TcpExt:")
+}
+
+fn netstat(ns: &str) -> String {
+    sys::in_netns(ns, || std::fs::read_to_string("/proc/thread-self/net/netstat")).unwrap_or_default()
 }
 
 pub fn parse_mptcp_counters(s: &str) -> BTreeMap<String, u64> {
-    let lines: Vec<&str> = s.lines().filter(|l| l.starts_with("MPTcpExt:")).collect();
+    parse_netstat_group(s, "MPTcpExt:")
+}
+
+/// One group of /proc/net/netstat (a line of names, a line of values),
+/// the non-zero counters.
+fn parse_netstat_group(s: &str, group: &str) -> BTreeMap<String, u64> {
+    let lines: Vec<&str> = s.lines().filter(|l| l.starts_with(group)).collect();
     let mut m = BTreeMap::new();
     if lines.len() >= 2 {
         for (k, v) in lines[0].split_whitespace().zip(lines[1].split_whitespace()).skip(1) {
@@ -630,6 +646,9 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert_eq!(m["MPCapableSYNRX"], 1);
         assert_eq!(m["MPCapableFallbackACK"], 3);
+        let t = parse_netstat_group(s, "TcpExt:");
+        assert_eq!(t.len(), 2);
+        assert_eq!((t["A"], t["B"]), (1, 2));
     }
 
     fn sockaddr_in(addr: [u8; 4], port: u16) -> [u8; 128] {

@@ -156,6 +156,7 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
         b.finish_and_clear();
     }
     let stats = world.stats.clone();
+    let tcp_counters = world.tcp_counters();
     let results = world.finish("sim");
     let wall_s = wall.elapsed().as_secs_f64();
     // Everything that varies between identical runs goes to meta.json, so
@@ -169,6 +170,7 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
         "events_per_s": stats.events as f64 / wall_s.max(1e-9),
         "packets_forwarded": stats.packets_forwarded,
         "segments_after_end": stats.segments_after_end,
+        "tcp_counters": tcp_counters,
     });
     write_results(out, &results, &effective, &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok((results, meta))

@@ -232,8 +232,15 @@ transport = "tcp"
     let (_, net) = resolve(toml);
     let mut world = mplab_sim::World::new(net.clone(), None).expect("sim");
     world.run_until(mplab_proto::Instant(net.duration_ns));
+    eprintln!("simulator's slow-start exits: {:?}", world.tcp_counters());
     let sim = world.finish("sim").summary;
-    let k = run(&g, 0, toml).results.summary;
+    let kr = run(&g, 0, toml);
+    // Each sender's TcpExt counters were read in its own namespace: it sent
+    // data, its receiver none (a FIN at most).
+    let sent = |host: &str| kr.meta["tcp_counters"][host]["TCPOrigDataSent"].as_u64().unwrap_or(0);
+    eprintln!("tcp_counters of l0: {}", kr.meta["tcp_counters"]["l0"]);
+    assert!(sent("l0") > 1000 && sent("l1") > 1000 && sent("r0") <= 2 && sent("r1") <= 2, "{}", kr.meta["tcp_counters"]);
+    let k = kr.results.summary;
     let agg = |s: &mplab_sim::Summary| s.flows.iter().map(|f| f.goodput_bps).sum::<f64>();
     let (a, b) = (agg(&sim), agg(&k));
     eprintln!("aggregate goodput: sim {:.3} Mbit/s, kernel {:.3} Mbit/s ({:+.1} %)", a / 1e6, b / 1e6, (b / a - 1.0) * 100.0);

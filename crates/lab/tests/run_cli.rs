@@ -243,6 +243,15 @@ fn tcp_single_writes_the_results_directory() {
     let meta = read_json(&out.join("meta.json"));
     assert_eq!(meta["backend"], "sim");
     assert!(meta["wall_time_s"].is_number(), "{meta}");
+    // The one CUBIC sender left slow start once, by one of HyStart's two
+    // signals, at a window of at least its 16-segment floor; under Linux's
+    // counter names, as the kernel backend reports them.
+    let hs = &meta["tcp_counters"]["client"];
+    let count = |k: &str| hs[k].as_u64().unwrap_or(0);
+    let exits = count("TCPHystartTrainDetect") + count("TCPHystartDelayDetect");
+    let cwnd = count("TCPHystartTrainCwnd") + count("TCPHystartDelayCwnd");
+    assert!(exits == 1 && cwnd >= 16, "slow-start exits: {meta}");
+    assert!(meta["tcp_counters"].get("server").is_none(), "the receiver left no slow start: {meta}");
 
     // The pcap of client:eth0, and nothing else.
     let mut pcaps: Vec<String> = std::fs::read_dir(out.join("pcap")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();

@@ -97,6 +97,7 @@ impl Endpoint for QuicEndpoint {
             retransmitted_segments: lost,
             rto_count: 0,
             state: if self.q.closed.is_some() { SubflowState::Closed } else { SubflowState::Established },
+            hystart: Default::default(),
         }]
     }
 }

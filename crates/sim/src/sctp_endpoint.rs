@@ -167,6 +167,7 @@ impl Endpoint for SctpEndpoint {
                         Some(PathState::PotentiallyFailed) => SubflowState::Stale,
                         _ => SubflowState::Closed,
                     },
+                    hystart: Default::default(),
                 }
             })
             .collect()

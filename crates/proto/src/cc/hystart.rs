@@ -40,6 +40,26 @@ pub struct RttSample {
     pub snd_nxt: u64,
 }
 
+/// Slow-start exits by signal, as Linux counts them per host
+/// (`TCPHystartTrainDetect` / `TCPHystartTrainCwnd`, and the delay pair):
+/// how many, and the windows (segments) summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HyStartExits {
+    pub train: u64,
+    pub train_cwnd: u64,
+    pub delay: u64,
+    pub delay_cwnd: u64,
+}
+
+impl HyStartExits {
+    pub fn add(&mut self, o: &HyStartExits) {
+        self.train += o.train;
+        self.train_cwnd += o.train_cwnd;
+        self.delay += o.delay;
+        self.delay_cwnd += o.delay_cwnd;
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct HyStart {
     /// Slow start was left (until the next timeout).
@@ -105,6 +125,8 @@ impl HyStart {
             self.last_ack = x.now;
             let threshold = (delay_min + ACK_CUSHION) / 2;
             if x.now.saturating_since(self.round_start) > threshold {
+                s.hystart.train += 1;
+                s.hystart.train_cwnd += s.cwnd / s.mss.max(1);
                 self.leave(s);
             }
         }
@@ -113,6 +135,8 @@ impl HyStart {
         if self.samples < MIN_SAMPLES {
             self.samples += 1;
         } else if curr > delay_min + (delay_min / 8).clamp(DELAY_MIN, DELAY_MAX) {
+            s.hystart.delay += 1;
+            s.hystart.delay_cwnd += s.cwnd / s.mss.max(1);
             self.leave(s);
         }
     }
@@ -157,6 +181,7 @@ mod tests {
         }
         assert!(h.found(), "delay signal");
         assert_eq!(s.ssthresh, s.cwnd);
+        assert_eq!(s.hystart, HyStartExits { delay: 1, delay_cwnd: 20, ..Default::default() });
     }
 
     #[test]
@@ -189,6 +214,7 @@ mod tests {
         assert!(!h.found(), "10 ms of train is not past (20 + 1) / 2");
         h.on_sample(&mut s, &sample(11.0, 20.0, 11 * MSS, 64 * MSS));
         assert!(h.found(), "train");
+        assert_eq!(s.hystart, HyStartExits { train: 1, train_cwnd: 32, ..Default::default() });
     }
 
     #[test]

@@ -42,11 +42,14 @@ pub struct CcState {
     /// two before it (OLIA's l1 and l2; kept by the connection).
     pub acked_since_loss: u64,
     pub acked_last_interval: u64,
+    /// How often slow start was left by each of HyStart's signals, and
+    /// the windows it was left at (Linux's TCPHystart* counters).
+    pub hystart: hystart::HyStartExits,
 }
 
 impl CcState {
     pub fn new(mss: u64) -> Self {
-        CcState { cwnd: INITIAL_WINDOW_SEGMENTS * mss, ssthresh: u64::MAX, mss, acked_since_loss: 0, acked_last_interval: 0 }
+        CcState { cwnd: INITIAL_WINDOW_SEGMENTS * mss, ssthresh: u64::MAX, mss, acked_since_loss: 0, acked_last_interval: 0, hystart: Default::default() }
     }
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh

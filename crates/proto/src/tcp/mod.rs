@@ -112,6 +112,8 @@ pub struct TcpStats {
     pub rto_count: u64,
     pub fast_recoveries: u64,
     pub tail_loss_probes: u64,
+    /// Slow start left by HyStart (CUBIC only).
+    pub hystart: crate::cc::hystart::HyStartExits,
 }
 
 /// What kind of ACK the receiver owes.
@@ -505,6 +507,7 @@ impl Connection {
         s.rto = self.cfg.timer_clock.backed_off(self.rtt.rto(), self.backoff, self.rtt.max_backoff());
         s.in_flight = self.in_flight();
         s.peer_window = self.peer_wnd;
+        s.hystart = self.cc_state.hystart;
         s
     }
 

@@ -72,6 +72,30 @@ impl World {
         self.results
     }
 
+    /// Per sending host, how its TCP connections and subflows left slow
+    /// start, under the names of Linux's TcpExt counters (the kernel
+    /// backend's meta.json `tcp_counters`): compared side by side in
+    /// docs/validation.md.
+    pub fn tcp_counters(&self) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> {
+        let mut per_node: std::collections::BTreeMap<usize, mplab_proto::cc::hystart::HyStartExits> = Default::default();
+        for (fi, f) in self.flows.iter().enumerate().take(self.user_flows) {
+            let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
+            let node = if sender == 0 { self.net.flows[fi].from } else { f.server };
+            let paths = f.ended.as_ref().map_or_else(|| f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default(), |x| x.1.clone());
+            let h = per_node.entry(node).or_default();
+            for p in &paths {
+                h.add(&p.hystart);
+            }
+        }
+        per_node
+            .into_iter()
+            .map(|(n, h)| {
+                let c = [("TCPHystartTrainDetect", h.train), ("TCPHystartTrainCwnd", h.train_cwnd), ("TCPHystartDelayDetect", h.delay), ("TCPHystartDelayCwnd", h.delay_cwnd)];
+                (self.net.nodes[n].name.clone(), c.into_iter().filter(|(_, v)| *v != 0).map(|(k, v)| (k.to_string(), v)).collect())
+            })
+            .collect()
+    }
+
     /// The load balancers' counters and what each backend accepted.
     fn balancer_summaries(&self, s: &mut Summary) {
         let mut backends: Vec<usize> = Vec::new();
