@@ -643,8 +643,13 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
             serde_json::Value::Object(m)
         })
         .collect();
-    let counters: BTreeMap<String, BTreeMap<String, u64>> = hosts.iter().map(|&h| (net.nodes[h].name.clone(), probes::mptcp_counters(&topo.node_ns[h]))).collect();
-    let tcp_counters: BTreeMap<String, BTreeMap<String, u64>> = hosts.iter().map(|&h| (net.nodes[h].name.clone(), probes::tcp_counters(&topo.node_ns[h]))).collect();
+    let mut counters: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut tcp_counters: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    for &h in &hosts {
+        let (m, t) = probes::netstat_counters(&topo.node_ns[h]);
+        counters.insert(net.nodes[h].name.clone(), m);
+        tcp_counters.insert(net.nodes[h].name.clone(), t);
+    }
     // Everything the results need from the flows, then close their sockets
     // so nothing keeps the namespaces alive.
     let states_backup: Vec<Vec<String>> = states.iter().map(|st| st.stack_subflows.lock().ok().and_then(|g| g.as_ref().map(|x| x.1.clone())).unwrap_or_default()).collect();

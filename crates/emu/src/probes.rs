@@ -468,20 +468,13 @@ pub fn parse_net_dev(s: &str) -> BTreeMap<String, IfCounters> {
     m
 }
 
-/// MPTcpExt counters (non-zero ones) from /proc/net/netstat of a namespace.
-pub fn mptcp_counters(ns: &str) -> BTreeMap<String, u64> {
-    parse_mptcp_counters(&netstat(ns))
-}
-
-/// TcpExt counters (non-zero ones) of a namespace: how its TCP left slow
-/// start (`TCPHystartTrainDetect`, `...TrainCwnd`, the delay pair),
+/// The MPTcpExt and the TcpExt counters (non-zero ones) of a namespace,
+/// from one read of its /proc/net/netstat. TcpExt says how its TCP left
+/// slow start (`TCPHystartTrainDetect`, `...TrainCwnd`, the delay pair),
 /// recovered from losses, probed.
-pub fn tcp_counters(ns: &str) -> BTreeMap<String, u64> {
-    parse_netstat_group(&netstat(ns), "TcpExt:")
-}
-
-fn netstat(ns: &str) -> String {
-    sys::in_netns(ns, || std::fs::read_to_string("/proc/thread-self/net/netstat")).unwrap_or_default()
+pub fn netstat_counters(ns: &str) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+    let s = sys::in_netns(ns, || std::fs::read_to_string("/proc/thread-self/net/netstat")).unwrap_or_default();
+    (parse_mptcp_counters(&s), parse_netstat_group(&s, "TcpExt:"))
 }
 
 pub fn parse_mptcp_counters(s: &str) -> BTreeMap<String, u64> {

@@ -35,7 +35,7 @@ impl World {
         }
         for (fi, f) in self.flows.iter().enumerate().take(self.user_flows) {
             let spec = &self.net.flows[fi];
-            let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
+            let sender = Self::sending_end(f);
             let ep = f.ends[sender].ep.as_ref();
             s.flows.push(summary::flow_summary(FlowOutcome {
                 spec,
@@ -48,7 +48,7 @@ impl World {
                 fallback: f.ended.as_ref().map_or_else(|| ep.is_some_and(|e| e.fell_back()), |x| x.0),
                 latencies_ms: f.ends[0].app.latencies.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
                 mean_srtt_ms: (f.srtt_samples > 0).then(|| f.srtt_sum_ns / f.srtt_samples as f64 / 1e6),
-                paths: f.ended.as_ref().map_or_else(|| ep.map(|e| e.paths()).unwrap_or_default(), |x| x.1.clone()),
+                paths: Self::sender_paths(f),
                 tunnel: self.tunnel_summary(fi).or_else(|| self.converter_summary(fi)),
                 datagrams: match f.ends.each_ref().map(|e| e.ep.as_ref().and_then(|ep| ep.datagram_app())) {
                     [Some(c), Some(s)] => Some(DatagramApp::report(c, s, self.now)),
@@ -79,11 +79,9 @@ impl World {
     pub fn tcp_counters(&self) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> {
         let mut per_node: std::collections::BTreeMap<usize, mplab_proto::cc::hystart::HyStartExits> = Default::default();
         for (fi, f) in self.flows.iter().enumerate().take(self.user_flows) {
-            let sender = if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 };
-            let node = if sender == 0 { self.net.flows[fi].from } else { f.server };
-            let paths = f.ended.as_ref().map_or_else(|| f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default(), |x| x.1.clone());
+            let node = if Self::sending_end(f) == 0 { self.net.flows[fi].from } else { f.server };
             let h = per_node.entry(node).or_default();
-            for p in &paths {
+            for p in &Self::sender_paths(f) {
                 h.add(&p.hystart);
             }
         }
@@ -94,6 +92,16 @@ impl World {
                 (self.net.nodes[n].name.clone(), c.into_iter().filter(|(_, v)| *v != 0).map(|(k, v)| (k.to_string(), v)).collect())
             })
             .collect()
+    }
+
+    /// Which end of a flow sends its data: the server for a download.
+    fn sending_end(f: &FlowRt) -> usize {
+        if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 }
+    }
+
+    /// The sending end's paths: as kept when the flow ended, else live.
+    fn sender_paths(f: &FlowRt) -> Vec<crate::summary::PathStats> {
+        f.ended.as_ref().map_or_else(|| f.ends[Self::sending_end(f)].ep.as_ref().map(|e| e.paths()).unwrap_or_default(), |x| x.1.clone())
     }
 
     /// The load balancers' counters and what each backend accepted.
