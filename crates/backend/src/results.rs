@@ -249,6 +249,20 @@ pub struct ReorderSample {
     pub hol_ms: f64,
 }
 
+/// The send-buffer columns of one flows.csv row (MPTCP `all` rows, from
+/// the sending end), kept beside [`FlowSample`] like [`ReorderSample`].
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct SendBufferSample {
+    /// Index of the row in [`RunResults::flows`].
+    pub row: usize,
+    /// The connection's send buffer, bytes (Linux: the MPTCP socket's
+    /// `SO_SNDBUF`, autotuned from its subflows' windows).
+    pub buffer_bytes: u64,
+    /// What it holds: written by the application and not yet DATA_ACKed
+    /// (Linux: SIOCOUTQ).
+    pub queued_bytes: u64,
+}
+
 /// One row of interfaces.csv.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct InterfaceSample {
@@ -277,6 +291,8 @@ pub struct RunResults {
     pub queues: Vec<QueueSample>,
     /// ooo_bytes / hol_ms of flows.csv rows, by row (sorted).
     pub reorder: Vec<ReorderSample>,
+    /// snd_buf_bytes / snd_queued_bytes of flows.csv rows, by row (sorted).
+    pub send_buffers: Vec<SendBufferSample>,
     /// Problems writing outputs during the run (a pcap that could not be
     /// written): the run's data is incomplete and the caller must say so.
     pub errors: Vec<String>,
@@ -288,8 +304,9 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
 
 impl RunResults {
     pub fn flows_csv(&self) -> String {
-        let mut s = String::from("time_s,flow,subflow,goodput_bps,cwnd_bytes,srtt_ms,in_flight_bytes,ooo_bytes,hol_ms,state\n");
+        let mut s = String::from("time_s,flow,subflow,goodput_bps,cwnd_bytes,srtt_ms,in_flight_bytes,ooo_bytes,hol_ms,state,snd_buf_bytes,snd_queued_bytes\n");
         let mut extra = self.reorder.iter().peekable();
+        let mut sndbuf = self.send_buffers.iter().peekable();
         for (i, r) in self.flows.iter().enumerate() {
             let srtt = opt(&r.srtt_ms.map(|v| format!("{v:.3}")));
             while extra.peek().is_some_and(|e| e.row < i) {
@@ -299,8 +316,15 @@ impl RunResults {
                 Some(e) if e.row == i => (e.ooo_bytes.to_string(), format!("{:.3}", e.hol_ms)),
                 _ => (String::new(), String::new()),
             };
+            while sndbuf.peek().is_some_and(|e| e.row < i) {
+                sndbuf.next();
+            }
+            let (buf, queued) = match sndbuf.peek() {
+                Some(e) if e.row == i => (e.buffer_bytes.to_string(), e.queued_bytes.to_string()),
+                _ => (String::new(), String::new()),
+            };
             let state = r.state.map_or("", SubflowState::as_str);
-            let _ = writeln!(s, "{:.3},{},{},{:.0},{},{},{},{},{},{}", r.time_s, r.flow, r.subflow, r.goodput_bps, opt(&r.cwnd_bytes), srtt, opt(&r.in_flight_bytes), ooo, hol, state);
+            let _ = writeln!(s, "{:.3},{},{},{:.0},{},{},{},{},{},{},{},{}", r.time_s, r.flow, r.subflow, r.goodput_bps, opt(&r.cwnd_bytes), srtt, opt(&r.in_flight_bytes), ooo, hol, state, buf, queued);
         }
         s
     }

@@ -173,6 +173,9 @@ pub struct FlowState {
     /// the prober would read them from TCP_INFO, and the local addresses of
     /// backup subflows.
     pub stack_subflows: Mutex<Option<(Vec<StackSubflow>, Vec<String>)>>,
+    /// Ends on mplab's stack: the MPTCP sender's send buffer and what it
+    /// holds, as the prober reads them from a kernel socket.
+    pub stack_send_buffer: Mutex<Option<(u64, u64)>>,
     /// A datagram flow's two ends (client, server) once they are over.
     pub datagram_ends: Mutex<[Option<mplab_backend::datagram::DatagramApp>; 2]>,
     /// A tunnel flow's counters, each gateway adding its own.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
 use mplab_scenario::network::{self, App, Direction, MiddleboxAction, Network, NodeKind, Placement, TransportKind};
-use mplab_backend::results::{FlowSample, InterfaceSample, RunResults, SubflowState, Summary};
+use mplab_backend::results::{FlowSample, InterfaceSample, RunResults, SendBufferSample, SubflowState, Summary};
 use mplab_backend::summary::{self, FlowOutcome, PathStats};
 
 use crate::apps::{self, Clock, FlowState};
@@ -553,6 +553,12 @@ pub(crate) fn run_mixed(net: &Network, opts: &KernelOptions, mplab: &[bool]) -> 
                 state: None,
             });
             tr.last_delivered = d;
+            if f.transport == TransportKind::Mptcp && st.connected.load(Ordering::Relaxed) {
+                let stack = st.stack_send_buffer.lock().ok().and_then(|g| *g);
+                if let Some((buf, queued)) = stack.or_else(|| sender_fd(f, st).and_then(probes::send_buffer)) {
+                    results.send_buffers.push(SendBufferSample { row: results.flows.len() - 1, buffer_bytes: buf, queued_bytes: queued });
+                }
+            }
             // usrsctp's sender: its primary path's cwnd and srtt for the row.
             if let Some(p) = sctp_paths[fi].as_ref().and_then(|m| m.lock().ok().and_then(|g| g.first().cloned())) {
                 let row = results.flows.last_mut().expect("just pushed");

@@ -58,6 +58,17 @@ impl TcpInfo {
     }
 }
 
+/// An MPTCP socket's send buffer (`SO_SNDBUF`: for MPTCP, `tcp_wmem[0]`
+/// plus its subflows' autotuned buffers) and the bytes it holds, written
+/// and not yet DATA_ACKed (SIOCOUTQ: `write_seq - snd_una`).
+pub fn send_buffer(fd: RawFd) -> Option<(u64, u64)> {
+    let buf = sys::getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF).ok()?;
+    let mut queued: libc::c_int = 0;
+    // SAFETY: SIOCOUTQ writes one int through the pointer.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut queued as *mut libc::c_int) };
+    (r == 0 && buf >= 0 && queued >= 0).then_some((buf as u64, queued as u64))
+}
+
 pub fn tcp_info(fd: RawFd) -> Option<TcpInfo> {
     tcp_info_and_state(fd).map(|(i, _)| i)
 }

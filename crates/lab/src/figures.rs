@@ -166,6 +166,7 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
     for (cols, name, title, unit, scale) in [
         (&["ooo_bytes"][..], "ooo_time", "Out-of-order queue at the receiver", "out-of-order bytes (KB)", 1e-3),
         (&["hol_ms", "hol_delay_ms"][..], "hol_time", "Head-of-line blocking delay", "HoL delay (ms)", 1.0),
+        (&["snd_buf_bytes"][..], "sndbuf_time", "Send buffer of the connection", "send buffer (KB)", 1e-3),
     ] {
         if let Some(col) = cols.iter().copied().find(|c| flows.has(c)) {
             let s = group(&flows, |r| (flows.str(r, "subflow") == "all").then(|| flows.str(r, "flow").to_string()))

@@ -83,6 +83,22 @@ action = "up"
     }
     let wan2 = r.results.summary.links.iter().find(|l| l.name == "wan2" && l.direction == "ab").unwrap();
     assert!(wan2.drops_down > 0, "the cut dropped nothing: {wan2:?}");
+    // The MPTCP socket's send buffer and what it holds, on the connection
+    // rows: Linux's autotuned buffer grows from its subflows' windows
+    // beyond tcp_wmem[1] (16 KiB each), and the data it holds stays within
+    // it plus one page fragment the writer may still copy (32 KiB).
+    let sb = &r.results.send_buffers;
+    assert!(sb.len() >= 60, "{} send-buffer samples in 22 s", sb.len());
+    for s in sb {
+        assert_eq!(r.results.flows[s.row].subflow, "all", "{s:?}");
+        assert!(s.queued_bytes <= s.buffer_bytes + (32 << 10), "{s:?}");
+    }
+    // Two subflows start at 4 KiB + 2 x 16 KiB; autotuning took it several
+    // times beyond (about 1.1 MB on 2 x 10 Mbit/s, 20 ms), never past
+    // tcp_wmem[2] (4 MiB) per subflow.
+    let (first, peak) = (sb[0].buffer_bytes, sb.iter().map(|s| s.buffer_bytes).max().unwrap());
+    eprintln!("send buffer {first} -> {peak} bytes");
+    assert!(peak > 4 * (4096 + 2 * 16384) && peak <= 4096 + 2 * (4 << 20), "autotuning: {first} -> {peak}");
     // Subflow rows carry the kernel's TCP state: both established before
     // the cut and after the restore (the kernel keeps a cut subflow open,
     // backing off its RTO).

@@ -79,6 +79,11 @@ fn userspace_mplab_client_kernel_server() {
     assert!(f.verified && !f.fallback, "{f:?}");
     assert!(f.subflows.len() >= 2, "subflows: {:?}", f.subflows);
     assert!(agg >= 18.0, "aggregate {agg:.2} Mbit/s < 18");
+    // mplab's stack reports its send buffer like a kernel socket: the
+    // `mplab` profile's fixed 4 MiB, and what it holds within it.
+    let sb = &r.results.send_buffers;
+    assert!(sb.len() >= 20, "{} send-buffer samples in 8 s", sb.len());
+    assert!(sb.iter().all(|s| s.buffer_bytes == 4 << 20 && s.queued_bytes <= s.buffer_bytes), "{sb:?}");
     g.assert_clean();
 }
 

@@ -50,6 +50,12 @@ pub trait Endpoint: StreamSocket {
     fn reorder_probe(&self, _now: Instant) -> Option<(u64, u64)> {
         None
     }
+    /// Send side of a multipath connection: its send buffer and the bytes
+    /// it holds (written, not yet acknowledged at the connection level).
+    /// None for single-path transports.
+    fn send_buffer_probe(&self) -> Option<(u64, u64)> {
+        None
+    }
     /// The MPTCP token MP_JOINs name this endpoint by.
     fn token(&self) -> Option<u32> {
         None

@@ -166,6 +166,10 @@ impl Endpoint for MptcpEndpoint {
         Some((self.conn.ooo_bytes(), hol))
     }
 
+    fn send_buffer_probe(&self) -> Option<(u64, u64)> {
+        Some((self.conn.snd_buf(), self.conn.send_queued()))
+    }
+
     fn token(&self) -> Option<u32> {
         Some(self.conn.local_token())
     }

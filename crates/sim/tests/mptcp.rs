@@ -475,3 +475,30 @@ fn options_stripped_mid_connection_on_one_path_cost_that_path_only() {
     assert!(before > 1.6 * 9.5, "both paths before: {before:.2}");
     assert!(during < 10.0 && during > 0.8 * 9.5, "one path while the box acts: {during:.2}");
 }
+
+/// flows.csv's send-buffer columns: under the `linux` profile the
+/// connection's buffer is Linux's autotuned one (4 KiB plus each subflow's
+/// twice its largest window of 2304-byte segments: it only grows), and on
+/// a 1 Mbit/s path beside a 50 Mbit/s one the slow subflow holds up the
+/// DATA_ACK, so the connection runs with its buffer full. mplab's profile
+/// keeps the fixed 4 MiB buffer.
+#[test]
+fn send_buffer_columns_show_linux_autotuning() {
+    let sets = |p: &'static str| [("duration", "3s"), ("probes.pcap", "[]"), ("topology.rate", "[\"1Mbit\", \"50Mbit\"]"), ("transport.mptcp.profile", p)];
+    let r = bundled("two-paths.toml", &sets("linux"));
+    let all: Vec<usize> = (0..r.flows.len()).filter(|&i| r.flows[i].subflow == "all").collect();
+    assert_eq!(r.send_buffers.iter().map(|s| s.row).collect::<Vec<_>>(), all, "one sample per connection row");
+    let bufs: Vec<u64> = r.send_buffers.iter().map(|s| s.buffer_bytes).collect();
+    assert!(bufs.windows(2).all(|w| w[0] <= w[1]), "the autotuned buffer never shrinks: {bufs:?}");
+    let last = *bufs.last().unwrap();
+    assert!(bufs[0] < last / 2, "it grows with the windows: {bufs:?}");
+    assert_eq!((last - 4096) % 4608, 0, "4 KiB plus whole windows of 2 x 2304 bytes: {last}");
+    for s in &r.send_buffers {
+        assert!(s.queued_bytes <= s.buffer_bytes, "{s:?}");
+    }
+    let full = r.send_buffers.iter().filter(|s| r.flows[s.row].time_s > 1.5).filter(|s| s.queued_bytes * 10 >= s.buffer_bytes * 7).count();
+    let late = r.send_buffers.iter().filter(|s| r.flows[s.row].time_s > 1.5).count();
+    assert!(full * 10 >= late * 8, "send-buffer limited: {full} of {late} rows at 70 % or more");
+    let m = bundled("two-paths.toml", &sets("mplab"));
+    assert!(m.send_buffers.iter().all(|s| s.buffer_bytes == 4 << 20), "mplab keeps snd_buf");
+}

@@ -166,6 +166,14 @@ impl Conn {
     }
 
     /// Per subflow; plain TCP is one "subflow".
+    /// An MPTCP connection's send buffer and what it holds (None for TCP).
+    pub fn send_buffer(&self) -> Option<(u64, u64)> {
+        match self {
+            Conn::Mp(c) => Some((c.snd_buf(), c.send_queued())),
+            Conn::Tcp { .. } => None,
+        }
+    }
+
     pub fn subflow_stats(&self) -> Vec<SubflowStats> {
         match self {
             Conn::Mp(c) => c.subflow_stats(),

@@ -872,6 +872,9 @@ fn publish(end: &End) {
     if let Ok(mut g) = end.st.stack_subflows.lock() {
         *g = Some((v, conn.subflow_stats().iter().filter(|s| s.backup).map(|s| format!("{}|{}", s.local, s.remote)).collect()));
     }
+    if let Ok(mut g) = end.st.stack_send_buffer.lock() {
+        *g = conn.send_buffer();
+    }
 }
 
 #[cfg(test)]

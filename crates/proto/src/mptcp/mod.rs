@@ -618,6 +618,14 @@ impl Connection {
         self.data_una
     }
 
+    /// Bytes the application wrote that the peer has not DATA_ACKed: what
+    /// the send buffer holds (Linux: `write_seq - snd_una`, SIOCOUTQ).
+    pub fn send_queued(&self) -> u64 {
+        self.app_end - self.data_una
+    }
+
+    /// The connection's send buffer: `snd_buf`, or under send-buffer
+    /// autotuning `tcp_wmem[0]` plus the subflows' buffers (`sndbuf.rs`).
     pub fn snd_buf(&self) -> u64 {
         if !self.cfg.snd_autotune {
             return self.cfg.snd_buf;

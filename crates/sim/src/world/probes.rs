@@ -79,6 +79,9 @@ impl World {
             if let Some((ooo, hol)) = f.ends[1 - sender].ep.as_ref().and_then(|e| e.reorder_probe(self.now)) {
                 self.results.reorder.push(ReorderSample { row: self.results.flows.len(), ooo_bytes: ooo, hol_ms: hol as f64 / 1e6 });
             }
+            if let Some((buf, queued)) = f.ends[sender].ep.as_ref().and_then(|e| e.send_buffer_probe()) {
+                self.results.send_buffers.push(SendBufferSample { row: self.results.flows.len(), buffer_bytes: buf, queued_bytes: queued });
+            }
             self.results.flows.push(FlowSample {
                 time_s: t,
                 flow: name.clone(),
