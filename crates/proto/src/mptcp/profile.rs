@@ -123,6 +123,14 @@ impl Profile {
         self == Profile::Linux
     }
 
+    /// Whether the RTO's variation is Linux's (the worst deviation of the
+    /// last round, at least TCP_RTO_MIN, decaying per round:
+    /// net/ipv4/tcp_input.c `tcp_rtt_estimator`) or RFC 6298's (mplab).
+    /// See `TcpConfig::linux_rtt_variation`.
+    pub fn estimates_rto_as_linux(self) -> bool {
+        self == Profile::Linux
+    }
+
     /// Whether a window that was full counts as the limit for the rest of
     /// its round, and in slow start up to twice what the round had out
     /// (Linux: `tcp_cwnd_validate`, net/ipv4/tcp_output.c;
@@ -139,6 +147,7 @@ impl Profile {
         c.slow_start_after_idle = self.restarts_window_after_idle();
         c.grow_window_gradually = self.grows_receive_window_gradually();
         c.cwnd_limited_per_round = self.latches_cwnd_limited();
+        c.linux_rtt_variation = self.estimates_rto_as_linux();
     }
 
     /// Whether the profile has opportunistic retransmission and

@@ -66,6 +66,10 @@ pub struct TcpConfig {
     /// rather than every second one. mplab: the whole window at once,
     /// delayed ACKs throughout (off).
     pub grow_window_gradually: bool,
+    /// The RTO's variation estimated as Linux does (`tcp_rtt_estimator`,
+    /// see `rtt.rs`): the largest deviation of the last round of data, at
+    /// least `min_rto`, decaying per round. Off (mplab): RFC 6298.
+    pub linux_rtt_variation: bool,
 }
 
 impl Default for TcpConfig {
@@ -93,6 +97,7 @@ impl Default for TcpConfig {
             slow_start_after_idle: false,
             cwnd_limited_per_round: false,
             grow_window_gradually: false,
+            linux_rtt_variation: false,
         }
     }
 }

@@ -247,6 +247,9 @@ impl Connection {
     fn new(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, state: State) -> Connection {
         let cc = cfg.cc.build();
         let mut rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto);
+        if cfg.linux_rtt_variation {
+            rtt.use_linux_variation();
+        }
         rtt.set_max_backoff(cfg.max_backoff);
         let rcv_wscale = if cfg.wscale { wscale_for(cfg.rcv_buf) } else { 0 };
         let mss = cfg.mss as u64;
@@ -993,7 +996,7 @@ impl Connection {
         self.synced = true;
         self.syn_due = false;
         if let (Some(t), false) = (self.syn_sent_at, self.syn_retransmitted) {
-            self.rtt.sample(now - t);
+            self.rtt.sample_at(now - t, self.snd_una, self.snd_nxt);
             self.cc_rtt_sample(now, now - t);
         }
         self.backoff = 0;
@@ -1158,7 +1161,7 @@ impl Connection {
             self.dupacks = 0;
             self.dup_credit = self.dup_credit.saturating_sub(a.bytes);
             if let Some(t) = a.rtt_from {
-                self.rtt.sample(now - t);
+                self.rtt.sample_at(now - t, ack, self.snd_nxt);
                 self.cc_rtt_sample(now, now - t);
             }
             self.backoff = 0;
