@@ -54,8 +54,7 @@ impl RttEstimator {
             self.sample(r);
             return;
         };
-        self.latest = Some(r);
-        self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+        self.record(r);
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -92,9 +91,14 @@ impl RttEstimator {
         self.linux = Some(v);
     }
 
-    pub fn sample(&mut self, r: Duration) {
+    /// The latest and least samples, whichever estimator runs.
+    fn record(&mut self, r: Duration) {
         self.latest = Some(r);
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
+    }
+
+    pub fn sample(&mut self, r: Duration) {
+        self.record(r);
         match self.srtt {
             None => {
                 self.srtt = Some(r);
