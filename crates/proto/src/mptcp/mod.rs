@@ -97,6 +97,9 @@ pub struct MptcpConfig {
     /// A writer that filled the send buffer writes again only once a third
     /// of it is free ([`Profile::wakes_writer_at_a_third`]).
     pub write_wakeup_third: bool,
+    /// The path manager walks local addresses in id order, as Linux's
+    /// does ([`Profile::walks_endpoints_in_id_order`]).
+    pub pm_id_order: bool,
     /// This end refuses joins to the address and port of the initial
     /// subflow: MP_CAPABLE's C flag (RFC 8684 3.1), Linux's
     /// `net.mptcp.allow_join_initial_addr_port = 0`. A load-balanced
@@ -125,6 +128,7 @@ impl Default for MptcpConfig {
             window_counts_ooo: false,
             snd_autotune: false,
             write_wakeup_third: false,
+            pm_id_order: false,
             deny_join_initial: false,
         }
     }
@@ -142,6 +146,7 @@ impl MptcpConfig {
         self.window_counts_ooo = p.window_counts_out_of_order();
         self.snd_autotune = p.autotunes_send_buffer();
         self.write_wakeup_third = p.wakes_writer_at_a_third();
+        self.pm_id_order = p.walks_endpoints_in_id_order();
         p.apply_to_tcp(&mut self.tcp);
         if !p.has_opportunistic_retransmit() {
             self.opportunistic_retransmit = false;
@@ -725,7 +730,7 @@ impl Connection {
         let tuples: Vec<_> = self.subflows.iter().filter(|s| !s.is_closed()).map(|s| (s.local, s.remote)).collect();
         let remotes = self.join_remotes();
         let locals = self.live_locals();
-        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
+        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits, id_order: self.cfg.pm_id_order };
         self.pm.on_local_added(&v, l, &mut out);
         self.apply(out);
     }
@@ -1438,7 +1443,7 @@ impl Connection {
         let tuples: Vec<_> = self.subflows.iter().filter(|s| !s.is_closed()).map(|s| (s.local, s.remote)).collect();
         let remotes = self.join_remotes();
         let locals = self.live_locals();
-        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
+        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits, id_order: self.cfg.pm_id_order };
         self.pm.on_add_addr(&v, r, &mut out);
         self.apply(out);
     }
@@ -1675,7 +1680,7 @@ impl Connection {
             let tuples: Vec<_> = self.subflows.iter().map(|s| (s.local, s.remote)).collect();
             let remotes = self.join_remotes();
             let locals = self.live_locals();
-        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits };
+        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits, id_order: self.cfg.pm_id_order };
             self.pm.on_established(&v, &mut out);
             self.apply(out);
         }

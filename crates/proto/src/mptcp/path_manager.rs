@@ -50,6 +50,12 @@ pub struct PmView<'a> {
     /// (local, remote) of every subflow alive or being opened.
     pub subflows: &'a [(SocketAddr, SocketAddr)],
     pub limits: Limits,
+    /// Local addresses are walked in id order, as Linux walks its
+    /// endpoint list (`fill_local_addresses_vec`, net/mptcp/pm_kernel.c),
+    /// even when the limit cuts a mesh short: the `linux` profile. The
+    /// order subflows are opened in is the order Linux's scheduler breaks
+    /// ties in (`scheduler/linux.rs`).
+    pub id_order: bool,
 }
 
 impl PmView<'_> {
@@ -213,14 +219,17 @@ impl PathManager for FullMesh {
 }
 
 impl FullMesh {
-    /// Opens subflows from every local address to `r`. Addresses that carry
-    /// no subflow yet go first: when the limit stops the mesh short, the
-    /// subflows it does open spread over the host's interfaces (mplab's
-    /// choice; Linux walks its endpoints in id order).
+    /// Opens subflows from every local address to `r`. Under the `mplab`
+    /// profile addresses that carry no subflow yet go first: when the limit
+    /// stops the mesh short, the subflows it does open spread over the
+    /// host's interfaces (mplab's choice); `PmView::id_order` keeps Linux's
+    /// id order.
     fn mesh_to(&self, v: &PmView, r: RemoteAddr, out: &mut Vec<PmAction>) {
         let used = |a: IpAddr| v.subflows.iter().any(|(l, _)| l.ip() == a) || out.iter().any(|x| matches!(x, PmAction::Open { local, .. } if *local == a));
         let mut order: Vec<&LocalAddr> = v.locals.iter().collect();
-        order.sort_by_key(|l| used(l.addr));
+        if !v.id_order {
+            order.sort_by_key(|l| used(l.addr));
+        }
         for l in order {
             let pending = out.iter().any(|a| matches!(a, PmAction::Open { local, remote, .. } if *local == l.addr && remote.addr == r.addr));
             if !v.has(l.addr, r.addr) && !pending && room(v, out) {
@@ -304,7 +313,7 @@ mod tests {
         let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
         let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
         let subflows = [(sa(1, 1000), sa(9, 80))];
-        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 } };
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: false };
         let mut out = vec![];
         FullMesh.on_established(&v, &mut out);
         assert_eq!(out, vec![PmAction::Open { local: ip(2), remote: remotes[0], backup: false }]);
@@ -318,7 +327,7 @@ mod tests {
         let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2)), LocalAddr::plain(2, ip(3))];
         let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
         let subflows = [(sa(1, 1000), sa(9, 80))];
-        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 0 } };
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 0 }, id_order: false };
         let mut out = vec![];
         FullMesh.on_established(&v, &mut out);
         assert_eq!(out.len(), 1);
@@ -332,11 +341,36 @@ mod tests {
         let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
         let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
         let subflows = [(sa(1, 1000), sa(9, 80))];
-        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 1 } };
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 1 }, id_order: false };
         let mut out = vec![];
         let announced = RemoteAddr { id: 1, addr: sa(8, 80) };
         FullMesh.on_add_addr(&v, announced, &mut out);
         assert_eq!(out, vec![PmAction::Open { local: ip(2), remote: announced, backup: false }]);
+        // Linux walks its endpoints in id order: the busy interface first.
+        let v = PmView { id_order: true, ..v };
+        let mut out = vec![];
+        FullMesh.on_add_addr(&v, announced, &mut out);
+        assert_eq!(out, vec![PmAction::Open { local: ip(1), remote: announced, backup: false }]);
+    }
+
+    /// An announced address is joined from every local address in id
+    /// order under `id_order`: the subflow list the kernel builds for two
+    /// interfaces (initial, then 1 -> announced, 2 -> announced; the
+    /// kernel's subflow ids on the `two-paths` scenario).
+    #[test]
+    fn id_order_joins_an_announced_address_from_the_first_interface_first() {
+        let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
+        let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+        let subflows = [(sa(1, 1000), sa(9, 80))];
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: true };
+        let announced = RemoteAddr { id: 1, addr: sa(8, 80) };
+        let mut out = vec![];
+        FullMesh.on_add_addr(&v, announced, &mut out);
+        let from: Vec<IpAddr> = out.iter().map(|a| match a { PmAction::Open { local, .. } => *local, _ => unreachable!() }).collect();
+        assert_eq!(from, vec![ip(1), ip(2)]);
+        let mut out = vec![];
+        FullMesh.on_add_addr(&PmView { id_order: false, ..v }, announced, &mut out);
+        assert!(matches!(out[0], PmAction::Open { local, .. } if local == ip(2)), "mplab: the unused interface first");
     }
 
     #[test]
@@ -344,7 +378,7 @@ mod tests {
         let locals = [LocalAddr::plain(0, ip(1))];
         let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
         let subflows = [(sa(1, 1000), sa(9, 80))];
-        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 0 } };
+        let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 0 }, id_order: false };
         let mut out = vec![];
         NDiffPorts { n: 4 }.on_established(&v, &mut out);
         assert_eq!(out.len(), 3);
@@ -355,7 +389,7 @@ mod tests {
         let locals = [LocalAddr::plain(0, ip(1))];
         let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
         let subflows = [(sa(1, 1000), sa(9, 80))];
-        let mut v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 2, add_addr_accepted: 2 } };
+        let mut v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 2, add_addr_accepted: 2 }, id_order: false };
         let mut out = vec![];
         Endpoints.on_add_addr(&v, RemoteAddr { id: 1, addr: sa(8, 80) }, &mut out);
         assert_eq!(out.len(), 1);

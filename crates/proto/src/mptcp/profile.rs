@@ -193,4 +193,13 @@ impl Profile {
     pub fn window_counts_out_of_order(self) -> bool {
         self == Profile::Linux
     }
+
+    /// The path manager opens a mesh's subflows from its local addresses
+    /// in id order (Linux's endpoint list, net/mptcp/pm_kernel.c
+    /// `fill_local_addresses_vec`); `mplab` starts with the addresses that
+    /// carry no subflow yet, so a mesh the limit cuts short spreads over
+    /// the interfaces.
+    pub fn walks_endpoints_in_id_order(self) -> bool {
+        self == Profile::Linux
+    }
 }

@@ -17,7 +17,6 @@
 //! 5.x reuse of `msk->last_snd` while a burst lasted is gone).
 
 use super::{active, SchedContext, Scheduler, SubflowInfo};
-use core::time::Duration;
 
 /// The kernel's burst: `MPTCP_SEND_BURST_SIZE`, 64 KiB less headers.
 pub const BURST: u64 = 64 * 1024 - 20 - 40 - 40 - 8;
@@ -103,15 +102,19 @@ impl Scheduler for Linux {
             }
         }
         // The least lingering subflow, full or not: Linux waits when its
-        // send buffer is full rather than taking the next one.
-        let mut best: Option<(u128, Duration, usize)> = None;
+        // send buffer is full rather than taking the next one. A tie goes
+        // to the subflow first in the connection's list (creation order):
+        // Linux keeps the first with a strictly smaller linger time. Ties
+        // are common, since every idle subflow lingers 0: after a DATA_ACK
+        // jump the initial subflow, not the fastest, takes the first burst.
+        let mut best: Option<(u128, usize)> = None;
         for s in active(sf) {
-            let key = (linger_at(s, self.avg_pace(s)), s.rtt(), s.index);
+            let key = (linger_at(s, self.avg_pace(s)), s.index);
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
         }
-        let Some(s) = best.and_then(|(_, _, i)| sf.iter().find(|s| s.index == i)).filter(|s| memory_free(s)) else { return };
+        let Some(s) = best.and_then(|(_, i)| sf.iter().find(|s| s.index == i)).filter(|s| memory_free(s)) else { return };
         if !cx.reinjection {
             // Linux bounds a burst by the peer's window
             // (`mptcp_wnd_end - snd_nxt`) and ends it with the push
@@ -197,6 +200,18 @@ mod tests {
         let want = (2_800_000u128 * 40_000 + now as u128 * BURST as u128) / (40_000 + BURST as u128);
         assert_eq!(l.avg_pace[0] as u128, want);
         assert!(l.avg_pace[0] > 3 * now, "still three times the new rate");
+    }
+
+    /// Idle subflows all linger 0: the first in the connection's list
+    /// wins, whatever its RTT (`linger_time < send_info.linger_time` over
+    /// `conn_list`), so a slow initial subflow takes the first burst.
+    #[test]
+    fn a_tie_goes_to_the_first_subflow_in_the_list() {
+        let (slow, fast) = (sf(0, 400, false, true), sf(1, 10, false, true));
+        assert_eq!((linger_ns(&slow), linger_ns(&fast)), (0, 0));
+        assert_eq!(pick(&mut Linux::default(), &[slow, fast]), vec![0], "the slow initial subflow");
+        let (fast, slow) = (sf(0, 10, false, true), sf(1, 400, false, true));
+        assert_eq!(pick(&mut Linux::default(), &[fast, slow]), vec![0], "by position, not RTT");
     }
 
     /// The chosen subflow keeps the chunks of its 64 KiB burst even once
