@@ -63,6 +63,51 @@ pub fn mplab<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Out {
     Out { code: o.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&o.stdout).into_owned(), stderr: String::from_utf8_lossy(&o.stderr).into_owned() }
 }
 
+/// `mplab` as [`mplab`] does, but given up on after `limit`: the child is
+/// killed and `Err` says how long it ran. A process the kernel wedged (in
+/// uninterruptible sleep) cannot be reaped; its output readers are left
+/// behind rather than waited for.
+pub fn mplab_within<S: AsRef<OsStr>>(cwd: &Path, args: &[S], limit: std::time::Duration) -> Result<Out, String> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mplab")).args(args).current_dir(cwd).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let drain = |mut r: Box<dyn Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = r.read_to_end(&mut b);
+            let _ = tx.send(String::from_utf8_lossy(&b).into_owned());
+        });
+        rx
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < limit {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Ok(Out { code: st.code().unwrap_or(-1), stdout: out.recv().unwrap_or_default(), stderr: err.recv().unwrap_or_default() });
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // SIGTERM first: mplab then stops its threads and deletes its
+    // namespaces; SIGKILL if it cannot (a thread stuck in the kernel).
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    for _ in 0..50 {
+        if child.try_wait().unwrap().is_some() {
+            return Err(format!("mplab still running after {} s, stopped by SIGTERM", limit.as_secs()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let _ = child.kill();
+    Err(format!("mplab still running after {} s, and 10 s after SIGTERM; killed", limit.as_secs()))
+}
+
+/// The kernel log's lines (empty when it cannot be read).
+pub fn kernel_log() -> Vec<String> {
+    Command::new("dmesg").output().map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect()).unwrap_or_default()
+}
+
 /// A CSV as (header, rows), with RFC 4180 quotes.
 pub fn read_csv(p: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
