@@ -64,7 +64,8 @@ pub fn mplab<S: AsRef<OsStr>>(cwd: &Path, args: &[S]) -> Out {
 }
 
 /// `mplab` as [`mplab`] does, but given up on after `limit`: the child is
-/// killed and `Err` says how long it ran. A process the kernel wedged (in
+/// stopped (SIGTERM, then SIGKILL 10 s later) and `Err` says how. A
+/// process the kernel wedged (in
 /// uninterruptible sleep) cannot be reaped; its output readers are left
 /// behind rather than waited for.
 pub fn mplab_within<S: AsRef<OsStr>>(cwd: &Path, args: &[S], limit: std::time::Duration) -> Result<Out, String> {
