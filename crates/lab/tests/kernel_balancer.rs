@@ -68,11 +68,7 @@ fn kernel_seed003_aware_balancer_doubles_throughput() {
 fn userspace_run(g: &NsGuard, i: usize, base: &[(&str, &str)], mode: &str) -> KernelRun {
     let mut sets = base.to_vec();
     sets.push(("middleboxes.0.mode", mode));
-    let (sc, net) = kernel_support::resolve(&scenario("seed003-lb.toml", &sets));
-    let errs = mplab_emu::userspace::unsupported(&sc, &net);
-    assert!(errs.is_empty(), "{errs:?}");
-    let opts = mplab_emu::kernel::KernelOptions { prefix: Some(g.run_prefix(i)), ..Default::default() };
-    mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"))
+    kernel_support::run_userspace(g, i, &scenario("seed003-lb.toml", &sets))
 }
 
 /// mplab's stack as the client (userspace backend) against Linux backends

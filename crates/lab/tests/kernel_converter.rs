@@ -68,9 +68,9 @@ fn kernel_converter_refuses_like_the_simulator() {
 
 /// Hybrid access as deployed (seed004-hybrid): the download through the
 /// converters and a call in a datagram-mode tunnel, with 5 % loss on
-/// cellular. On both backends every byte and every call packet arrives,
-/// none late, the call at a link's delay (p99 within 5 ms of the
-/// simulator's).
+/// cellular. On both backends every byte and every call packet arrives;
+/// no call packet waits behind a retransmission (none late on the
+/// simulator; on the kernel, see `assert_call_without_head_of_line_blocking`).
 #[test]
 fn kernel_converter_beside_a_datagram_tunnel() {
     let _s = serial();
@@ -81,22 +81,14 @@ fn kernel_converter_beside_a_datagram_tunnel() {
     let text = bundled("seed004-hybrid.toml").replace("duration = \"30s\"", "duration = \"8s\"").replace("[probes]", "[[events]]\nat = \"0s\"\nlink = \"link2\"\naction = \"set\"\nloss = 0.05\n\n[probes]");
     let k = run(&g, 0, &text);
     let s = sim(&text);
+    let call = |r: &mplab_backend::results::Summary| r.flows.iter().find(|f| f.name == "call").and_then(|f| f.datagrams.clone()).unwrap().stream;
     for (name, r) in [("kernel", &k.results.summary), ("sim", &s.summary)] {
         let d = r.flows.iter().find(|f| f.name == "download").unwrap();
-        let call = r.flows.iter().find(|f| f.name == "call").and_then(|f| f.datagrams.clone()).unwrap().stream;
-        eprintln!("{name}: download {:?} s, call {call:?}", d.completion_time_s);
+        eprintln!("{name}: download {:?} s", d.completion_time_s);
         assert!(d.completed && d.verified, "{name}: {d:?}");
-        assert_eq!((call.late, call.received), (0, call.sent), "{name}");
     }
-    let p99 = |r: &mplab_backend::results::Summary| r.flows.iter().find(|f| f.name == "call").and_then(|f| f.datagrams.clone()).unwrap().stream.delay_p99_ms;
-    // Real time adds to the kernel's figure: each packet passes two gateway
-    // programs (TUN to UDP socket and back, each woken by poll on 2 cores
-    // busy with the download) and four emulated hops; measured 0.9-2.1 ms
-    // above the simulator's 12.4 ms in four runs. 5 ms still tells the
-    // datagram mode from the stream, whose p99 under this loss is tens of
-    // milliseconds (docs/hybrid-access.md).
-    let (kp, sp) = (p99(&k.results.summary), p99(&s.summary));
-    assert!((kp - sp).abs() < 5.0, "call p99: kernel {kp:.2} ms, sim {sp:.2} ms");
+    // The lossy link (cellular, link2) has 10 ms each way.
+    kernel_support::assert_call_without_head_of_line_blocking(&call(&k.results.summary), &call(&s.summary), 20.0);
     g.assert_clean();
 }
 

@@ -91,7 +91,6 @@ pub fn resolve(toml: &str) -> (Scenario, Network) {
     (sc, net)
 }
 
-/// Runs a scenario text on the kernel under the guard's prefix.
 /// The text of a bundled scenario (scenarios/NAME).
 pub fn bundled(name: &str) -> String {
     std::fs::read_to_string(format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -102,18 +101,49 @@ pub fn sim(toml: &str) -> mplab_sim::RunResults {
     mplab_sim::simulate(resolve(toml).1).unwrap()
 }
 
+/// Runs a scenario text on the kernel under the guard's prefix (see
+/// [`unless_stalled`]).
 pub fn run(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
     let (sc, net) = resolve(toml);
     let errs = mplab_emu::kconf::unsupported(&sc, &net);
     assert!(errs.is_empty(), "{errs:?}");
-    let opts = KernelOptions { prefix: Some(guard.run_prefix(i)), ..Default::default() };
-    let r = kernel::run(&net, &opts).unwrap_or_else(|e| panic!("kernel run failed: {e}"));
-    let left = namespaces_with(&guard.run_prefix(i));
-    assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
-    for n in &r.results.summary.notes {
-        eprintln!("note: {n}");
+    unless_stalled(guard, i, |prefix| {
+        let opts = KernelOptions { prefix: Some(prefix), ..Default::default() };
+        let r = kernel::run(&net, &opts).unwrap_or_else(|e| panic!("kernel run failed: {e}"));
+        for n in &r.results.summary.notes {
+            eprintln!("note: {n}");
+        }
+        r
+    })
+}
+
+/// How often a run the host stalled is tried in all, and the pause before
+/// each repeat: a stall spell of the virtual machine lasts a minute or so.
+const STALL_ATTEMPTS: usize = 3;
+const STALL_PAUSE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `once` (given a namespace prefix) and checks it left no namespace
+/// behind. A run during which the host stopped running the emulator
+/// ([`kernel::host_stall`]) measured the host, not the scenario, so it is
+/// repeated, at most [`STALL_ATTEMPTS`] times in all; the last attempt is
+/// the test's, stalled or not. Repeats use run indexes from 500 on, so they
+/// never share a prefix with the test's other runs.
+pub fn unless_stalled(guard: &NsGuard, i: usize, once: impl Fn(String) -> KernelRun) -> KernelRun {
+    let mut attempt = 0;
+    loop {
+        let idx = if attempt == 0 { i } else { 500 + 10 * i + attempt };
+        let r = once(guard.run_prefix(idx));
+        let left = namespaces_with(&guard.run_prefix(idx));
+        assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
+        attempt += 1;
+        match kernel::host_stall(&r.meta) {
+            Some(p99) if attempt < STALL_ATTEMPTS => {
+                eprintln!("host stall: the emulator sent a hundredth of its frames {p99:.0} us late or later; running again in {} s (attempt {} of {STALL_ATTEMPTS})", STALL_PAUSE.as_secs(), attempt + 1);
+                std::thread::sleep(STALL_PAUSE);
+            }
+            _ => return r,
+        }
     }
-    r
 }
 
 /// Runs a scenario text on the userspace backend (mplab's stack on the
@@ -127,11 +157,10 @@ pub fn run_userspace_pcap(guard: &NsGuard, i: usize, toml: &str, pcap: Option<&s
     let (sc, net) = resolve(toml);
     let errs = mplab_emu::userspace::unsupported(&sc, &net);
     assert!(errs.is_empty(), "{errs:?}");
-    let opts = KernelOptions { prefix: Some(guard.run_prefix(i)), pcap_dir: pcap.map(|p| p.to_path_buf()), ..Default::default() };
-    let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
-    let left = namespaces_with(&guard.run_prefix(i));
-    assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
-    r
+    unless_stalled(guard, i, |prefix| {
+        let opts = KernelOptions { prefix: Some(prefix), pcap_dir: pcap.map(|p| p.to_path_buf()), ..Default::default() };
+        mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"))
+    })
 }
 
 /// `text` with its hosts `names` on Linux's stack (`stack = "kernel"`),
@@ -162,4 +191,23 @@ pub fn tshark_fields(pcap: &std::path::Path, filter: &str, fields: &[&str]) -> V
     let out = std::process::Command::new("tshark").args(&args).output().expect("tshark (scripts/setup.sh installs it)");
     assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+/// A call that no packet of which waited for a retransmission, judged on a
+/// real-time run against the simulator's (which must be exact: nothing
+/// lost, nothing late). `lossy_rtt_ms` is the round trip of the lossy
+/// path: a packet held behind a lost one waits at least that long.
+///
+/// Only the claim is checked, not the host's tail: on real time each call
+/// packet passes gateway programs and emulated hops on 2 cores busy with
+/// the rest of the scenario, which moves the kernel's p99 by 1-27 ms from
+/// run to run (seed004-hybrid with 5 % loss: 14.1-39.0 ms against the
+/// simulator's 12.4), so its p99 is no figure to hold.
+pub fn assert_call_without_head_of_line_blocking(kernel: &mplab_backend::call_quality::CallQuality, sim: &mplab_backend::call_quality::CallQuality, lossy_rtt_ms: f64) {
+    eprintln!("call, kernel: {kernel:?}\ncall, sim: {sim:?}");
+    assert_eq!((sim.late, sim.received), (0, sim.sent), "sim: the call lost packets or had late ones");
+    assert_eq!(kernel.received, kernel.sent, "kernel: call packets lost");
+    assert!((kernel.delay_p50_ms - sim.delay_p50_ms).abs() <= 2.0, "call p50: kernel {:.2} ms, sim {:.2} ms", kernel.delay_p50_ms, sim.delay_p50_ms);
+    assert!(kernel.delay_p95_ms < sim.delay_p95_ms + lossy_rtt_ms, "call p95: kernel {:.2} ms, sim {:.2} ms: a twentieth of the packets waited about a round trip of the lossy path ({lossy_rtt_ms} ms), as behind a retransmission", kernel.delay_p95_ms, sim.delay_p95_ms);
+    assert!(kernel.late * 100 <= kernel.sent, "kernel: {} of {} call packets late", kernel.late, kernel.sent);
 }
