@@ -884,3 +884,18 @@ struct FlowOut {
     datagrams: Option<mplab_backend::datagram::DatagramSummary>,
     tunnel: Option<mplab_backend::results::TunnelSummary>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_stalled_when_a_hundredth_of_its_frames_left_over_5_ms_late() {
+        let meta = |p99: serde_json::Value| serde_json::json!({ "emulator": { "lateness_p99_us": p99 } });
+        assert_eq!(host_stall(&meta(6300.0.into())), Some(6300.0));
+        assert_eq!(host_stall(&meta(3800.0.into())), None, "the heaviest test loads on a quiet host");
+        assert_eq!(host_stall(&meta(HOST_STALL_P99_US.into())), None);
+        assert_eq!(host_stall(&meta(serde_json::Value::Null)), None, "no frames: nothing to judge");
+        assert_eq!(host_stall(&serde_json::json!({})), None);
+    }
+}
