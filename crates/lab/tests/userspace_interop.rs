@@ -10,8 +10,8 @@ mod kernel_support;
 use std::process::Command;
 
 use kernel_support::topologies::{two_paths, via_router};
-use kernel_support::{can_run, ip_within, namespaces_with, resolve, serial, tshark_fields, window_mbit, NsGuard};
-use mplab_emu::kernel::{KernelOptions, KernelRun};
+use kernel_support::{can_run, ip_within, resolve, serial, tshark_fields, window_mbit, NsGuard};
+use mplab_emu::kernel::KernelRun;
 
 
 
@@ -33,15 +33,19 @@ fn download(bytes: &str) -> String {
     download_at(bytes, "0s")
 }
 
-/// Runs a scenario text on the userspace backend under the guard's prefix.
+/// Runs a scenario text on the userspace backend under the guard's prefix,
+/// again if the host stalled it (`kernel_support::unless_stalled`).
 fn run_us(g: &NsGuard, i: usize, toml: &str, pcap: Option<&std::path::Path>) -> KernelRun {
-    let (sc, net) = resolve(toml);
-    let errs = mplab_emu::userspace::unsupported(&sc, &net);
-    assert!(errs.is_empty(), "{errs:?}");
-    let opts = KernelOptions { prefix: Some(g.run_prefix(i)), pcap_dir: pcap.map(|p| p.to_path_buf()), ..Default::default() };
-    let r = mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"));
-    let left = namespaces_with(&g.run_prefix(i));
-    assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
+    reported(kernel_support::run_userspace_pcap(g, i, toml, pcap))
+}
+
+/// [`run_us`] once: for tests whose helpers act on the run's namespaces by
+/// name while it runs.
+fn run_us_once(g: &NsGuard, i: usize, toml: &str, pcap: Option<&std::path::Path>) -> KernelRun {
+    reported(kernel_support::run_userspace_once(g, i, toml, pcap))
+}
+
+fn reported(r: KernelRun) -> KernelRun {
     for n in &r.results.summary.notes {
         eprintln!("note: {n}");
     }
@@ -372,7 +376,7 @@ fn userspace_remove_addr_and_trace() {
         // Text before the first table header of `extra` belongs to [probes].
         let toml = two_paths("8s", c, s, &format!("pcap = [\"{mplab_node}\"]\n{FULLMESH}{ev}{traffic}"));
         let dropper = lose_it.then(|| drop_remove_addr_from(format!("{}-{who}", g.run_prefix(i))));
-        let r = run_us(&g, i, &toml, Some(&dir));
+        let r = run_us_once(&g, i, &toml, Some(&dir));
         if let Some(d) = dropper {
             assert!(d.join().ok().flatten().is_some(), "could not install the REMOVE_ADDR drop rules");
         }
@@ -475,7 +479,7 @@ fn userspace_mp_prio_from_kernel() {
     let dir = pcap_dir("prio");
     let toml = via_router("7s", "kernel", "mplab", &format!("pcap = [\"server\"]\n{FULLMESH}{}", download("200MB")));
     let chg = endpoint_later(format!("{}-client", g.run_prefix(0)), "10.9.1.1", std::time::Duration::from_secs(3), &["change", "backup"]);
-    let r = run_us(&g, 0, &toml, Some(&dir));
+    let r = run_us_once(&g, 0, &toml, Some(&dir));
     let changed = chg.join().ok().flatten();
     eprintln!("{changed:?}");
     assert!(changed.is_some(), "could not change the endpoint");
@@ -678,7 +682,7 @@ fn userspace_mplab_initiated_control() {
         let dir = pcap_dir("ctlprio");
         let toml = via_router("7s", "mplab", "kernel", &format!("pcap = [\"client\"]\n{FULLMESH}{}", download("200MB")));
         let ctl = control_later(format!("{}-client", g.run_prefix(0)), "backup 10.9.1.1", s3);
-        let r = run_us(&g, 0, &toml, Some(&dir));
+        let r = run_us_once(&g, 0, &toml, Some(&dir));
         let sent = ctl.join().ok().flatten();
         assert!(sent.is_some(), "the control command was not picked up");
         let f = &r.results.summary.flows[0];
@@ -701,7 +705,7 @@ fn userspace_mplab_initiated_control() {
         let dir = pcap_dir("ctlrm");
         let toml = two_paths("8s", "mplab", "kernel", &format!("pcap = [\"client\"]\n{FULLMESH}{}", download("200MB")));
         let ctl = control_later(format!("{}-client", g.run_prefix(1)), "remove 10.9.1.1", s3);
-        let r = run_us(&g, 1, &toml, Some(&dir));
+        let r = run_us_once(&g, 1, &toml, Some(&dir));
         assert!(ctl.join().ok().flatten().is_some(), "the control command was not picked up");
         let f = &r.results.summary.flows[0];
         let after_mbit = window_mbit(&r, "down", 5.0, 8.0);
@@ -724,7 +728,7 @@ fn userspace_mplab_initiated_control() {
         let dir = pcap_dir("ctlfc");
         let toml = two_paths("5s", "mplab", "kernel", &format!("pcap = [\"client\"]\n{FULLMESH}{}", bulk(None)));
         let ctl = control_later(format!("{}-client", g.run_prefix(2)), "abort", std::time::Duration::from_secs(2));
-        let r = run_us(&g, 2, &toml, Some(&dir));
+        let r = run_us_once(&g, 2, &toml, Some(&dir));
         assert!(ctl.join().ok().flatten().is_some(), "the control command was not picked up");
         let f = &r.results.summary.flows[0];
         let late = window_mbit(&r, "up", 3.0, 5.0);

@@ -154,13 +154,30 @@ pub fn run_userspace(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
 
 /// [`run_userspace`], writing the scenario's `probes.pcap` captures into `pcap`.
 pub fn run_userspace_pcap(guard: &NsGuard, i: usize, toml: &str, pcap: Option<&std::path::Path>) -> KernelRun {
+    let net = userspace_network(toml);
+    unless_stalled(guard, i, |prefix| userspace_run(&net, prefix, pcap))
+}
+
+/// [`run_userspace_pcap`] once, stalled or not: for a test whose helpers
+/// act on the run's namespaces by name while it runs (a repeat would get
+/// another prefix).
+pub fn run_userspace_once(guard: &NsGuard, i: usize, toml: &str, pcap: Option<&std::path::Path>) -> KernelRun {
+    let r = userspace_run(&userspace_network(toml), guard.run_prefix(i), pcap);
+    let left = namespaces_with(&guard.run_prefix(i));
+    assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
+    r
+}
+
+fn userspace_network(toml: &str) -> Network {
     let (sc, net) = resolve(toml);
     let errs = mplab_emu::userspace::unsupported(&sc, &net);
     assert!(errs.is_empty(), "{errs:?}");
-    unless_stalled(guard, i, |prefix| {
-        let opts = KernelOptions { prefix: Some(prefix), pcap_dir: pcap.map(|p| p.to_path_buf()), ..Default::default() };
-        mplab_emu::userspace::run(&net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"))
-    })
+    net
+}
+
+fn userspace_run(net: &Network, prefix: String, pcap: Option<&std::path::Path>) -> KernelRun {
+    let opts = KernelOptions { prefix: Some(prefix), pcap_dir: pcap.map(|p| p.to_path_buf()), ..Default::default() };
+    mplab_emu::userspace::run(net, &opts).unwrap_or_else(|e| panic!("userspace run failed: {e}"))
 }
 
 /// `text` with its hosts `names` on Linux's stack (`stack = "kernel"`),
