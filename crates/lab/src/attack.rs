@@ -84,24 +84,12 @@ fn run_on(opt: &Options, backend: &str, attack: Option<AttackKind>, dir: &Path) 
     })
 }
 
-/// A real-time run, repeated (at most three attempts, 10 s apart) while the
-/// host stalls it (`mplab_emu::kernel::host_stall`): some verdicts compare
-/// the run's time with the baseline's, and a run the virtual machine stopped
+/// A real-time run, repeated while the host stalls it
+/// (`mplab_emu::kernel::unless_host_stalled`): some verdicts compare the
+/// run's time with the baseline's, and a run the virtual machine stopped
 /// for a while would read as "slowed" by the attack.
 fn real_unless_stalled(backend: &str, sc: &Scenario, net: &mplab_scenario::Network, dir: &Path) -> Result<(RunResults, serde_json::Value), RunError> {
-    const ATTEMPTS: usize = 3;
-    let mut attempt = 1;
-    loop {
-        let r = run::run_real(backend, sc, net.clone(), dir)?;
-        match mplab_emu::kernel::host_stall(&r.1) {
-            Some(p99) if attempt < ATTEMPTS => {
-                eprintln!("{backend}: the host stalled the run (emulator p99 lateness {p99:.0} us); running it again in 10 s (attempt {} of {ATTEMPTS})", attempt + 1);
-                std::thread::sleep(std::time::Duration::from_secs(10));
-                attempt += 1;
-            }
-            _ => return Ok(r),
-        }
-    }
+    mplab_emu::kernel::unless_host_stalled(|_| run::run_real(backend, sc, net.clone(), dir), |r| &r.1)
 }
 
 /// The verdict of one run against the row's expectation.

@@ -117,32 +117,22 @@ pub fn run(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
     })
 }
 
-/// How often a run the host stalled is tried in all, and the pause before
-/// each repeat: a stall spell of the virtual machine lasts a minute or so.
-const STALL_ATTEMPTS: usize = 3;
-const STALL_PAUSE: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Runs `once` (given a namespace prefix) and checks it left no namespace
-/// behind. A run during which the host stopped running the emulator
-/// ([`kernel::host_stall`]) measured the host, not the scenario, so it is
-/// repeated, at most [`STALL_ATTEMPTS`] times in all; the last attempt is
-/// the test's, stalled or not. Repeats use run indexes from 500 on, so they
-/// never share a prefix with the test's other runs.
+/// behind; a run during which the host stopped running the emulator
+/// measured the host, not the scenario, and is repeated
+/// ([`kernel::unless_host_stalled`]). Repeats use run indexes from 500 on,
+/// so they never share a prefix with the test's other runs.
 pub fn unless_stalled(guard: &NsGuard, i: usize, once: impl Fn(String) -> KernelRun) -> KernelRun {
-    let mut attempt = 0;
-    loop {
-        let idx = if attempt == 0 { i } else { 500 + 10 * i + attempt };
-        let r = once(guard.run_prefix(idx));
-        let left = namespaces_with(&guard.run_prefix(idx));
+    let run = |attempt: usize| {
+        let prefix = guard.run_prefix(if attempt == 0 { i } else { 500 + 10 * i + attempt });
+        let r = once(prefix.clone());
+        let left = namespaces_with(&prefix);
         assert!(left.is_empty(), "the run left namespaces behind: {left:?}");
-        attempt += 1;
-        match kernel::host_stall(&r.meta) {
-            Some(p99) if attempt < STALL_ATTEMPTS => {
-                eprintln!("host stall: the emulator sent a hundredth of its frames {p99:.0} us late or later; running again in {} s (attempt {} of {STALL_ATTEMPTS})", STALL_PAUSE.as_secs(), attempt + 1);
-                std::thread::sleep(STALL_PAUSE);
-            }
-            _ => return r,
-        }
+        Ok::<_, std::convert::Infallible>(r)
+    };
+    match kernel::unless_host_stalled(run, |r| &r.meta) {
+        Ok(r) => r,
+        Err(never) => match never {},
     }
 }
 
