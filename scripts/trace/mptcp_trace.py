@@ -52,30 +52,31 @@ def events(path):
     return [(t - t0, n, kv, w) for t, n, kv, w in out]
 
 
-def split(run):
+def periodic(run, k):
+    return len(run) % k == 0 and all(run[i] == run[i + k] for i in range(len(run) - k))
+
+
+def split(run, width):
     """A run of get_send events may hold several calls in a row (nothing
-    happened between them): the shortest period that repeats the run's
-    values is one call, one event per subflow."""
-    for k in range(1, len(run) + 1):
-        if len(run) % k == 0 and all(run[i] == run[i + k] for i in range(len(run) - k)):
-            return [run[j:j + k] for j in range(0, len(run), k)]
-    return [run]
+    happened between them), one event per subflow each: cut it at the last
+    call's width when the run repeats with it, else at the shortest period
+    that repeats the run's values."""
+    k = width if width and periodic(run, width) else next(k for k in range(1, len(run) + 1) if periodic(run, k))
+    return [run[j:j + k] for j in range(0, len(run), k)]
 
 
 def calls(evs):
     """Scheduling calls: (time, one get_send event per subflow)."""
-    run = []
-    for t, n, kv, _ in evs:
+    run, width = [], 0
+    for t, n, kv, _ in evs + [(evs[-1][0], "end", {}, False)]:
         if n == "mptcp_subflow_get_send":
             run.append(kv)
             continue
         if run:
-            for c in split(run):
+            for c in split(run, width):
+                width = len(c)
                 yield t, c
             run = []
-    if run:
-        for c in split(run):
-            yield evs[-1][0], c
 
 
 def linger_ms(kv):
