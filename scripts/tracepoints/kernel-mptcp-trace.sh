@@ -2,11 +2,11 @@
 # Records the kernel's MPTCP and TCP tracepoints while a command runs (in
 # practice `mplab run --backend kernel ...`), so the kernel's scheduler
 # decisions, data-level window and per-subflow congestion windows can be
-# set beside the simulator's: scripts/trace/mptcp_trace.py reads the file.
+# set beside the simulator's: scripts/tracepoints/mptcp_trace.py reads the file.
 # The method and what it showed are in docs/validation.md ("The kernel's
 # scheduler and receive window, traced").
 #
-#   sudo scripts/trace/kernel-mptcp-trace.sh OUT.trace -- \
+#   sudo scripts/tracepoints/kernel-mptcp-trace.sh OUT.trace -- \
 #       ./target/release/mplab run scenarios/two-paths.toml --backend kernel \
 #       --set duration=8s --set 'topology.rate=["1Mbit","10Mbit"]'
 #
