@@ -21,6 +21,16 @@ SCEN = REPO / "scenarios"
 TWO_PATHS_MAX = 2 * 10e6 * 1448 / 1500
 
 
+@pytest.fixture(autouse=True)
+def _temp_dirs_inside_tmp_path(tmp_path, monkeypatch):
+    """`mplab.run` without `out` keeps its results in a new temporary
+    directory on purpose; in tests that directory belongs under pytest's
+    own (cleaned) tmp_path, not in /tmp for good."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+
 def test_run_gives_dataframes_bounded_by_the_links(tmp_path):
     r = mplab.run(SCEN / "two-paths.toml", set={"duration": "5s"}, seed=2, out=tmp_path / "r")
     assert isinstance(r.flows, pd.DataFrame) and list(r.flows["name"]) == ["bulk"]
