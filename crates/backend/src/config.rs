@@ -161,8 +161,21 @@ pub fn flow_tcp_end_config(net: &Network, f: &network::Flow, node: usize) -> Res
     let mut c = flow_tcp_config(f)?;
     let p = stack_profile(f.tcp.profiles[usize::from(node != f.from)]);
     p.apply_to_tcp(&mut c);
+    set_socket_buffers(&mut c, &f.tcp, p);
     c.timer_clock = p.timer_clock(jiffies_phase(net.seed));
     Ok(c)
+}
+
+/// The buffers an application set (the scenario's `snd_buf` / `rcv_buf`)
+/// as `p`'s stack takes them: Linux doubles SO_SNDBUF / SO_RCVBUF.
+fn set_socket_buffers(c: &mut TcpConfig, t: &network::TcpConfig, p: mptcp::Profile) {
+    if let Some(b) = t.snd_buf {
+        c.snd_buf = p.send_buffer_set_by_application(b);
+    }
+    if let Some(b) = t.rcv_buf {
+        c.rcv_buf = p.receive_window_set_by_application(b);
+        c.window_scale_space = p.window_scale_space(Some(c.rcv_buf));
+    }
 }
 
 fn stack_profile(p: network::StackProfile) -> mptcp::Profile {
@@ -259,8 +272,8 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
     let mut cfg = MptcpConfig {
         tcp,
         checksum: m.checksum,
-        snd_buf: f.tcp.snd_buf.unwrap_or(4 << 20),
-        rcv_buf: f.tcp.rcv_buf.unwrap_or(6 << 20),
+        snd_buf: f.tcp.snd_buf.map_or(4 << 20, |b| profile.send_buffer_set_by_application(b)),
+        rcv_buf: f.tcp.rcv_buf.map_or(6 << 20, |b| profile.receive_window_set_by_application(b)),
         scheduler: mplab_proto::mptcp::scheduler::lookup(scheduler)?,
         path_manager,
         limits,
@@ -270,6 +283,7 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
         ..MptcpConfig::default()
     }
     .with_profile(profile);
+    set_socket_buffers(&mut cfg.tcp, &f.tcp, profile);
     cfg.tcp.timer_clock = profile.timer_clock(jiffies_phase(net.seed));
     // A buffer the scenario sets is fixed (SO_SNDBUF / SO_RCVBUF lock it).
     cfg.snd_autotune &= f.tcp.snd_buf.is_none();
@@ -398,6 +412,26 @@ mod tests {
         // 2 x 2 addresses: 3 extra subflows, 1 announced address.
         assert_eq!(limits(&net("fullmesh", "")), mptcp::Limits { subflows: 3, add_addr_accepted: 1 });
         assert_eq!(limits(&net("fullmesh", "subflows = 2")), mptcp::Limits { subflows: 1, add_addr_accepted: 1 });
+    }
+
+    /// A scenario's `snd_buf` / `rcv_buf` are what the application asks
+    /// for: the `linux` profile gets what Linux gives (twice as much, a
+    /// window of the doubled buffer less its overhead, every subflow the
+    /// whole send buffer, no window scaling for a small one); mplab's
+    /// stack takes the values as they are.
+    #[test]
+    fn socket_buffers_set_by_the_scenario_are_doubled_as_linux_does() {
+        let bufs = "[transport.tcp]\nrcv_buf = \"32KB\"\nsnd_buf = \"32KB\"\n[transport.mptcp]\npath_manager = \"fullmesh\"\n";
+        for (profile, snd, rcv, shared, scale_space) in [("mplab", 32_000, 32_000, false, None), ("linux", 64_000, 39_000, true, Some(39_000))] {
+            let toml = format!("name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\ndelay = \"10ms\"\n{}profile = \"{profile}\"\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\napp = \"bulk\"\nprofile = \"{profile}\"\n", bufs);
+            let n = mplab_scenario::Scenario::from_str(&toml, "t.toml").unwrap_or_else(|e| panic!("{e}")).resolve().unwrap_or_else(|e| panic!("{e}"));
+            let (mp, tcp) = (&n.flows[0], &n.flows[1]);
+            let c = mptcp_config(&n, mp, mp.from, Ipv4Addr::new(10, 0, 0, 2)).unwrap();
+            assert_eq!((c.snd_buf, c.rcv_buf, c.subflows_share_snd_buf, c.snd_autotune, c.rcv_autotune), (snd, rcv, shared, false, false), "{profile}");
+            assert_eq!((c.tcp.snd_buf, c.tcp.rcv_buf, c.tcp.window_scale_space), (snd, rcv, scale_space), "{profile} subflows");
+            let t = flow_tcp_end_config(&n, tcp, tcp.to).unwrap();
+            assert_eq!((t.snd_buf, t.rcv_buf, t.window_scale_space, t.round_window_to_mss), (snd, rcv, scale_space, profile == "linux"), "{profile} TCP");
+        }
     }
 
     #[test]

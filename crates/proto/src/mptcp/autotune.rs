@@ -12,12 +12,18 @@ use core::time::Duration;
 
 use crate::time::Instant;
 
-/// Linux's receive window once data flows: `tcp_rmem[1]` (128 KiB) less
-/// the skb overhead `tcp_win_from_space` takes off at the default
-/// `tcp_adv_win_scale` ratio (156/256 with this kernel's truesize per
-/// segment); 79872 bytes is what Linux 6.18 receivers advertise in their
+/// The window Linux advertises for `space` bytes of receive buffer: the
+/// buffer less the skb overhead `tcp_win_from_space` takes off at the
+/// ratio of payload to truesize it measured on received segments (156/256
+/// with this kernel's truesize per segment).
+pub const fn window_from_space(space: u64) -> u64 {
+    space * 156 / 256
+}
+
+/// Linux's receive window once data flows: `tcp_rmem[1]` (128 KiB) as a
+/// window; 79872 bytes is what Linux 6.18 receivers advertise in their
 /// first ACKs here.
-pub const INITIAL_WINDOW: u64 = 131072 * 156 / 256;
+pub const INITIAL_WINDOW: u64 = window_from_space(131072);
 
 /// One connection's autotuning state.
 #[derive(Debug, Clone)]

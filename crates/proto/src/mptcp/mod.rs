@@ -94,6 +94,10 @@ pub struct MptcpConfig {
     /// with its congestion window up to `snd_buf` (Linux's autotuning,
     /// `sndbuf.rs`); else it is `snd_buf`.
     pub snd_autotune: bool,
+    /// Without autotuning, each subflow's buffer is the whole `snd_buf`
+    /// ([`Profile::subflows_share_a_set_send_buffer`]), not one growing
+    /// with its window up to it.
+    pub subflows_share_snd_buf: bool,
     /// A writer that filled the send buffer writes again only once a third
     /// of it is free ([`Profile::wakes_writer_at_a_third`]).
     pub write_wakeup_third: bool,
@@ -127,6 +131,7 @@ impl Default for MptcpConfig {
             rcv_autotune: false,
             window_counts_ooo: false,
             snd_autotune: false,
+            subflows_share_snd_buf: false,
             write_wakeup_third: false,
             pm_id_order: false,
             deny_join_initial: false,
@@ -145,6 +150,7 @@ impl MptcpConfig {
         self.rcv_autotune = p.autotunes_receive_buffer();
         self.window_counts_ooo = p.window_counts_out_of_order();
         self.snd_autotune = p.autotunes_send_buffer();
+        self.subflows_share_snd_buf = p.subflows_share_a_set_send_buffer();
         self.write_wakeup_third = p.wakes_writer_at_a_third();
         self.pm_id_order = p.walks_endpoints_in_id_order();
         p.apply_to_tcp(&mut self.tcp);
@@ -1932,7 +1938,13 @@ impl Connection {
             usable: s.usable(),
             has_window: s.tcp.can_send() && s.tcp.unsent() == 0,
             unsent: s.tcp.unsent(),
-            sndbuf: if self.cfg.snd_autotune { s.sndbuf } else { sndbuf::subflow_sndbuf(0, st.cwnd / s.tcp.mss().max(1), self.cfg.snd_buf) },
+            sndbuf: if self.cfg.snd_autotune {
+                s.sndbuf
+            } else if self.cfg.subflows_share_snd_buf {
+                self.cfg.snd_buf
+            } else {
+                sndbuf::subflow_sndbuf(0, st.cwnd / s.tcp.mss().max(1), self.cfg.snd_buf)
+            },
         }
     }
 

@@ -18,6 +18,17 @@ pub enum Profile {
     Linux,
 }
 
+/// `net.core.wmem_max` / `rmem_max` of Linux 6.18 (4 MiB): the most
+/// SO_SNDBUF / SO_RCVBUF take before doubling.
+const SOCK_BUF_MAX: u64 = 4 << 20;
+/// SOCK_MIN_SNDBUF and SOCK_MIN_RCVBUF (include/net/sock.h) with this
+/// kernel's skb sizes.
+const SOCK_MIN_SNDBUF: u64 = 4608;
+const SOCK_MIN_RCVBUF: u64 = 2304;
+/// `tcp_rmem[2]` of Linux 6.18 (`sysctl net.ipv4.tcp_rmem`: 4096 131072
+/// 33554432), above `rmem_max`.
+const RMEM_MAX: u64 = 32 << 20;
+
 impl Profile {
     pub fn name(self) -> &'static str {
         match self {
@@ -140,6 +151,62 @@ impl Profile {
         self == Profile::Linux
     }
 
+    /// The send buffer a socket gets when its application sets SO_SNDBUF
+    /// to `requested` bytes (the scenario's `snd_buf`). Linux doubles the
+    /// value, after capping it at `net.core.wmem_max` (4 MiB by default
+    /// since 6.10, as here), to allow for its own bookkeeping
+    /// (net/core/sock.c `sk_setsockopt`, `__sock_set_sndbuf`: at least
+    /// SOCK_MIN_SNDBUF): `iperf -w 256K` gets 512 KB. An MPTCP socket
+    /// hands the locked value to every subflow (net/mptcp/sockopt.c
+    /// `mptcp_sol_socket_sync_intval`). mplab takes the value as it is.
+    pub fn send_buffer_set_by_application(self, requested: u64) -> u64 {
+        match self {
+            Profile::Linux => (2 * requested.min(SOCK_BUF_MAX)).max(SOCK_MIN_SNDBUF),
+            Profile::Mplab => requested,
+        }
+    }
+
+    /// The receive window a socket can advertise at most when its
+    /// application sets SO_RCVBUF to `requested` bytes (the scenario's
+    /// `rcv_buf`). Linux doubles the value as for SO_SNDBUF (capped at
+    /// `net.core.rmem_max`, at least SOCK_MIN_RCVBUF) and advertises that
+    /// buffer less its skb overhead (`tcp_win_from_space`): a 32000-byte
+    /// SO_RCVBUF on this kernel gives windows of 38448 bytes (27 segments
+    /// of 1424) with nothing unread. mplab advertises the value as it is.
+    pub fn receive_window_set_by_application(self, requested: u64) -> u64 {
+        match self {
+            Profile::Linux => super::autotune::window_from_space((2 * requested.min(SOCK_BUF_MAX)).max(SOCK_MIN_RCVBUF)),
+            Profile::Mplab => requested,
+        }
+    }
+
+    /// The buffer a connection's window-scale shift is chosen for (the
+    /// SYN fixes it), given the window of a receive buffer the application
+    /// set, if it did: `None` leaves it to the receive buffer. Linux
+    /// chooses it for the set buffer's window when SO_RCVBUF locked it
+    /// (net/ipv4/tcp_output.c `tcp_select_initial_window`, bounded by
+    /// `window_clamp`): a 32000-byte SO_RCVBUF gets no scaling, so its
+    /// windows are whole segments (see `TcpConfig::round_window_to_mss`).
+    /// Otherwise Linux uses max(`tcp_rmem[2]`, `rmem_max`), 32 MiB on 6.18,
+    /// shift 10; the `linux` profile keeps the shift of its 6 MB buffer
+    /// (7): shift 10 moved the unequal-path rows of the validation suite
+    /// by up to a third (docs/validation.md, "Socket buffers the
+    /// application sets").
+        pub fn window_scale_space(self, set_window: Option<u64>) -> Option<u64> {
+        match self {
+            Profile::Linux => set_window.map(|w| w.min(RMEM_MAX)),
+            Profile::Mplab => None,
+        }
+    }
+
+    /// Whether an MPTCP socket whose application set SO_SNDBUF gives each
+    /// subflow that whole buffer (Linux: the subflows' `sk_sndbuf` is the
+    /// connection's, locked), rather than one growing with the subflow's
+    /// window up to it (mplab's view of a subflow's room).
+    pub fn subflows_share_a_set_send_buffer(self) -> bool {
+        self == Profile::Linux
+    }
+
     /// Sets the TCP behaviour this profile changes (plain TCP flows and
     /// MPTCP subflows alike) on `c`, all but the timer clock, which needs
     /// the run's jiffies phase ([`Profile::timer_clock`]).
@@ -148,6 +215,8 @@ impl Profile {
         c.grow_window_gradually = self.grows_receive_window_gradually();
         c.cwnd_limited_per_round = self.latches_cwnd_limited();
         c.linux_rtt_variation = self.estimates_rto_as_linux();
+        c.window_scale_space = self.window_scale_space(None);
+        c.round_window_to_mss = self == Profile::Linux;
     }
 
     /// Whether the profile has opportunistic retransmission and
@@ -201,5 +270,26 @@ impl Profile {
     /// the interfaces.
     pub fn walks_endpoints_in_id_order(self) -> bool {
         self == Profile::Linux
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SO_SNDBUF / SO_RCVBUF as Linux takes them: capped at 4 MiB, then
+    /// doubled, never below the minimum; the receive side as a window.
+    #[test]
+    fn linux_doubles_a_socket_buffer_within_its_limits() {
+        let l = Profile::Linux;
+        assert_eq!(l.send_buffer_set_by_application(256_000), 512_000);
+        assert_eq!(l.send_buffer_set_by_application(100 << 20), 8 << 20, "rmem_max caps the request");
+        assert_eq!(l.send_buffer_set_by_application(1), SOCK_MIN_SNDBUF);
+        assert_eq!(l.receive_window_set_by_application(32_000), 39_000);
+        assert_eq!(l.receive_window_set_by_application(1), SOCK_MIN_RCVBUF * 156 / 256);
+        assert_eq!(l.window_scale_space(Some(39_000)), Some(39_000));
+        assert_eq!(l.window_scale_space(Some(100 << 20)), Some(RMEM_MAX));
+        let m = Profile::Mplab;
+        assert_eq!((m.send_buffer_set_by_application(256_000), m.receive_window_set_by_application(256_000), m.window_scale_space(Some(1))), (256_000, 256_000, None));
     }
 }

@@ -70,6 +70,16 @@ pub struct TcpConfig {
     /// see `rtt.rs`): the largest deviation of the last round of data, at
     /// least `min_rto`, decaying per round. Off (mplab): RFC 6298.
     pub linux_rtt_variation: bool,
+    /// The buffer the window-scale shift is chosen for (`None`: `rcv_buf`,
+    /// mplab). Linux chooses it for the largest buffer autotuning may
+    /// reach, or for a buffer the application fixed (see
+    /// `Profile::window_scale_space`).
+    pub window_scale_space: Option<u64>,
+    /// Without window scaling, the window advertised is a whole number of
+    /// the peer's segments, kept as it is while within one segment of the
+    /// free space (Linux's `__tcp_select_window`), so a sender held by the
+    /// window sends full-sized segments. Off (mplab): the free space.
+    pub round_window_to_mss: bool,
 }
 
 impl Default for TcpConfig {
@@ -98,6 +108,8 @@ impl Default for TcpConfig {
             cwnd_limited_per_round: false,
             grow_window_gradually: false,
             linux_rtt_variation: false,
+            window_scale_space: None,
+            round_window_to_mss: false,
         }
     }
 }

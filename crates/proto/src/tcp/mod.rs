@@ -236,6 +236,10 @@ pub struct Connection {
     rcv_rtt: Option<Duration>,
     /// Right edge of the window last advertised (never shrinks).
     adv_right: u64,
+    /// The peer's segment size as this receiver estimates it (Linux's
+    /// `icsk_ack.rcv_mss`): 536 until a larger segment arrives, then the
+    /// largest seen, at most our MSS.
+    rcv_mss: u64,
     stats: TcpStats,
 }
 
@@ -251,7 +255,7 @@ impl Connection {
             rtt.use_linux_variation();
         }
         rtt.set_max_backoff(cfg.max_backoff);
-        let rcv_wscale = if cfg.wscale { wscale_for(cfg.rcv_buf) } else { 0 };
+        let rcv_wscale = if cfg.wscale { wscale_for(cfg.window_scale_space.unwrap_or(cfg.rcv_buf)) } else { 0 };
         let mss = cfg.mss as u64;
         Connection {
             state,
@@ -320,6 +324,7 @@ impl Connection {
             ts_recent: 0,
             rcv_rtt: None,
             adv_right: 0,
+            rcv_mss: 536,
             stats: TcpStats::default(),
             cfg,
         }
@@ -1067,6 +1072,9 @@ impl Connection {
         let r = r.start..r.end.min(right);
         let placed = Some(r.clone());
         let len = r.end - r.start;
+        if len >= self.rcv_mss {
+            self.rcv_mss = len.min(u64::from(self.cfg.mss));
+        }
         let ins = self.rcv.insert(r);
         self.stats.bytes_received += ins.advanced;
         let grew = self.cfg.grow_window_gradually && !ins.duplicate && self.grow_rcv_ssthresh(len);
@@ -1286,6 +1294,25 @@ impl Connection {
             space.min(self.rcv_ssthresh)
         } else {
             space
+        }
+    }
+
+    /// The window the next segment offers: the free space
+    /// ([`rcv_window`](Self::rcv_window)), under `round_window_to_mss`
+    /// without window scaling a whole number of the peer's segments
+    /// (Linux keeps its last offer while that is within one segment of
+    /// the free space, else rounds the free space down).
+    fn window_to_advertise(&self) -> u64 {
+        let free = self.rcv_window();
+        if !self.cfg.round_window_to_mss || self.rcv_wscale != 0 {
+            return free;
+        }
+        let mss = self.rcv_mss.max(1);
+        let offered = self.adv_right.saturating_sub(self.rcv.nxt());
+        if offered + mss > free && offered <= free {
+            offered
+        } else {
+            free / mss * mss
         }
     }
 
@@ -1533,7 +1560,7 @@ impl Connection {
         if len > 0 {
             self.last_data_tx = Some(now);
         }
-        let wnd = self.rcv_window();
+        let wnd = self.window_to_advertise();
         let right = (self.rcv.nxt() + wnd).max(self.adv_right);
         self.adv_right = right;
         let field = ((right - self.rcv.nxt()) >> self.rcv_wscale).min(65535) as u16;

@@ -655,3 +655,42 @@ fn a_linux_window_grows_to_twice_what_a_round_had_out() {
     // Linux's goes on to twice that, never past twice all there was.
     assert!(end[1] >= 2 * end[0] - 2 && end[1] <= 200, "{end:?}");
 }
+
+/// A receive buffer small enough to need no window scaling: Linux
+/// (`round_window_to_mss`) offers whole segments, so a sender held by the
+/// window still sends full-sized ones; mplab offers the free space as it
+/// is. Both deliver every byte.
+#[test]
+fn an_unscaled_linux_window_is_whole_segments() {
+    for round in [false, true] {
+        let server = TcpConfig { rcv_buf: 39_000, window_scale_space: Some(39_000), round_window_to_mss: round, ..TcpConfig::default() };
+        let mut p = Pipe::new(TcpConfig::default(), server, 1000, 10, 100);
+        p.to_send = 500_000;
+        let seen = std::rc::Rc::new(std::cell::RefCell::new((Vec::new(), Vec::new())));
+        let s2 = seen.clone();
+        p.drop = Box::new(move |from_client, _, h, len| {
+            let mut s = s2.borrow_mut();
+            if from_client && len > 0 {
+                s.1.push(len);
+            } else if !from_client && h.syn() {
+                assert_eq!(h.options.wscale, Some(0), "39000 bytes need no scaling");
+            } else if !from_client && !s.1.is_empty() {
+                s.0.push(u64::from(h.window));
+            }
+            false
+        });
+        p.run(20_000);
+        assert_eq!(p.received, 500_000);
+        let s = seen.borrow();
+        let (windows, sizes) = (&s.0, &s.1);
+        assert!(windows.iter().all(|&w| w <= 39_000), "{windows:?}");
+        let whole = windows.iter().all(|&w| w % 1448 == 0);
+        let runts = sizes.iter().filter(|&&l| l < 1448).count();
+        if round {
+            assert!(whole, "{windows:?}");
+            assert!(runts <= 1, "only the last segment may be short: {runts}");
+        } else {
+            assert!(!whole, "the free space as it is: {windows:?}");
+        }
+    }
+}
