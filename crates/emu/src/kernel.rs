@@ -88,15 +88,20 @@ pub const STALL_PAUSE: Duration = Duration::from_secs(10);
 /// times in all, saying so on stderr; the last attempt is returned,
 /// stalled or not. For callers whose figures compare real time (tests,
 /// `mplab attack`); `mplab run` runs once and leaves meta.json to judge.
-pub fn unless_host_stalled<T, E>(mut once: impl FnMut(usize) -> Result<T, E>, meta: impl Fn(&T) -> &serde_json::Value) -> Result<T, E> {
+pub fn unless_host_stalled<T, E>(once: impl FnMut(usize) -> Result<T, E>, meta: impl Fn(&T) -> &serde_json::Value) -> Result<T, E> {
+    repeat_while_stalled(once, meta, STALL_PAUSE)
+}
+
+/// [`unless_host_stalled`] with its pause between attempts as a parameter.
+fn repeat_while_stalled<T, E>(mut once: impl FnMut(usize) -> Result<T, E>, meta: impl Fn(&T) -> &serde_json::Value, pause: Duration) -> Result<T, E> {
     let mut attempt = 0;
     loop {
         let r = once(attempt)?;
         attempt += 1;
         match host_stall(meta(&r)) {
             Some(p99) if attempt < STALL_ATTEMPTS => {
-                eprintln!("host stall: the emulator sent a hundredth of its frames {p99:.0} us late or later; running again in {} s (attempt {} of {STALL_ATTEMPTS})", STALL_PAUSE.as_secs(), attempt + 1);
-                std::thread::sleep(STALL_PAUSE);
+                eprintln!("host stall: the emulator sent a hundredth of its frames {p99:.0} us late or later; running again in {} s (attempt {} of {STALL_ATTEMPTS})", pause.as_secs(), attempt + 1);
+                std::thread::sleep(pause);
             }
             _ => return Ok(r),
         }
@@ -928,17 +933,19 @@ mod tests {
     #[test]
     fn a_stalled_run_is_repeated_at_most_three_times_in_all() {
         let meta = |p99: f64| serde_json::json!({ "emulator": { "lateness_p99_us": p99 } });
+        // The pause is the real one's business; here 1 ms.
+        let pause = Duration::from_millis(1);
         let mut calls = 0;
-        let r = unless_host_stalled(|a| { calls += 1; Ok::<_, ()>((a, meta(100.0))) }, |r| &r.1);
+        let r = repeat_while_stalled(|a| { calls += 1; Ok::<_, ()>((a, meta(100.0))) }, |r| &r.1, pause);
         assert_eq!((r.unwrap().0, calls), (0, 1), "a clean run is not repeated");
-        let r = unless_host_stalled(|_| Err::<(usize, serde_json::Value), _>("setup failed"), |r| &r.1);
+        let r = repeat_while_stalled(|_| Err::<(usize, serde_json::Value), _>("setup failed"), |r| &r.1, pause);
         assert_eq!(r.unwrap_err(), "setup failed");
-        // Two stalled attempts, then a clean one (20 s of pauses).
-        let r = unless_host_stalled(|a| Ok::<_, ()>((a, meta(if a < 2 { 9000.0 } else { 100.0 }))), |r| &r.1);
+        // Two stalled attempts, then a clean one.
+        let r = repeat_while_stalled(|a| Ok::<_, ()>((a, meta(if a < 2 { 9000.0 } else { 100.0 }))), |r| &r.1, pause);
         assert_eq!(r.unwrap().0, 2);
         // Stalled throughout: the third attempt is the caller's.
         let mut calls = 0;
-        let r = unless_host_stalled(|a| { calls += 1; Ok::<_, ()>((a, meta(9000.0))) }, |r| &r.1);
+        let r = repeat_while_stalled(|a| { calls += 1; Ok::<_, ()>((a, meta(9000.0))) }, |r| &r.1, pause);
         assert_eq!((r.unwrap().0, calls), (STALL_ATTEMPTS - 1, STALL_ATTEMPTS));
     }
 }
