@@ -30,15 +30,19 @@ fn kernel_tunnel_carries_a_download_and_a_call_like_the_simulator() {
     let by = |r: &mplab_backend::results::Summary, n: &str| r.flows.iter().find(|f| f.name == n).cloned().unwrap();
     let (kd, sd) = (by(&k.results.summary, "download"), by(&s.summary, "download"));
     eprintln!("download: kernel {:?} s, sim {:?} s", kd.completion_time_s, sd.completion_time_s);
-    assert!(kd.completed && kd.verified && sd.completed && sd.verified, "{kd:?}\n{sd:?}");
+    // What the tunnel's own connection did, before any verdict: a stalled
+    // download (seen once in a fresh clone, never reproduced) shows here
+    // whether the tunnel stopped carrying or its subflows did.
+    let kt_flow = by(&k.results.summary, "tunnel");
+    eprintln!("kernel tunnel: {:?}\nkernel tunnel subflows: {:?}", kt_flow.tunnel, kt_flow.subflows);
+    assert!(kd.completed && kd.verified && sd.completed && sd.verified, "{kd:?}\n{sd:?}\ntunnel: {:?}\nsubflows: {:?}", kt_flow.tunnel, kt_flow.subflows);
     let (kt, st) = (kd.completion_time_s.unwrap(), sd.completion_time_s.unwrap());
     assert!((kt - st).abs() <= 0.25 * st, "download: kernel {kt:.2} s, sim {st:.2} s");
     let (kc, sc) = (by(&k.results.summary, "call").datagrams.unwrap(), by(&s.summary, "call").datagrams.unwrap());
     eprintln!("call p50: kernel {:.2} ms, sim {:.2} ms", kc.stream.delay_p50_ms, sc.stream.delay_p50_ms);
     assert!((kc.stream.delay_p50_ms - sc.stream.delay_p50_ms).abs() <= 2.5, "{TWO_PROGRAMS}");
     assert_eq!(kc.stream.received, kc.stream.sent, "a reliable carrier loses nothing");
-    let t = by(&k.results.summary, "tunnel").tunnel.unwrap();
-    eprintln!("kernel tunnel: {t:?}");
+    let t = kt_flow.tunnel.unwrap();
     for d in [&t.upstream, &t.downstream] {
         assert!(d.datagrams_in > 0 && d.datagrams_in - d.datagrams_out <= 2, "{t:?}");
         assert_eq!(d.oversize, 0);
