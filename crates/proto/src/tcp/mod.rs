@@ -1589,6 +1589,15 @@ impl Connection {
             let mut r: [Range<u64>; 4] = Default::default();
             let max = if self.ts_ok { 3 } else { 4 };
             let n = self.rcv.sack_blocks(&mut r[..max]);
+            // A FIN held out of order occupies its sequence number in the
+            // block that ends at it, as Linux's receiver reports it (the
+            // FIN is part of the queued skb's end_seq): the sender's last
+            // segment then counts as SACKed, FIN and all.
+            if let Some(fin) = self.rcv_fin {
+                for x in r[..n].iter_mut().filter(|x| x.end == fin) {
+                    x.end += 1;
+                }
+            }
             let base = self.irs.wrapping_add(1);
             let mut blocks = [SackBlock::default(); 4];
             for (b, x) in blocks.iter_mut().zip(&r[..n]) {

@@ -69,9 +69,11 @@ pub struct Scoreboard {
     sack_cache: [Range<u64>; 4],
     /// Retransmissions in the order they were sent: (start, time).
     resent_fifo: VecDeque<(u64, Instant)>,
-    /// Latest send time of any segment the peer has received (RACK's
-    /// "most recently delivered" transmission).
-    delivered_sent_at: Option<Instant>,
+    /// The most recently sent transmission the peer has received, as
+    /// (send time, end offset): RACK's "most recently delivered" one. The
+    /// end breaks ties between segments of one burst, which share a send
+    /// time (Linux's `tcp_skb_sent_after`).
+    delivered_sent_at: Option<(Instant, u64)>,
     /// Every segment below this offset is SACKed or marked lost, for good
     /// (neither mark is ever taken back): RACK starts looking here instead
     /// of rescanning the whole recovery window on every ACK.
@@ -131,7 +133,7 @@ impl Scoreboard {
         while let Some(front) = self.segs.front().copied() {
             if front.end <= upto {
                 self.forget(&front);
-                self.delivered(front.sent_at);
+                self.delivered(front.sent_at, front.end);
                 a.bytes += front.len();
                 if !front.has(EVER_RETRANS) {
                     a.rtt_from = Some(front.sent_at);
@@ -157,8 +159,8 @@ impl Scoreboard {
         a
     }
 
-    fn delivered(&mut self, sent_at: Instant) {
-        self.delivered_sent_at = Some(self.delivered_sent_at.map_or(sent_at, |t| t.max(sent_at)));
+    fn delivered(&mut self, sent_at: Instant, end: u64) {
+        self.delivered_sent_at = Some(self.delivered_sent_at.map_or((sent_at, end), |d| d.max((sent_at, end))));
     }
 
     fn count(&mut self, s: &Seg) {
@@ -218,7 +220,7 @@ impl Scoreboard {
                 seg.flags = (seg.flags | SACKED) & !(LOST | RETRANS);
                 let s = *seg;
                 self.count(&s);
-                self.delivered(s.sent_at);
+                self.delivered(s.sent_at, s.end);
                 newly += s.len();
             }
             i += 1;
@@ -305,9 +307,11 @@ impl Scoreboard {
 
     /// RACK (RFC 8985 6.2) for original transmissions: a segment sent
     /// before one the peer has received, and not received itself within
-    /// an RTT plus the reordering window, is lost. Scans at most `budget`
-    /// segments from the oldest; returns the bytes newly marked and when to
-    /// look again for segments not yet overdue.
+    /// an RTT plus the reordering window, is lost. That holds above the
+    /// highest SACK too: a cumulative ACK of a retransmission sent after a
+    /// burst's lost tail condemns the tail, which no SACK could. Scans at
+    /// most `budget` segments from the oldest; returns the bytes newly
+    /// marked and when to look again for segments not yet overdue.
     pub fn rack_detect(&mut self, now: Instant, rtt: core::time::Duration, reo_wnd: core::time::Duration, budget: usize) -> (u64, Option<Instant>) {
         let Some(xmit) = self.delivered_sent_at else { return (0, None) };
         let mut newly = 0;
@@ -320,11 +324,13 @@ impl Scoreboard {
         }
         for i in from..end {
             let s = self.segs[i];
-            if s.start >= self.highest_sack {
-                break;
-            }
-            if s.has(SACKED | LOST) || s.has(RETRANS) || s.sent_at > xmit {
+            if s.has(SACKED | LOST | RETRANS) {
                 continue;
+            }
+            // What is left are originals, sent in sequence order: the first
+            // one sent after the delivered transmission ends the scan.
+            if (s.sent_at, s.end) > xmit {
+                break;
             }
             let deadline = s.sent_at + rtt + reo_wnd;
             if deadline <= now {
@@ -371,7 +377,7 @@ impl Scoreboard {
     /// lost too, so it is resent without waiting for the RTO. Returns the
     /// bytes marked lost again.
     pub fn detect_lost_retransmits(&mut self, reo_wnd: core::time::Duration) -> u64 {
-        let Some(delivered) = self.delivered_sent_at else { return 0 };
+        let Some((delivered, _)) = self.delivered_sent_at else { return 0 };
         let mut newly = 0;
         while let Some(&(start, sent)) = self.resent_fifo.front() {
             let i = self.index_of(start);
@@ -490,17 +496,59 @@ mod tests {
         assert_eq!(b.next_resend().unwrap().range, 0..100);
     }
 
+    /// The case a 1 + 10 Mbit/s run hit (a fast subflow's queue dropped a
+    /// burst's middle and its 444-byte tail): once the retransmission of
+    /// the hole is cumulatively acknowledged, the tail sent before it is
+    /// lost, though no SACK ever covered anything above it. Without this
+    /// the subflow waited for its retransmission timeout and lost its
+    /// window (Linux's RACK marks it: `tcp_rack_detect_loss` walks by send
+    /// time, not up to the highest SACK).
+    #[test]
+    fn rack_condemns_a_lost_tail_once_a_later_retransmission_is_acked() {
+        let ms = |n: u64| core::time::Duration::from_millis(n);
+        let at = |n: u64| Instant(n * 1_000_000);
+        let mut b = Scoreboard::default();
+        for i in 0..4 {
+            b.push(i * 100..(i + 1) * 100, false, at(0));
+        }
+        b.ack(100);
+        b.sack(&[200..300]);
+        b.mark_lost_by_sack(100);
+        assert_eq!(b.next_resend().unwrap().range, 100..200);
+        b.resent(100, at(30));
+        // The resend arrives: nothing above 300 was ever SACKed.
+        b.ack(300);
+        assert_eq!(b.rack_detect(at(52), ms(21), ms(5), 256), (100, None), "the tail 300..400 is lost");
+        assert_eq!(b.next_resend().unwrap().range, 300..400);
+        b.assert_consistent();
+    }
+
+    /// Segments of one burst share a send time: an ACK of the burst's first
+    /// segment says nothing about the ones after it (Linux breaks the tie
+    /// by sequence, `tcp_skb_sent_after`), however long they queue.
+    #[test]
+    fn rack_does_not_condemn_the_rest_of_the_delivered_burst() {
+        let ms = |n: u64| core::time::Duration::from_millis(n);
+        let mut b = Scoreboard::default();
+        for i in 0..40 {
+            b.push(i * 100..(i + 1) * 100, false, Instant(0));
+        }
+        b.ack(100);
+        assert_eq!(b.rack_detect(Instant(500_000_000), ms(20), ms(5), 256), (0, None));
+        assert_eq!(b.lost(), 0);
+    }
+
     /// RACK as it was before `rack_scan`: every segment from the front.
     fn rack_from_the_front(b: &mut Scoreboard, now: Instant, rtt: core::time::Duration, reo: core::time::Duration, budget: usize) -> (u64, Option<Instant>) {
         let Some(xmit) = b.delivered_sent_at else { return (0, None) };
         let (mut newly, mut timer) = (0, None);
         for i in 0..b.segs.len().min(budget) {
             let s = b.segs[i];
-            if s.start >= b.highest_sack {
-                break;
-            }
-            if s.has(SACKED | LOST) || s.has(RETRANS) || s.sent_at > xmit {
+            if s.has(SACKED | LOST | RETRANS) {
                 continue;
+            }
+            if (s.sent_at, s.end) > xmit {
+                break;
             }
             let deadline = s.sent_at + rtt + reo;
             if deadline <= now {
