@@ -358,6 +358,58 @@ fn a_lost_tail_is_recovered_by_a_probe_not_an_rto() {
     assert!(st.tail_loss_probes >= 1);
 }
 
+/// A burst loses a segment in its middle and its last one (a queue that
+/// overflows twice, as on a fast subflow of 1 + 10 Mbit/s). Fast recovery
+/// repairs the middle; the tail has nothing after it, so no SACK ever
+/// covers anything beyond it, and no tail loss probe is armed in recovery.
+/// The ACK of the middle's retransmission, sent after the tail, tells RACK
+/// the tail is lost (RFC 8985 6.2, Linux's `tcp_rack_detect_loss`): it is
+/// resent at once instead of after an RTO that would cut the window to one
+/// segment.
+#[test]
+fn a_lost_tail_behind_a_repaired_hole_is_resent_without_an_rto() {
+    let mut p = Pipe::new(TcpConfig::default(), TcpConfig::default(), 1, 10, 100);
+    p.to_send = 30 * 1448;
+    p.keep_open = true;
+    let mut seen = std::collections::HashSet::new();
+    p.drop = Box::new(move |to_server, _, h, len| {
+        let off = h.seq.wrapping_sub(2) as u64;
+        to_server && len > 0 && (off == 20 * 1448 || off == 29 * 1448) && seen.insert(h.seq)
+    });
+    p.run(2_000);
+    assert_eq!(p.received, 30 * 1448);
+    let st = p.client.stats();
+    assert_eq!(st.rto_count, 0, "{st:?}");
+    assert_eq!(st.segments_retransmitted, 2, "the hole and the tail, once each: {st:?}");
+}
+
+/// A FIN that arrives out of order is reported inside the SACK block that
+/// ends at it, as Linux's receiver does (the FIN is part of the queued
+/// segment's end_seq): the sender's last segment then counts as SACKed, FIN
+/// and all, and RACK can judge what was sent before it.
+#[test]
+fn an_out_of_order_fin_is_inside_its_sack_block() {
+    let mut p = Pipe::new(TcpConfig::default(), TcpConfig::default(), 1, 10, 100);
+    p.to_send = 3 * 1448;
+    let blocks = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let seen_blocks = blocks.clone();
+    let mut dropped = false;
+    p.drop = Box::new(move |to_server, _, h, len| {
+        if !to_server {
+            seen_blocks.borrow_mut().extend(h.options.sack().iter().map(|b| (b.left, b.right)));
+            return false;
+        }
+        // The middle segment's first transmission is lost.
+        let lose = len > 0 && h.seq.wrapping_sub(2) == 1448 && !dropped;
+        dropped |= lose;
+        lose
+    });
+    p.run(2_000);
+    assert_eq!(p.received, 3 * 1448);
+    let fin_seq = 2 + 3 * 1448;
+    assert_eq!(blocks.borrow().first(), Some(&(2 + 2 * 1448, fin_seq + 1)), "the block ends past the FIN");
+}
+
 /// Three pure ACKs that acknowledge nothing new (MPTCP sends such ACKs to
 /// carry ADD_ADDR and its echo): duplicate ACKs for a non-SACK sender,
 /// but not under SACK unless they SACK new data (RFC 6675 2). Found in
