@@ -178,8 +178,12 @@ fn datagram_mode_avoids_head_of_line_blocking() {
     let (stream, dgram) = (by(0, "call").datagrams.unwrap(), by(1, "call").datagrams.unwrap());
     assert!(stream.stream.late as f64 > 0.02 * stream.stream.sent as f64, "{stream:?}");
     assert_eq!((dgram.stream.late, dgram.stream.received), (0, dgram.stream.sent), "{dgram:?}");
-    // The cellular path's 25 ms and the core's 2 ms bound every delay.
-    assert!(dgram.stream.delay_max_ms < 27.0 + 1.0, "{dgram:?}");
+    // The cellular path's 25 ms and the core's 2 ms bound every delay, plus
+    // waiting behind what the data tunnel has queued on the 5 Mbit/s uplink:
+    // two full-sized packets (2 x 2.4 ms) is plenty, and far below what a
+    // retransmission would add (an RTT of the lossy path, 50 ms and more).
+    let full_packet_ms = 1500.0 * 8.0 / 5e6 * 1e3;
+    assert!(dgram.stream.delay_max_ms < 27.0 + 2.0 * full_packet_ms, "{dgram:?}");
     let t = by(1, "voice").tunnel.unwrap();
     let calls = by(1, "call").datagrams.unwrap().stream.sent;
     assert!(t.upstream.datagrams_in >= calls);
