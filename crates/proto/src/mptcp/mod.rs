@@ -1541,14 +1541,22 @@ impl Connection {
     /// Bookkeeping after any input: establishment, stale subflows, closed
     /// subflows, path manager.
     fn after_input(&mut self, now: Instant) {
+        let rtt = self.autotune_rtt();
         if let Some(a) = &mut self.autotune {
-            // The slowest subflow's round trip, as Linux (the window must
-            // cover data still on its way over the longest path).
-            let rtt = self.subflows.iter().filter(|s| s.usable()).filter_map(|s| s.tcp.rcv_rtt()).max();
             a.on_read(now, self.read_off, rtt, self.cfg.rcv_buf);
         }
         self.update_subflows();
         self.arm_data_rto(now);
+    }
+
+    /// The round trip receive-buffer autotuning measures over: the slowest
+    /// subflow's receiver-side estimate, so the window covers data still on
+    /// its way over the longest path. As Linux's `mptcp_rcv_space_adjust`,
+    /// a subflow without a receiver sample (one that carried no data yet,
+    /// however long its handshake took) does not count, and with none the
+    /// window does not grow.
+    fn autotune_rtt(&self) -> Option<Duration> {
+        self.subflows.iter().filter(|s| s.usable()).filter_map(|s| s.tcp.rcv_rtt()).max()
     }
 
     /// Data the subflows sent and had acknowledged (nothing in flight or

@@ -1100,3 +1100,33 @@ fn out_of_order_data_takes_its_room_from_the_window_under_the_linux_profile() {
         assert!(held > 20, "{profile:?}: out-of-order data held at only {held} samples");
     }
 }
+
+/// Receive-buffer autotuning times its measurement by the subflows'
+/// receiver-side RTTs only (Linux's `mptcp_rcv_space_adjust` takes the
+/// largest `rcv_rtt_est`): a subflow that has joined but carried no data
+/// yet does not count, however long its handshake took, so the window
+/// keeps growing at the pace of the path the data is on.
+#[test]
+fn autotuning_ignores_a_subflow_that_carried_no_data_yet() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1), ip(9, 2)], "fullmesh", 5, 10);
+    n.client.cfg = n.client.cfg.clone().with_profile(Profile::Linux);
+    n.server_cfg = n.server_cfg.clone().with_profile(Profile::Linux);
+    // The second server address is 200 ms further away each way.
+    n.skew = Some((ip(9, 2), 200 * MS));
+    n.to_send = 2_000_000;
+    let mut seen = 0;
+    for ms in (5..3_000).step_by(5) {
+        n.run(ms);
+        let Some(s) = n.server.as_ref() else { continue };
+        let [first, joined] = s.subflows() else { continue };
+        let (Some(handshake), 0) = (joined.tcp.srtt(), joined.tcp.stats().bytes_received) else { continue };
+        assert!(handshake > Duration::from_millis(300), "the join's handshake RTT {handshake:?}");
+        assert_eq!(joined.tcp.rcv_rtt(), None, "at {ms} ms: no data, no receiver estimate");
+        let data_rtt = first.tcp.rcv_rtt().expect("the first subflow carries data");
+        assert_eq!(s.autotune_rtt(), Some(data_rtt), "at {ms} ms");
+        seen += 1;
+    }
+    assert!(seen >= 20, "the joined subflow waited for data at only {seen} samples");
+    n.run(30_000);
+    assert_eq!(n.received, 2_000_000);
+}

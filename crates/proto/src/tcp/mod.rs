@@ -451,9 +451,17 @@ impl Connection {
     pub fn cc_state(&self) -> &CcState {
         &self.cc_state
     }
-    /// The receiver-side RTT (timestamps echoed on data), else the srtt.
+    /// The receiver-side RTT (Linux's `rcv_rtt_est`): measured from our
+    /// timestamps echoed on the peer's data, so `None` until data has
+    /// echoed one; a subflow that only sent (or only shook hands) has no
+    /// estimate, whatever its srtt. Without timestamps the srtt stands in
+    /// (Linux then times a window's worth of data, `tcp_rcv_rtt_measure`).
     pub fn rcv_rtt(&self) -> Option<Duration> {
-        self.rcv_rtt.or(self.rtt.srtt())
+        if self.ts_ok {
+            self.rcv_rtt
+        } else {
+            self.rtt.srtt()
+        }
     }
 
     pub fn srtt(&self) -> Option<Duration> {
