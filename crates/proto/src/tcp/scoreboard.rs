@@ -496,13 +496,11 @@ mod tests {
         assert_eq!(b.next_resend().unwrap().range, 0..100);
     }
 
-    /// The case a 1 + 10 Mbit/s run hit (a fast subflow's queue dropped a
-    /// burst's middle and its 444-byte tail): once the retransmission of
-    /// the hole is cumulatively acknowledged, the tail sent before it is
-    /// lost, though no SACK ever covered anything above it. Without this
-    /// the subflow waited for its retransmission timeout and lost its
-    /// window (Linux's RACK marks it: `tcp_rack_detect_loss` walks by send
-    /// time, not up to the highest SACK).
+    /// A burst's tail sent before a retransmission that is cumulatively
+    /// acknowledged is lost, though no SACK covers anything above it: RACK
+    /// judges by send time, not up to the highest SACK
+    /// (`tcp_rack_detect_loss`). Otherwise only the retransmission timeout
+    /// recovers such a tail.
     #[test]
     fn rack_condemns_a_lost_tail_once_a_later_retransmission_is_acked() {
         let ms = |n: u64| core::time::Duration::from_millis(n);
