@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo test --workspace --release
+# --no-fail-fast: a failing test binary does not hide the ones after it.
+cargo test --workspace --release --no-fail-fast
 # The Python package (PyO3): built into target/py-venv, tested with pytest.
 bash scripts/python.sh
 bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
