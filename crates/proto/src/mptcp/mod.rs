@@ -337,8 +337,10 @@ pub struct Connection {
     /// window) never moved back.
     wnd_end: u64,
     fin_queued: bool,
-    /// The application filled the send buffer and waits for a third of it
-    /// to be free (`MptcpConfig::write_wakeup_third`).
+    /// The application filled the send buffer and waits for room (with
+    /// `MptcpConfig::write_wakeup_third`, for a third of it to be free).
+    /// Linux: SOCK_NOSPACE on the socket the subflows share, which also
+    /// lets their ACKs grow their send buffers.
     writer_waits: bool,
     fin_next_at: Option<Instant>,
     /// Data-level retransmission timer (deadline, data_una when armed):
@@ -616,7 +618,7 @@ impl Connection {
         }
         let held = self.app_end - self.data_una;
         let free = self.snd_buf().saturating_sub(held);
-        if self.writer_waits && free < held / 2 {
+        if self.cfg.write_wakeup_third && self.writer_waits && free < held / 2 {
             return 0;
         }
         free
@@ -653,9 +655,9 @@ impl Connection {
         }
         let n = n.min(space);
         self.app_end += n;
-        if self.cfg.write_wakeup_third && n > 0 && n == space {
-            // The buffer is full: a writer with more sleeps until a third
-            // of it is free.
+        if n > 0 && n == space {
+            // The buffer is full: a writer with more sleeps until there is
+            // room (a third of the buffer, with `write_wakeup_third`).
             self.writer_waits = true;
         }
         n
@@ -1007,8 +1009,30 @@ impl Connection {
             }
         }
         self.drain_subflow(now, i);
+        self.grow_sndbuf_on_input(i);
         self.after_input(now);
         placed
+    }
+
+    /// Send-buffer autotuning as Linux runs it: a subflow's buffer grows
+    /// to its current window's worth (`sndbuf::subflow_sndbuf`) only when
+    /// a segment arrives on it while the writer waits for room, and only
+    /// if the subflow, once it has sent what it holds, still has room in
+    /// its window (`tcp_check_space`, `tcp_new_space`,
+    /// `tcp_should_expand_sndbuf`, net/ipv4/tcp_input.c; the subflows
+    /// share the MPTCP socket's `struct socket`, so its SOCK_NOSPACE is
+    /// theirs). A window that peaks while it is full (slow start's
+    /// overshoot) leaves the buffer where it was.
+    fn grow_sndbuf_on_input(&mut self, i: usize) {
+        if !self.cfg.snd_autotune || !self.writer_waits || self.send_space() > 0 {
+            return;
+        }
+        let max = self.cfg.snd_buf;
+        let s = &mut self.subflows[i];
+        let (cwnd, mss) = (s.tcp.cc_state().cwnd, s.tcp.mss().max(1));
+        if s.tcp.is_established() && s.tcp.in_flight() + s.tcp.unsent() + mss <= cwnd {
+            s.sndbuf = sndbuf::subflow_sndbuf(s.sndbuf, cwnd / mss, max);
+        }
     }
 
     /// The subflow with this 4-tuple.
@@ -1114,6 +1138,7 @@ impl Connection {
         let (nxt, read) = (self.rcv.nxt(), self.subflows[i].tcp.read_offset());
         let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
         self.after_fallback_input(i, sub_range.clone());
+        self.grow_sndbuf_on_input(i);
         self.after_input(now);
         if i != self.fb_sub {
             return None;
@@ -1644,8 +1669,9 @@ impl Connection {
                 }
             }
             if self.cfg.snd_autotune && s.tcp.is_established() {
-                let segs = s.tcp.cc_state().cwnd / s.tcp.mss().max(1);
-                s.sndbuf = sndbuf::subflow_sndbuf(s.sndbuf, segs, self.cfg.snd_buf);
+                // The buffer an established subflow starts from
+                // (`tcp_init_buffer_space`): its initial window's worth.
+                s.sndbuf = sndbuf::subflow_sndbuf(s.sndbuf, 0, self.cfg.snd_buf);
             }
             // Stale after `stale_after` timeouts in a row: its data goes
             // elsewhere. (Linux's rule runs with the connection-level

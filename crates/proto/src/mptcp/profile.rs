@@ -134,6 +134,15 @@ impl Profile {
         self == Profile::Linux
     }
 
+    /// Whether a receiver ACKs each of the first segments of a transfer,
+    /// and of one resumed after more than an RTO of silence, at once (up
+    /// to 16; Linux's quick-ACK mode, net/ipv4/tcp_input.c
+    /// `tcp_event_data_recv`), or delays ACKs from the first segment on
+    /// (mplab). See `TcpConfig::quick_acks`.
+    pub fn acks_each_segment_after_silence(self) -> bool {
+        self == Profile::Linux
+    }
+
     /// Whether the RTO's variation is Linux's (the worst deviation of the
     /// last round, at least TCP_RTO_MIN, decaying per round:
     /// net/ipv4/tcp_input.c `tcp_rtt_estimator`) or RFC 6298's (mplab).
@@ -213,6 +222,7 @@ impl Profile {
     pub fn apply_to_tcp(self, c: &mut crate::tcp::TcpConfig) {
         c.slow_start_after_idle = self.restarts_window_after_idle();
         c.grow_window_gradually = self.grows_receive_window_gradually();
+        c.quick_acks = self.acks_each_segment_after_silence();
         c.cwnd_limited_per_round = self.latches_cwnd_limited();
         c.linux_rtt_variation = self.estimates_rto_as_linux();
         c.window_scale_space = self.window_scale_space(None);

@@ -2,10 +2,12 @@
 //!
 //! A Linux MPTCP socket whose application did not set SO_SNDBUF may hold
 //! `tcp_wmem[0]` plus the sum of its subflows' send buffers
-//! (`__mptcp_sync_sndbuf`, net/mptcp/protocol.h), and each subflow's buffer
-//! grows with its congestion window to twice the window's worth of
+//! (`__mptcp_sync_sndbuf`, net/mptcp/protocol.h). Each subflow's buffer
+//! starts at its initial window's worth and grows to twice its window of
 //! worst-case socket buffers (`tcp_sndbuf_expand`, net/ipv4/tcp_input.c):
-//! 2 x max(10, cwnd) x 2304 bytes, at most `tcp_wmem[2]`. The buffer holds
+//! 2 x max(10, cwnd) x 2304 bytes, at most `tcp_wmem[2]`, but only on an
+//! ACK that finds the writer waiting for room and the window not full
+//! (`Connection::grow_sndbuf_on_input`). The buffer holds
 //! data until it is DATA_ACKed, so over paths of very different RTTs it is
 //! what stalls the fast subflows while the slow one delays the data-level
 //! acknowledgement: measured on a 1 + 50 Mbit/s pair, the kernel reaches

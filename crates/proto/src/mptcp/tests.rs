@@ -67,6 +67,8 @@ struct Net<'a> {
     skew: Option<(IpAddr, u64)>,
     /// Every segment emitted: (time, from client, header and data).
     log: Vec<String>,
+    /// The client keeps the connection open once it wrote everything.
+    keep_open: bool,
 }
 
 fn cfg(locals: &[IpAddr], pm: &str) -> MptcpConfig {
@@ -102,6 +104,7 @@ impl<'a> Net<'a> {
             full_passes: false,
             skew: None,
             log: Vec::new(),
+            keep_open: false,
         }
     }
 
@@ -133,7 +136,7 @@ impl<'a> Net<'a> {
     fn app(&mut self) {
         let n = self.client.send(self.to_send);
         self.to_send -= n;
-        if self.to_send == 0 {
+        if self.to_send == 0 && !self.keep_open {
             self.client.close();
         }
         if let Some(s) = self.server.as_mut() {
@@ -611,6 +614,47 @@ fn linux_send_buffer_follows_the_subflows_windows() {
     let floor = sndbuf::WMEM_MIN + subflows * 2 * 10 * sndbuf::TRUESIZE_PER_MSS;
     let b = n.client.snd_buf();
     assert!(subflows == 2 && early < b && b > floor && b <= sndbuf::WMEM_MIN + subflows * n.client.cfg.snd_buf, "{subflows} subflows, {early} then {b} bytes");
+}
+
+/// Linux grows a subflow's send buffer only on ACKs that arrive while the
+/// writer waits for room and the subflow's window is not full
+/// (`tcp_check_space`). An application that writes 40 KB every 300 ms
+/// never fills the buffer: its subflow's window grows past the initial
+/// one, its buffer stays at the initial window's worth. A bulk writer's
+/// grows.
+#[test]
+fn linux_send_buffer_grows_only_while_the_writer_waits() {
+    let floor = 2 * 10 * sndbuf::TRUESIZE_PER_MSS;
+    for bulk in [false, true] {
+        let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+        n.client.cfg.snd_autotune = true;
+        n.client.cfg.write_wakeup_third = true;
+        n.keep_open = true;
+        let mut widest = 0;
+        let total = if bulk { 3_000_000 } else { 15 * 40_000 };
+        if bulk {
+            n.to_send = total;
+        }
+        for ms in (300..=4_500).step_by(300) {
+            if !bulk {
+                n.to_send += 40_000;
+            }
+            n.run(ms);
+            n.now = n.now.max(Instant(ms * MS));
+            let s = &n.client.subflows()[0];
+            widest = widest.max(s.tcp.cc_state().cwnd / s.tcp.mss());
+        }
+        n.keep_open = false;
+        n.run(30_000);
+        assert_eq!(n.received, total);
+        let buf = n.client.subflows()[0].sndbuf;
+        if bulk {
+            assert!(buf > floor, "a bulk writer's buffer grew: {buf}");
+        } else {
+            assert!(widest > 20, "the window grew to {widest} segments");
+            assert_eq!(buf, floor, "window {widest} segments");
+        }
+    }
 }
 
 /// The sizes of the application's writes once the send buffer first

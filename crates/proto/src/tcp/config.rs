@@ -66,6 +66,13 @@ pub struct TcpConfig {
     /// rather than every second one. mplab: the whole window at once,
     /// delayed ACKs throughout (off).
     pub grow_window_gradually: bool,
+    /// Linux's quick-ACK mode (`tcp_event_data_recv`, `tcp_incr_quickack`,
+    /// net/ipv4/tcp_input.c): the first data, and data after a silence
+    /// longer than the RTO, start a run of ACKs sent at once for each
+    /// segment, as many as the window holds pairs of segments, at most 16,
+    /// so that a sender in slow start (or restarting after idle) gets an
+    /// ACK per segment. mplab: delayed ACKs from the first segment (off).
+    pub quick_acks: bool,
     /// The RTO's variation estimated as Linux does (`tcp_rtt_estimator`,
     /// see `rtt.rs`): the largest deviation of the last round of data, at
     /// least `min_rto`, decaying per round. Off (mplab): RFC 6298.
@@ -107,6 +114,7 @@ impl Default for TcpConfig {
             slow_start_after_idle: false,
             cwnd_limited_per_round: false,
             grow_window_gradually: false,
+            quick_acks: false,
             linux_rtt_variation: false,
             window_scale_space: None,
             round_window_to_mss: false,

@@ -240,6 +240,10 @@ pub struct Connection {
     /// `icsk_ack.rcv_mss`): 536 until a larger segment arrives, then the
     /// largest seen, at most our MSS.
     rcv_mss: u64,
+    /// `quick_acks`: immediate ACKs still owed (Linux's `icsk_ack.quick`),
+    /// and when in-order data last arrived (`icsk_ack.lrcvtime`).
+    quick: u32,
+    last_data_rx: Option<Instant>,
     stats: TcpStats,
 }
 
@@ -325,6 +329,8 @@ impl Connection {
             rcv_rtt: None,
             adv_right: 0,
             rcv_mss: 536,
+            quick: 0,
+            last_data_rx: None,
             stats: TcpStats::default(),
             cfg,
         }
@@ -1083,10 +1089,21 @@ impl Connection {
         if len >= self.rcv_mss {
             self.rcv_mss = len.min(u64::from(self.cfg.mss));
         }
+        let offered = self.adv_right.saturating_sub(self.rcv.nxt());
+        let in_order = r.start == self.rcv.nxt();
         let ins = self.rcv.insert(r);
         self.stats.bytes_received += ins.advanced;
+        if self.cfg.quick_acks && in_order && !ins.duplicate {
+            self.note_in_order_data(now, offered);
+        }
         let grew = self.cfg.grow_window_gradually && !ins.duplicate && self.grow_rcv_ssthresh(len);
-        if ins.duplicate || ins.out_of_order || ins.had_holes || !self.cfg.delayed_ack || grew {
+        if grew && self.cfg.quick_acks {
+            // `icsk_ack.quick |= 1`: one more quick ACK only when the count
+            // is even, so a run under way is kept going, not lengthened.
+            self.quick |= 1;
+        }
+        if ins.duplicate || ins.out_of_order || ins.had_holes || !self.cfg.delayed_ack || grew || self.quick > 0 {
+            self.quick = self.quick.saturating_sub(1);
             self.ack_due = AckDue::Now;
             return placed;
         }
@@ -1097,6 +1114,27 @@ impl Connection {
             self.ack_due = AckDue::At(now + self.cfg.delayed_ack_timeout);
         }
         placed
+    }
+
+    /// In-order data arrived (`quick_acks`): the first, or the first after
+    /// a silence longer than the RTO, owes immediate ACKs for as many
+    /// segments as the window offered (`offered`) holds pairs of them, at
+    /// least 2 and at most 16 (`tcp_incr_quickack`).
+    fn note_in_order_data(&mut self, now: Instant, offered: u64) {
+        const MAX_QUICKACKS: u64 = 16;
+        let silent = match self.last_data_rx {
+            None => true,
+            Some(t) => now.saturating_since(t) > self.rtt.rto(),
+        };
+        self.last_data_rx = Some(now);
+        if silent {
+            let wnd = if offered > 0 { offered } else { self.rcv_window() };
+            let q = match wnd / (2 * self.rcv_mss.max(1)) {
+                0 => 2,
+                q => q.min(MAX_QUICKACKS),
+            };
+            self.quick = self.quick.max(q as u32);
+        }
     }
 
     /// A segment of `len` bytes arrived: while the buffer has room beyond

@@ -686,6 +686,55 @@ fn a_linux_receiver_opens_its_window_gradually_and_acks_every_segment() {
     }
 }
 
+/// Linux's quick-ACK mode (`quick_acks`): the first 16 data segments are
+/// ACKed one by one, and again after a silence longer than the RTO; then
+/// every second segment. mplab delays ACKs from the first segment on.
+/// Counted over two 40-segment transfers, one second apart.
+#[test]
+fn a_linux_receiver_acks_each_segment_at_the_start_and_after_a_silence() {
+    for quick in [false, true] {
+        let server = TcpConfig { quick_acks: quick, ..TcpConfig::default() };
+        let mut p = Pipe::new(TcpConfig::default(), server, 1000, 10, 100);
+        p.keep_open = true;
+        // ACKs of new data and data segments, per transfer (0 or 1).
+        let seen = std::rc::Rc::new(std::cell::RefCell::new([[0u64; 2]; 2]));
+        let (s2, phase) = (seen.clone(), std::rc::Rc::new(std::cell::Cell::new(0usize)));
+        let ph = phase.clone();
+        let mut last_ack = 0u32;
+        p.drop = Box::new(move |from_client, _, h, len| {
+            let mut s = s2.borrow_mut();
+            if from_client && len > 0 {
+                s[ph.get()][1] += 1;
+            } else if !from_client && !h.syn() && h.ack != last_ack {
+                if last_ack != 0 {
+                    s[ph.get()][0] += 1;
+                }
+                last_ack = h.ack;
+            }
+            false
+        });
+        p.to_send = 40 * 1448;
+        p.run(1_000);
+        // Nothing is left to happen: the second transfer starts a second
+        // later.
+        p.now = Instant(1_000 * MS);
+        phase.set(1);
+        p.to_send = 40 * 1448;
+        p.run(2_000);
+        assert_eq!(p.received, 80 * 1448);
+        let s = *seen.borrow();
+        for (k, [acks, segs]) in s.into_iter().enumerate() {
+            assert_eq!(segs, 40, "transfer {k}");
+            if quick {
+                // 16 one by one, then 24 in pairs.
+                assert!(acks >= 16 + 12 - 1, "transfer {k}: {acks} ACKs");
+            } else {
+                assert!(acks <= 20 + 1, "transfer {k}: {acks} ACKs");
+            }
+        }
+    }
+}
+
 /// Linux's window validation (`cwnd_limited_per_round`): a sender whose
 /// data runs out keeps growing its window in slow start while it is below
 /// twice the most the round had out, and a round that found the window
