@@ -1,6 +1,7 @@
 //! The receiver's ACK policy and window: delayed and quick ACKs, the
 //! window it advertises (rcv_ssthresh growth, rounding to segments, a cap
 //! set from above), window updates, and the SACK blocks it reports.
+
 use core::ops::Range;
 
 use mplab_wire::{SackBlock, TcpOptions};

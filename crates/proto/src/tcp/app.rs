@@ -1,5 +1,6 @@
 //! The application's side: queueing bytes to send (as a stream or as
 //! records), reading in-order bytes, closing and aborting.
+
 use core::ops::Range;
 
 use super::{Connection, State};

@@ -1,6 +1,7 @@
 //! Congestion window bookkeeping around the congestion control: whether
 //! the window was the limit (Linux's tcp_cwnd_validate), the restart after
 //! idle, RTT samples for the algorithm, and MPTCP's penalisation.
+
 use core::time::Duration;
 
 use crate::time::Instant;

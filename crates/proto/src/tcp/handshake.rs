@@ -1,6 +1,7 @@
 //! The three-way handshake: SYN and SYN-ACK with option negotiation (MSS,
 //! window scale, SACK, timestamps), their retransmission, and TCP Fast
 //! Open's data on the SYN (RFC 7413, without cookies).
+
 use core::ops::Range;
 use core::time::Duration;
 use std::net::SocketAddr;

@@ -1,6 +1,7 @@
 //! Segment arrival: the acceptability check, the state machine's
 //! dispatch, payload placement, the FIN, and the ACK field (cumulative
 //! ACK, SACK blocks, duplicate ACKs, the peer's window).
+
 use core::ops::Range;
 use core::time::Duration;
 

@@ -1,6 +1,7 @@
 //! Segment departure: what goes next (RST, SYN, retransmission, tail
 //! loss probe, new data, zero-window probe, ACK) and the segment builder
 //! every one of them uses.
+
 use mplab_wire::tcp::flags;
 use mplab_wire::{TcpHeader, TcpOptions, Timestamps};
 

@@ -2,6 +2,7 @@
 //! RACK's reordering timer (RFC 8985), NewReno without SACK, proportional
 //! rate reduction during fast recovery (RFC 6937), the tail loss probe's
 //! arming, and leaving recovery once its point is acknowledged.
+
 use core::time::Duration;
 
 use crate::cc::AckEvent;

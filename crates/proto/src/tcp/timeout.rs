@@ -1,6 +1,7 @@
 //! What each timer does when it fires: the delayed ACK, the zero-window
 //! probe, RACK's reordering timer, the tail loss probe and the
 //! retransmission timeout (the SYN's included).
+
 use crate::time::Instant;
 
 use super::timers::expire;
