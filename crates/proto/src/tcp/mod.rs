@@ -14,6 +14,17 @@
 //! NewReno without SACK, delayed ACKs, receive window and buffer limits,
 //! zero-window probing, congestion control behind a trait, FIN and RST,
 //! TCP Fast Open without cookies (RFC 7413; `TcpConfig::fast_open`).
+//!
+//! The [`Connection`] and its accessors live here; its behaviour is split
+//! by concept: `handshake` (SYN, SYN-ACK, options, Fast Open), `input`
+//! (segment arrival, the ACK field), `output` (what goes next and the
+//! segment builder), `ack_policy` (delayed and quick ACKs, the advertised
+//! window, SACK blocks sent), `recovery` (loss marking, RACK, PRR, the tail
+//! loss probe), `cwnd` (window validation, restart after idle),
+//! `timeout` (what each timer does when it fires) over the `timers` table,
+//! and `app` (the application's calls). [`scoreboard`], [`rtt`],
+//! [`reassembly`], [`seq`] and [`timer_clock`] are the data structures
+//! under them.
 
 mod ack_policy;
 mod app;
