@@ -35,14 +35,18 @@ impl Connection {
                 self.reduce_rate(0);
             }
         }
-        if expire(&mut self.timers.tlp, now) {
-            if self.recovery == Recovery::Open && !self.board.is_empty() && matches!(self.state, State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck) {
-                self.tlp_done = true;
-                self.tlp_due = true;
-                self.stats.tail_loss_probes += 1;
-                // The probe restarts the retransmission timer.
-                self.timers.rto = Some(self.timer_after_rto(now, self.backoff));
-            }
+        // The probe goes only while nothing is in recovery and the tail is
+        // still unacknowledged; an expired timer is disarmed either way.
+        if expire(&mut self.timers.tlp, now)
+            && self.recovery == Recovery::Open
+            && !self.board.is_empty()
+            && matches!(self.state, State::Established | State::CloseWait | State::FinWait1 | State::Closing | State::LastAck)
+        {
+            self.tlp_done = true;
+            self.tlp_due = true;
+            self.stats.tail_loss_probes += 1;
+            // The probe restarts the retransmission timer.
+            self.timers.rto = Some(self.timer_after_rto(now, self.backoff));
         }
         if expire(&mut self.timers.rto, now) {
             self.timers.tlp = None;
