@@ -3,6 +3,8 @@
 //! without any simulator.
 
 use super::*;
+use mplab_wire::mptcp::tcprst_reason;
+use mplab_wire::{Dss, MpCapable, MpJoin, TcpOptions};
 use std::net::Ipv4Addr;
 
 const MS: u64 = 1_000_000;
