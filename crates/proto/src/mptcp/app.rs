@@ -114,13 +114,13 @@ impl Connection {
     pub fn remove_local(&mut self, id: u8) {
         self.changed_all();
         // A connection that is over has no one to tell.
-        if !self.remove_pending.contains(&id) && !self.closing {
-            self.remove_pending.push(id);
+        if !self.signals.remove_pending.contains(&id) && !self.closing {
+            self.signals.remove_pending.push(id);
         }
         if !self.withdrawn.contains(&id) {
             self.withdrawn.push(id);
         }
-        self.announces.retain(|a| a.id != id);
+        self.signals.announces.retain(|a| a.id != id);
         for s in self.subflows.iter_mut().filter(|s| s.local_id == id) {
             s.tcp.abort();
         }
@@ -133,9 +133,9 @@ impl Connection {
         self.changed_all();
         self.withdrawn.retain(|&x| x != id);
         // A REMOVE_ADDR not sent yet would now only confuse the peer.
-        self.remove_pending.retain(|&x| x != id);
+        self.signals.remove_pending.retain(|&x| x != id);
         let Some(l) = self.cfg.locals.iter().find(|l| l.id == id).copied() else { return };
-        if !self.pm_started || self.closing || self.reset || self.fallback.is_some() {
+        if !self.pm_started || self.closing || self.reset || self.fb.reason.is_some() {
             return;
         }
         let mut out = Vec::new();

@@ -28,7 +28,7 @@ impl Connection {
             self.stats.joins_refused += 1;
             return Err(JoinRefused::UnknownToken);
         }
-        if self.reset || self.closing || self.fallback.is_some() || self.remote.is_none() {
+        if self.reset || self.closing || self.fb.reason.is_some() || self.remote.is_none() {
             self.stats.joins_refused += 1;
             return Err(JoinRefused::Closed);
         }
@@ -96,7 +96,7 @@ impl Connection {
                             s.origin = Origin::Join { local_nonce, remote_nonce: nonce };
                             s.peer_backup = backup;
                             s.remote_id = addr_id;
-                            self.may_fall_back = false;
+                            self.fb.allowed = false;
                             true
                         } else {
                             false
@@ -128,7 +128,7 @@ impl Connection {
                     if ok {
                         s.handshake = Handshake::Established;
                         // The fourth ACK goes once TCP is ESTABLISHED, below.
-                        self.may_fall_back = false;
+                        self.fb.allowed = false;
                     } else {
                         self.stats.joins_refused += 1;
                         s.reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
@@ -198,5 +198,20 @@ impl Connection {
         self.ports.push(port_key(sf.local, sf.remote));
         self.subflows.push(sf);
         self.changed_all();
+    }
+
+    /// After subflow `i`'s TCP took a segment: its handshake completing on
+    /// our side, and a join responder's fourth ACK.
+    pub(super) fn after_subflow_tcp_input(&mut self, now: Instant, i: usize, was_synced: bool) {
+        if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
+            self.subflow_synced(now, i);
+        }
+        // The fourth ACK of a join (RFC 8684 3.2) goes once the third ACK
+        // has made this subflow ESTABLISHED: asked for while the subflow was
+        // still SYN-RECEIVED (in handshake_input), TCP owed no ACK and the
+        // initiator, not allowed to send, waited for its own resend.
+        if !self.client && !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].is_join() && self.subflows[i].handshake == Handshake::Established {
+            self.subflows[i].tcp.ack_now();
+        }
     }
 }

@@ -2,16 +2,25 @@
 //! segment, the MPTCP options it carries, and DSS reception (mappings,
 //! DATA_ACK, DATA_FIN, the data-level reassembly).
 
-use core::ops::Range;
+use core::ops::{ControlFlow, Range};
 use std::net::SocketAddr;
 
 use mplab_wire::crypto;
-use mplab_wire::mptcp::tcprst_reason;
 use mplab_wire::{Dss, MpCapable, MptcpOption, TcpHeader};
 
-use super::{port_key, sndbuf, subflow, Connection, Fallback, Handshake, Origin, OPTIONLESS_ACKS_TO_FALL_BACK};
+use super::{port_key, sndbuf, subflow, Connection, Handshake, Origin};
 use crate::tcp;
 use crate::time::Instant;
+
+/// How the input of a segment goes on after `screen_segment`.
+enum Screened {
+    /// As MPTCP; `was_synced`: the subflow's TCP was ESTABLISHED before.
+    Multipath { was_synced: bool },
+    /// As plain TCP: the connection fell back (before or because of it).
+    PlainTcp,
+    /// Nothing more: the data-level place of its payload, if any.
+    Done(Option<Range<u64>>),
+}
 
 impl Connection {
     /// Processes a segment that arrived on the subflow `local` <- `remote`.
@@ -20,9 +29,63 @@ impl Connection {
     pub fn handle_segment(&mut self, now: Instant, local: SocketAddr, remote: SocketAddr, h: &TcpHeader, payload_len: u32, payload: Option<&[u8]>) -> Option<Range<u64>> {
         let i = self.subflow_of(local, remote)?;
         self.changed(i);
-        let mut placed = None;
-        if self.fallback.is_some() {
-            return self.input_as_plain_tcp(now, i, h, payload_len);
+        let was_synced = match self.screen_segment(now, i, h, payload_len) {
+            Screened::Multipath { was_synced } => was_synced,
+            Screened::PlainTcp => return self.input_as_plain_tcp(now, i, h, payload_len),
+            Screened::Done(placed) => return placed,
+        };
+        // A server that lost the third ACK (and the first data, which
+        // carry the keys) cannot place data yet: it takes none of it (the
+        // segment still counts as an ACK), and the client sends it again
+        // once the keys are through. Taken now, the bytes would become
+        // readable later without their payload ever having been handed over.
+        let payload_len = if !self.client && self.remote.is_none() { 0 } else { payload_len };
+        // Bytes below this were received before: a copy of them without a
+        // mapping (a retransmission through a box, a forged duplicate) says
+        // nothing about the path and changes nothing.
+        let rcv_before = self.subflows[i].tcp.rcv_nxt();
+        let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
+        let new_part = sub_range.as_ref().map(|r| r.start.max(rcv_before)..r.end).filter(|r| !r.is_empty());
+        self.after_subflow_tcp_input(now, i, was_synced);
+        let wnd = h.ack_flag().then(|| self.subflows[i].tcp.peer_window());
+        let ControlFlow::Continue(dss) = self.take_options(i, h) else { return None };
+        if let (Some(w), None) = (wnd, dss.and_then(|d| d.data_ack)) {
+            // No DATA_ACK (a handshake segment): relative to what is
+            // acknowledged already.
+            self.advance_wnd_end(self.data_una, w);
+        }
+        let placed = match dss {
+            Some(d) => match self.input_dss(now, i, &d, wnd, &sub_range, new_part.as_ref(), payload) {
+                ControlFlow::Continue(placed) => placed,
+                ControlFlow::Break(ret) => return ret,
+            },
+            None => {
+                if new_part.as_ref().is_some_and(|r| !self.subflows[i].rx_covers(r.start)) && self.remote.is_some() {
+                    // Data no mapping covers: options stripped on the path.
+                    self.on_missing_mapping(i);
+                    if self.fb.reason.is_some() {
+                        return self.finish_input_after_fallback(now, i, sub_range);
+                    }
+                }
+                None
+            }
+        };
+        // Data covered by a mapping an earlier segment carried (or by the
+        // MP_CAPABLE data_len mapping) is placed by that mapping.
+        let placed = placed.or_else(|| self.placed_by_earlier_mapping(i, sub_range.as_ref()));
+        self.drain_subflow(now, i);
+        self.grow_sndbuf_on_input(i);
+        self.after_input(now);
+        placed
+    }
+
+    /// The checks a segment passes before its subflow's TCP takes it:
+    /// the subflow's window, MP_FASTCLOSE on a RST, signs of the peer's
+    /// fallback, a Fast Open SYN's data, the MPTCP handshake, and payload
+    /// without a mapping.
+    fn screen_segment(&mut self, now: Instant, i: usize, h: &TcpHeader, payload_len: u32) -> Screened {
+        if self.fb.reason.is_some() {
+            return Screened::PlainTcp;
         }
         if !self.subflows[i].tcp.acceptable(h, payload_len) {
             // Outside the subflow's window: an ACK back, nothing else. Its
@@ -32,107 +95,52 @@ impl Connection {
             // sender who does not know where the subflow stands.
             self.subflows[i].tcp.on_unacceptable(h);
             self.stats.unacceptable_segments += 1;
-            return None;
+            return Screened::Done(None);
         }
         if h.rst() {
             if let Some(k) = h.options.mptcp().find_map(|o| if let MptcpOption::MpFastclose { receiver_key } = o { Some(*receiver_key) } else { None }) {
                 if crypto::mac_eq(&k.to_be_bytes(), &self.local.key.to_be_bytes()) {
                     self.on_fastclose();
-                    return None;
+                    return Screened::Done(None);
                 }
             }
         }
-        let optionless = self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.fallback_possible_on(i);
-        // A copy of bytes already received carries no news either: it counts
-        // as an ACK (a forged duplicate without options must not make the
-        // connection fall back; RFC 8684 3.7 is about data to be mapped).
-        let old_copy = payload_len > 0 && self.subflows[i].tcp.rcv_offset(h.seq).is_some_and(|off| off + u64::from(payload_len) <= self.subflows[i].tcp.rcv_nxt());
-        let pure_ack = (payload_len == 0 || old_copy) && !h.fin();
-        let run = &mut self.subflows[i].optionless_acks;
-        *run = if optionless && pure_ack { run.saturating_add(1) } else { 0 };
-        // The client's first data went with MP_CAPABLE; an ACK of it with
-        // no MPTCP option at all says the server fell back (it never got
-        // the keys: RFC 8684 3.1, 3.7), so the client falls back too, or
-        // what it sends again would reach a plain TCP stream twice.
-        let sf = &self.subflows[i];
-        let acks_first_data = self.client
-            && sf.origin == Origin::Initial
-            && sf.handshake == Handshake::ThirdAck
-            && !sf.saw_dss
-            && h.ack_flag()
-            && !h.syn()
-            && !h.rst()
-            && !h.options.has_mptcp()
-            && (h.ack.wrapping_sub(sf.tcp.iss().wrapping_add(1)) as i32) as i64 > sf.syn_tx as i64
-            && sf.tx_lookup(sf.syn_tx).is_some();
-        // An MP_FAIL the connection cannot honour is ignored (Linux sends
-        // no reply; the peer's wait for one times out and it resets).
-        if h.options.mptcp().any(|o| matches!(o, MptcpOption::MpFail { .. })) && self.fallback_possible_on(i) {
-            self.fall_back(Fallback::Checksum);
-        } else if acks_first_data && self.alive_subflows() == 1 {
-            self.fall_back(Fallback::NoMapping);
-        } else if optionless && (!pure_ack || self.subflows[i].optionless_acks >= OPTIONLESS_ACKS_TO_FALL_BACK) {
-            // The peer went on as plain TCP (it fell back, or a box strips
-            // option 30 from here on): so do we. Data without a mapping
-            // says so at once; pure ACKs only when several in a row come
-            // without options, so that one ACK whose options a box
-            // dropped (or an attacker's) does not make this end fall back
-            // while the peer goes on with MPTCP, and resend as plain TCP
-            // what the peer then takes twice.
-            self.fall_back(Fallback::NoMapping);
-        }
-        if self.fallback.is_some() {
-            return self.input_as_plain_tcp(now, i, h, payload_len);
+        self.check_peer_fallback(i, h, payload_len);
+        if self.fb.reason.is_some() {
+            return Screened::PlainTcp;
         }
         if !self.client && h.syn() && !h.ack_flag() && payload_len > 0 && self.subflows[i].origin == Origin::Initial && self.subflows[i].handshake == Handshake::Opening {
             let placed = self.take_syn_data(now, i, h, payload_len);
             self.after_input(now);
-            return placed;
+            return Screened::Done(placed);
         }
         let was_synced = self.subflows[i].tcp.is_established();
         if self.handshake_may_apply(i, h) {
             self.handshake_input(now, i, h);
         }
-        if self.fallback.is_some() {
-            return self.input_as_plain_tcp(now, i, h, payload_len);
+        if self.fb.reason.is_some() {
+            return Screened::PlainTcp;
         }
         self.refresh_coupling(i);
-        // A server that lost the third ACK (and the first data, which
-        // carry the keys) cannot place data yet: it takes none of it (the
-        // segment still counts as an ACK), and the client sends it again
-        // once the keys are through. Taken now, the bytes would become
-        // readable later without their payload ever having been handed over.
-        let payload_len = if !self.client && self.remote.is_none() { 0 } else { payload_len };
         // Payload that no mapping places (none in this segment, none
         // received before covers it; RFC 8684 3.3.1) is not taken in: the
         // driver gets no place for it, so taken in it would later be read
         // without its bytes. The subflow is reset, or the connection falls
         // back if it is the only one, and the sender sends it again.
+        // (A server still without the keys takes no payload: see
+        // `handle_segment`.)
         if payload_len > 0 && self.remote.is_some() && self.subflows[i].tcp.is_established() && !self.payload_mapped(i, h, payload_len) {
             self.stats.unmapped_data += 1;
             self.on_missing_mapping(i);
-            if self.fallback.is_some() {
-                return self.input_as_plain_tcp(now, i, h, payload_len);
-            }
-            return None;
+            return if self.fb.reason.is_some() { Screened::PlainTcp } else { Screened::Done(None) };
         }
-        // Bytes below this were received before: a copy of them without a
-        // mapping (a retransmission through a box, a forged duplicate) says
-        // nothing about the path and changes nothing.
-        let rcv_before = self.subflows[i].tcp.rcv_nxt();
-        let sub_range = self.sub_tcp(i).handle_segment(now, h, payload_len);
-        let new_part = sub_range.as_ref().map(|r| r.start.max(rcv_before)..r.end).filter(|r| !r.is_empty());
-        if !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].handshake == Handshake::Opening {
-            self.subflow_synced(now, i);
-        }
-        // The fourth ACK of a join (RFC 8684 3.2) goes once the third ACK
-        // has made this subflow ESTABLISHED: asked for while the subflow was
-        // still SYN-RECEIVED (in handshake_input), TCP owed no ACK and the
-        // initiator, not allowed to send, waited for its own resend.
-        if !self.client && !was_synced && self.subflows[i].tcp.is_established() && self.subflows[i].is_join() && self.subflows[i].handshake == Handshake::Established {
-            self.subflows[i].tcp.ack_now();
-        }
-        let wnd = h.ack_flag().then(|| self.subflows[i].tcp.peer_window());
+        Screened::Multipath { was_synced }
+    }
+
+    /// The MPTCP options of an acceptable segment on subflow `i`: its DSS
+    /// (returned), the MP_CAPABLE data_len mapping, address signalling and
+    /// MP_PRIO. An MP_FASTCLOSE with our key ends the connection (`Break`).
+    fn take_options(&mut self, i: usize, h: &TcpHeader) -> ControlFlow<(), Option<Dss>> {
         let mut dss = None;
         for o in h.options.mptcp() {
             match *o {
@@ -153,92 +161,85 @@ impl Connection {
                 MptcpOption::MpPrio { backup, .. } => self.subflows[i].peer_backup = backup,
                 MptcpOption::MpFastclose { receiver_key } if crypto::mac_eq(&receiver_key.to_be_bytes(), &self.local.key.to_be_bytes()) => {
                     self.on_fastclose();
-                    return None;
+                    return ControlFlow::Break(());
                 }
                 _ => {}
             }
         }
-        if let (Some(w), None) = (wnd, dss.and_then(|d| d.data_ack)) {
-            // No DATA_ACK (a handshake segment): relative to what is
-            // acknowledged already.
-            self.advance_wnd_end(self.data_una, w);
+        ControlFlow::Continue(dss)
+    }
+
+    /// A segment's DSS on subflow `i`: DATA_ACK, window and mapping; the
+    /// payload's data-level place if the mapping gives it (`Continue`), or
+    /// what `handle_segment` returns at once (`Break`).
+    #[allow(clippy::too_many_arguments)]
+    fn input_dss(&mut self, now: Instant, i: usize, d: &Dss, wnd: Option<u64>, sub_range: &Option<Range<u64>>, new_part: Option<&Range<u64>>, payload: Option<&[u8]>) -> ControlFlow<Option<Range<u64>>, Option<Range<u64>>> {
+        self.subflows[i].saw_dss = true;
+        // Only a DATA_ACK shows the peer has our key (RFC 8684 B.3 lets
+        // a Fast Open server map data before the third ACK, without one).
+        if self.subflows[i].handshake == Handshake::ThirdAck && d.data_ack.is_some() {
+            self.subflows[i].handshake = Handshake::Established;
         }
-        if let Some(d) = dss {
-            self.subflows[i].saw_dss = true;
-            // Only a DATA_ACK shows the peer has our key (RFC 8684 B.3 lets
-            // a Fast Open server map data before the third ACK, without one).
-            if self.subflows[i].handshake == Handshake::ThirdAck && d.data_ack.is_some() {
-                self.subflows[i].handshake = Handshake::Established;
-            }
-            let failures = self.stats.checksum_failures;
-            self.on_dss(now, i, &d, sub_range.clone(), payload);
-            if let (Some(w), Some(a)) = (wnd, d.data_ack) {
-                self.advance_wnd_end(self.data_ack_offset(a.value, a.wide), w);
-            }
-            if self.stats.checksum_failures > failures && self.fallback.is_none() {
-                // Bytes whose checksum failed are not placed: the driver
-                // must not hold them (the first copy of a byte wins, so
-                // they would stand for the good copy sent again).
-                self.drain_subflow(now, i);
-                self.after_input(now);
-                return None;
-            }
-            if self.fallback.is_none() {
-                if let Some(r) = new_part.as_ref().filter(|_| self.remote.is_some()) {
-                    // A sender never puts bytes of two mappings in one
-                    // segment, so payload its own mapping leaves out, that
-                    // no earlier mapping covers, never gets one: a box
-                    // merged segments and dropped a DSS (RFC 8684 3.7).
-                    if self.subflows[i].rx_covers_any(r) && (!self.subflows[i].rx_covers(r.start) || !self.subflows[i].rx_covers(r.end - 1)) {
-                        self.stats.unmapped_data += 1;
-                        self.on_missing_mapping(i);
-                        if self.fallback.is_some() {
-                            self.after_fallback_input(i, sub_range.clone());
-                            self.after_input(now);
-                            return sub_range;
-                        }
+        let failures = self.stats.checksum_failures;
+        self.on_dss(now, i, d, sub_range.clone(), payload);
+        if let (Some(w), Some(a)) = (wnd, d.data_ack) {
+            self.advance_wnd_end(self.data_ack_offset(a.value, a.wide), w);
+        }
+        if self.stats.checksum_failures > failures && self.fb.reason.is_none() {
+            // Bytes whose checksum failed are not placed: the driver
+            // must not hold them (the first copy of a byte wins, so
+            // they would stand for the good copy sent again).
+            self.drain_subflow(now, i);
+            self.after_input(now);
+            return ControlFlow::Break(None);
+        }
+        if self.fb.reason.is_none() {
+            if let Some(r) = new_part.filter(|_| self.remote.is_some()) {
+                // A sender never puts bytes of two mappings in one
+                // segment, so payload its own mapping leaves out, that
+                // no earlier mapping covers, never gets one: a box
+                // merged segments and dropped a DSS (RFC 8684 3.7).
+                if self.subflows[i].rx_covers_any(r) && (!self.subflows[i].rx_covers(r.start) || !self.subflows[i].rx_covers(r.end - 1)) {
+                    self.stats.unmapped_data += 1;
+                    self.on_missing_mapping(i);
+                    if self.fb.reason.is_some() {
+                        return ControlFlow::Break(self.finish_input_after_fallback(now, i, sub_range.clone()));
                     }
                 }
             }
-            if let (Some(m), Some(r)) = (d.mapping, sub_range.as_ref()) {
-                if !m.is_infinite() {
-                    let dsn = self.expand_dsn(m.dsn, m.dsn_wide);
-                    let sub = self.sub_off_of_ssn(i, m.ssn);
-                    if let Some(rid) = self.remote.map(|k| k.idsn.wrapping_add(1)) {
-                        // The payload's place, as far as this mapping
-                        // reaches from its first byte (the driver copies
-                        // the payload from its start).
-                        if sub <= r.start {
-                            let end = r.end.min(sub + u64::from(m.data_len)).max(r.start);
-                            let off = dsn.wrapping_sub(rid).wrapping_add(self.remote_base).wrapping_add(r.start - sub);
-                            placed = Some(off..off + (end - r.start));
-                        }
+        }
+        ControlFlow::Continue(self.placed_by_mapping(i, d, sub_range.as_ref()))
+    }
+
+    /// The data-level place of the payload (subflow bytes `sub_range`) as
+    /// far as the segment's own mapping reaches from its first byte.
+    fn placed_by_mapping(&self, i: usize, d: &Dss, sub_range: Option<&Range<u64>>) -> Option<Range<u64>> {
+        if let (Some(m), Some(r)) = (d.mapping, sub_range) {
+            if !m.is_infinite() {
+                let dsn = self.expand_dsn(m.dsn, m.dsn_wide);
+                let sub = self.sub_off_of_ssn(i, m.ssn);
+                if let Some(rid) = self.remote.map(|k| k.idsn.wrapping_add(1)) {
+                    // The payload's place, as far as this mapping
+                    // reaches from its first byte (the driver copies
+                    // the payload from its start).
+                    if sub <= r.start {
+                        let end = r.end.min(sub + u64::from(m.data_len)).max(r.start);
+                        let off = dsn.wrapping_sub(rid).wrapping_add(self.remote_base).wrapping_add(r.start - sub);
+                        return Some(off..off + (end - r.start));
                     }
                 }
             }
-        } else if new_part.as_ref().is_some_and(|r| !self.subflows[i].rx_covers(r.start)) && self.remote.is_some() {
-            // Data no mapping covers: options stripped on the path.
-            self.on_missing_mapping(i);
-            if self.fallback.is_some() {
-                self.after_fallback_input(i, sub_range.clone());
-                self.after_input(now);
-                return sub_range;
-            }
         }
-        // Data covered by a mapping an earlier segment carried (or by the
-        // MP_CAPABLE data_len mapping) is placed by that mapping.
-        if placed.is_none() {
-            if let (Some(r), Some(rk)) = (sub_range.as_ref().filter(|r| !r.is_empty()), self.remote) {
-                if let Some(dsn) = self.subflows[i].rx_dsn_of(r.start) {
-                    let off = dsn.wrapping_sub(rk.idsn.wrapping_add(1)).wrapping_add(self.remote_base);
-                    placed = Some(off..off + (r.end - r.start));
-                }
-            }
-        }
-        self.drain_subflow(now, i);
-        self.grow_sndbuf_on_input(i);
-        self.after_input(now);
-        placed
+        None
+    }
+
+    /// The data-level place of subflow bytes `sub_range` by the mapping an
+    /// earlier segment carried (or the MP_CAPABLE data_len mapping).
+    fn placed_by_earlier_mapping(&self, i: usize, sub_range: Option<&Range<u64>>) -> Option<Range<u64>> {
+        let (r, rk) = (sub_range.filter(|r| !r.is_empty())?, self.remote?);
+        let dsn = self.subflows[i].rx_dsn_of(r.start)?;
+        let off = dsn.wrapping_sub(rk.idsn.wrapping_add(1)).wrapping_add(self.remote_base);
+        Some(off..off + (r.end - r.start))
     }
 
     /// Send-buffer autotuning as Linux runs it: a subflow's buffer grows
@@ -297,7 +298,6 @@ impl Connection {
         self.subflows[i].tcp.set_coupling(Some(c));
     }
 
-    /// SSN (relative, on the wire) -> subflow receive offset.
     /// Whether the first payload byte of `h` on subflow `i` has a mapping:
     /// the segment's own DSS (or MP_CAPABLE data_len) mapping, or one an
     /// earlier segment carried.
@@ -324,8 +324,9 @@ impl Connection {
         self.subflows[i].rx_covers(off)
     }
 
-    /// Relative subflow sequence number 1 is the subflow's first byte
-    /// after its SYN's (see `Subflow::syn_rx`).
+    /// SSN (relative, on the wire) -> subflow receive offset. Relative
+    /// subflow sequence number 1 is the subflow's first byte after its
+    /// SYN's (see `Subflow::syn_rx`).
     pub(super) fn sub_off_of_ssn(&self, i: usize, ssn: u32) -> u64 {
         let s = &self.subflows[i];
         tcp::seq::unwrap(ssn, 1u32.wrapping_sub(s.syn_rx as u32), s.tcp.rcv_nxt()).unwrap_or(0)
@@ -388,20 +389,7 @@ impl Connection {
         }
         let Some(m) = d.mapping else { return };
         if m.is_infinite() {
-            // RFC 8684 3.7: an infinite mapping ends multipath only on a
-            // connection that never had more than its initial subflow
-            // (Linux: msk->allow_infinite_fallback, cleared when a join
-            // completes or data is reinjected). On any other it is an error on this subflow,
-            // which is reset: a forged one must not make a connection of
-            // several subflows fall back and lose the others' data.
-            if !self.fallback_possible_on(i) {
-                self.changed_all();
-                let s = &mut self.subflows[i];
-                s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
-                s.tcp.abort();
-            } else {
-                self.fall_back(Fallback::NoMapping);
-            }
+            self.on_infinite_mapping(i);
             return;
         }
         let dsn = self.expand_dsn(m.dsn, m.dsn_wide);

@@ -81,7 +81,7 @@ impl Connection {
             // Linux's `__mptcp_close_subflow`. Left half-open it would hold
             // its unacknowledged data until the connection ends.
             let s = &mut self.subflows[idx];
-            if self.fallback.is_none() && self.rcv_fin.is_none() && !self.fin_received && s.tcp.state() == tcp::State::CloseWait {
+            if self.fb.reason.is_none() && self.rcv_fin.is_none() && !self.fin_received && s.tcp.state() == tcp::State::CloseWait {
                 s.tcp.close();
                 self.reinject_sent_on(idx);
             }
@@ -93,7 +93,7 @@ impl Connection {
             }
         }
         let _ = newly_established;
-        if self.fallback.is_none() && !self.established && self.remote.is_some() && self.subflows.first().is_some_and(|s| s.usable()) {
+        if self.fb.reason.is_none() && !self.established && self.remote.is_some() && self.subflows.first().is_some_and(|s| s.usable()) {
             self.established = true;
             self.events.push_back(Event::Established);
         }
@@ -129,8 +129,8 @@ impl Connection {
         if self.win_cap.is_some_and(|old| cap > old) {
             // A larger cap opens every subflow's window: those that last
             // advertised a small one may owe the peer a window update.
-            for j in 0..self.may_owe_update.len() {
-                if self.may_owe_update[j] {
+            for j in 0..self.changes.may_owe_update.len() {
+                if self.changes.may_owe_update[j] {
                     self.changed(j);
                 }
             }

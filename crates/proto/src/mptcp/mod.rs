@@ -13,7 +13,14 @@
 //! host knows goes to [`Connection::accept_join`]), call
 //! [`Connection::handle_timeout`] at [`Connection::poll_timeout`], and send
 //! what [`Connection::poll_transmit`] returns, each with its own 4-tuple.
-
+//!
+//! The connection's methods are split by concept: `handshake` (keys,
+//! MP_CAPABLE, MP_JOIN), `input` (segments in, DSS reception), `output`
+//! (segments out, DSS mappings), `scheduling` (the scheduling pass),
+//! `fallback` (RFC 8684 3.7, infinite mapping, MP_FAIL), `signalling`
+//! (ADD_ADDR, REMOVE_ADDR, MP_PRIO, MP_FASTCLOSE, MP_TCPRST), `timers`,
+//! `lifecycle` (the state after each input or timeout), `changes` (which
+//! subflows changed), `app` (the application's calls) and `config`.
 
 mod app;
 mod autotune;
@@ -163,12 +170,99 @@ pub struct MptcpStats {
     pub unacceptable_segments: u64,
 }
 
+/// Address signals that ride on pure ACKs (see `add_signalling`).
+#[derive(Debug)]
+struct PendingSignals {
+    /// Our ADD_ADDRs, each resent until the peer echoes it.
+    announces: Vec<Announce>,
+    /// ADD_ADDR echoes to send.
+    echoes: VecDeque<(u8, IpAddr, Option<u16>)>,
+    /// Our address ids to send a REMOVE_ADDR for.
+    remove_pending: Vec<u8>,
+}
+
+/// One of our addresses announced with ADD_ADDR: when it goes again, and
+/// how many times it went.
 #[derive(Debug, Clone, Copy)]
 struct Announce {
     id: u8,
     addr: IpAddr,
     next_at: Instant,
     tries: u32,
+}
+
+/// Where the connection stands on falling back to plain TCP.
+#[derive(Debug)]
+struct FallbackState {
+    /// Why it continues as plain TCP (None: it does not).
+    reason: Option<Fallback>,
+    /// After a fallback: data offset minus subflow offset of the stream.
+    delta: u64,
+    /// The subflow a fallen-back connection runs on (the one alive when it
+    /// fell back): its stream is the data stream from then on.
+    sub: usize,
+    /// An MP_FAIL (the DSN whose checksum failed) to send.
+    mp_fail: Option<u64>,
+    /// The initial subflow's stream is still the data stream shifted by a
+    /// constant, so the connection may fall back to plain TCP (RFC 8684
+    /// 3.7). A completed join or a data-level reinjection ends that: the
+    /// peer, mapping unmapped bytes after its own data, would place them
+    /// wrong (Linux: msk->allow_infinite_fallback).
+    allowed: bool,
+}
+
+/// The connection's own timers (each subflow's TCP keeps its own), with
+/// the earliest of their deadlines.
+#[derive(Debug, Default)]
+struct Timers {
+    /// When a DATA_FIN without data may be sent again (None: once due).
+    fin_resend: Option<Instant>,
+    /// Data-level retransmission timer (deadline, data_una when armed):
+    /// data the subflows delivered that the peer never DATA_ACKed.
+    data_rto: Option<(Instant, u64)>,
+    /// With `stale_by_periods`: the connection timer's period as the last
+    /// scheduling pass found it (Linux's `timer_ival`, set by
+    /// `mptcp_subflow_get_send` and kept until the next pass).
+    timer_ival: Option<Duration>,
+}
+
+impl Timers {
+    /// The earliest deadline (ADD_ADDR resends are the signalling's).
+    fn next(&self) -> Option<Instant> {
+        self.fin_resend.into_iter().chain(self.data_rto.map(|(t, _)| t)).min()
+    }
+}
+
+/// What changed since the last transmit pass.
+///
+/// A segment arriving on one subflow changes that subflow only, and a
+/// transmit pass changes the subflows it gave data to. Work per segment
+/// must not grow with the number of subflows: rebuilding every
+/// subflow's scheduler view, polling every subflow and taking the
+/// minimum of every subflow's timers after each ACK was most of the
+/// cost of an 8-subflow connection (each subflow's state is its own
+/// cache lines). So the connection tracks which subflows changed and
+/// sweeps all of them only after rare events (timeouts, path-manager
+/// actions, fallback, API calls that touch subflows).
+#[derive(Debug)]
+struct Changes {
+    /// Every subflow may have changed: the next pass sweeps them all.
+    dirty_all: bool,
+    /// Subflows an input changed since the last pass.
+    dirty: Vec<usize>,
+    /// Subflows the last pass gave data or an ACK to send, or that sent.
+    touched: Vec<usize>,
+    /// Per subflow: `note_cwnd_limited` was applied since the subflow last
+    /// changed (applying it again would change nothing).
+    noted: Vec<bool>,
+    /// Per subflow: its next timer (TCP timers, third-ACK resend), valid
+    /// while `timeouts_valid`.
+    timeouts: Vec<Option<Instant>>,
+    timeouts_valid: bool,
+    /// Per subflow: when last polled, its advertised window was small
+    /// enough that raising the shared cap may make it owe a window update
+    /// (`tcp::Connection::may_owe_window_update`).
+    may_owe_update: Vec<bool>,
 }
 
 #[derive(Debug)]
@@ -179,20 +273,8 @@ pub struct Connection {
     remote: Option<KeyMaterial>,
     /// DSS checksums in use (either end asked).
     checksum: bool,
-    fallback: Option<Fallback>,
-    /// After a fallback: data offset minus subflow offset of the stream.
-    fb_delta: u64,
-    /// The subflow a fallen-back connection runs on (the one alive when it
-    /// fell back): its stream is the data stream from then on.
-    fb_sub: usize,
-    /// An MP_FAIL (the DSN whose checksum failed) to send.
-    mp_fail_pending: Option<u64>,
-    /// The initial subflow's stream is still the data stream shifted by a
-    /// constant, so the connection may fall back to plain TCP (RFC 8684
-    /// 3.7). A completed join or a data-level reinjection ends that: the
-    /// peer, mapping unmapped bytes after its own data, would place them
-    /// wrong (Linux: msk->allow_infinite_fallback).
-    may_fall_back: bool,
+    /// Fallback to plain TCP (RFC 8684 3.7).
+    fb: FallbackState,
     established: bool,
     /// Both DATA_FINs are through: the subflows are being closed.
     closing: bool,
@@ -207,10 +289,8 @@ pub struct Connection {
     /// address (remote id 0).
     peer_denies_initial: bool,
     add_addr_accepted: u32,
-    announces: Vec<Announce>,
-    /// ADD_ADDR echoes to send.
-    echoes: VecDeque<(u8, IpAddr, Option<u16>)>,
-    remove_pending: Vec<u8>,
+    /// Address signals waiting for a pure ACK to carry them.
+    signals: PendingSignals,
     /// Our address ids withdrawn by `remove_local` (until `add_local`):
     /// the path manager does not see them.
     withdrawn: Vec<u8>,
@@ -239,14 +319,8 @@ pub struct Connection {
     /// Linux: SOCK_NOSPACE on the socket the subflows share, which also
     /// lets their ACKs grow their send buffers.
     writer_waits: bool,
-    fin_next_at: Option<Instant>,
-    /// Data-level retransmission timer (deadline, data_una when armed):
-    /// data the subflows delivered that the peer never DATA_ACKed.
-    data_rto: Option<(Instant, u64)>,
-    /// With `stale_by_periods`: the connection timer's period as the last
-    /// scheduling pass found it (Linux's `timer_ival`, set by
-    /// `mptcp_subflow_get_send` and kept until the next pass).
-    timer_ival: Option<Duration>,
+    /// The connection's own timers.
+    timers: Timers,
 
     // ---- receive side
     rcv: Reassembly,
@@ -264,34 +338,8 @@ pub struct Connection {
     opp_done: Option<u64>,
 
     out: VecDeque<Transmit>,
-    // ---- what changed since the last transmit pass
-    //
-    // A segment arriving on one subflow changes that subflow only, and a
-    // transmit pass changes the subflows it gave data to. Work per segment
-    // must not grow with the number of subflows: rebuilding every
-    // subflow's scheduler view, polling every subflow and taking the
-    // minimum of every subflow's timers after each ACK was most of the
-    // cost of an 8-subflow connection (each subflow's state is its own
-    // cache lines). So the connection tracks which subflows changed and
-    // sweeps all of them only after rare events (timeouts, path-manager
-    // actions, fallback, API calls that touch subflows).
-    /// Every subflow may have changed: the next pass sweeps them all.
-    dirty_all: bool,
-    /// Subflows an input changed since the last pass.
-    dirty: Vec<usize>,
-    /// Subflows the last pass gave data or an ACK to send, or that sent.
-    touched: Vec<usize>,
-    /// Per subflow: `note_cwnd_limited` was applied since the subflow last
-    /// changed (applying it again would change nothing).
-    noted: Vec<bool>,
-    /// Per subflow: its next timer (TCP timers, third-ACK resend), valid
-    /// while `timeouts_valid`.
-    timeouts: Vec<Option<Instant>>,
-    timeouts_valid: bool,
-    /// Per subflow: when last polled, its advertised window was small
-    /// enough that raising the shared cap may make it owe a window update
-    /// (`tcp::Connection::may_owe_window_update`).
-    may_owe_update: Vec<bool>,
+    /// Which subflows changed since the last transmit pass.
+    changes: Changes,
     /// The receive window cap the subflows advertise (one buffer shared by
     /// all), handed to a subflow right before it may use it rather than
     /// written into every subflow after every segment.
@@ -334,11 +382,7 @@ impl Connection {
             local: KeyMaterial::from_key(key),
             remote: None,
             checksum: cfg.checksum,
-            fallback: None,
-            fb_delta: 0,
-            fb_sub: 0,
-            mp_fail_pending: None,
-            may_fall_back: true,
+            fb: FallbackState { reason: None, delta: 0, sub: 0, mp_fail: None, allowed: true },
             established: false,
             closing: false,
             pm_started: false,
@@ -349,9 +393,7 @@ impl Connection {
             remotes: Vec::new(),
             peer_denies_initial: false,
             add_addr_accepted: 0,
-            announces: Vec::new(),
-            echoes: VecDeque::new(),
-            remove_pending: Vec::new(),
+            signals: PendingSignals { announces: Vec::new(), echoes: VecDeque::new(), remove_pending: Vec::new() },
             withdrawn: Vec::new(),
             fastclose_pending: false,
             rng,
@@ -364,9 +406,7 @@ impl Connection {
             wnd_end: 65535,
             fin_queued: false,
             writer_waits: false,
-            fin_next_at: None,
-            data_rto: None,
-            timer_ival: None,
+            timers: Timers::default(),
             rcv: Reassembly::new(0),
             read_off: 0,
             autotune: cfg.rcv_autotune.then(|| autotune::RcvAutotune::new(cfg.rcv_buf)),
@@ -375,13 +415,15 @@ impl Connection {
             ooo_waits: VecDeque::new(),
             opp_done: None,
             out: VecDeque::new(),
-            dirty_all: true,
-            dirty: Vec::new(),
-            touched: Vec::new(),
-            noted: Vec::new(),
-            timeouts: Vec::new(),
-            timeouts_valid: false,
-            may_owe_update: Vec::new(),
+            changes: Changes {
+                dirty_all: true,
+                dirty: Vec::new(),
+                touched: Vec::new(),
+                noted: Vec::new(),
+                timeouts: Vec::new(),
+                timeouts_valid: false,
+                may_owe_update: Vec::new(),
+            },
             win_cap: None,
             addrs: Vec::new(),
             ports: Vec::new(),
@@ -438,11 +480,11 @@ impl Connection {
     }
 
     pub fn fallback(&self) -> Option<Fallback> {
-        self.fallback
+        self.fb.reason
     }
 
     pub fn checksums(&self) -> bool {
-        self.checksum && self.fallback.is_none()
+        self.checksum && self.fb.reason.is_none()
     }
 
     pub fn was_reset(&self) -> bool {
@@ -481,7 +523,7 @@ impl Connection {
     pub fn debug_line(&self) -> String {
         format!(
             "est {} fb {:?} app_end {} data_una {} sched {} snd_buf {} fin_q {} fin_next {:?} rcv_nxt {} rcv_fin {:?} fin_rx {} closing {} reinject {:?} peer_wnd {} sf {:?}",
-            self.established, self.fallback, self.app_end, self.data_una, self.sched_nxt, self.snd_buf(), self.fin_queued, self.fin_next_at, self.rcv.nxt(), self.rcv_fin,
+            self.established, self.fb.reason, self.app_end, self.data_una, self.sched_nxt, self.snd_buf(), self.fin_queued, self.timers.fin_resend, self.rcv.nxt(), self.rcv_fin,
             self.fin_received, self.closing, self.reinject, self.peer_wnd(),
             self.subflows.iter().map(|s| (s.handshake, s.usable(), s.stale, s.tcp.backoff(), s.tcp.state())).collect::<Vec<_>>()
         )

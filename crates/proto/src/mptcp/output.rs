@@ -35,22 +35,22 @@ impl Connection {
         // the last pass itself gave data to or saw send. After a rare event
         // (or while fallen back to one TCP stream) everything.
         let n = self.subflows.len();
-        let full = self.dirty_all || self.fallback.is_some() || self.noted.len() != n;
-        let mut changed = std::mem::take(&mut self.dirty);
-        changed.append(&mut self.touched);
+        let full = self.changes.dirty_all || self.fb.reason.is_some() || self.changes.noted.len() != n;
+        let mut changed = std::mem::take(&mut self.changes.dirty);
+        changed.append(&mut self.changes.touched);
         changed.sort_unstable();
         changed.dedup();
         if full {
-            self.noted.clear();
-            self.noted.resize(n, false);
-            self.timeouts.resize(n, None);
-            self.may_owe_update.resize(n, false);
+            self.changes.noted.clear();
+            self.changes.noted.resize(n, false);
+            self.changes.timeouts.resize(n, None);
+            self.changes.may_owe_update.resize(n, false);
         } else {
             for &i in &changed {
-                self.noted[i] = false;
+                self.changes.noted[i] = false;
             }
         }
-        self.dirty_all = false;
+        self.changes.dirty_all = false;
         self.schedule(now, full, &changed);
         self.queue_control(now);
         // Poll what changed or was just given something, in index order
@@ -60,7 +60,7 @@ impl Connection {
             polled.clear();
             polled.extend(0..n);
         } else {
-            polled.extend_from_slice(&self.touched);
+            polled.extend_from_slice(&self.changes.touched);
             polled.sort_unstable();
             polled.dedup();
         }
@@ -94,12 +94,12 @@ impl Connection {
             if sent {
                 self.touch(i);
             }
-            self.timeouts[i] = self.subflow_timeout(i);
-            self.may_owe_update[i] = self.subflows[i].tcp.may_owe_window_update();
+            self.changes.timeouts[i] = self.subflow_timeout(i);
+            self.changes.may_owe_update[i] = self.subflows[i].tcp.may_owe_window_update();
         }
-        self.timeouts_valid = true;
+        self.changes.timeouts_valid = true;
         polled.clear();
-        self.dirty = polled; // keep the allocation
+        self.changes.dirty = polled; // keep the allocation
         first
     }
 
@@ -115,20 +115,8 @@ impl Connection {
     /// subflow-stream bytes `sub`; returns their data-level offsets.
     pub(super) fn decorate_inner(&mut self, now: Instant, i: usize, h: &mut TcpHeader, sub: Range<u64>, src: &dyn PayloadSource) -> Range<u64> {
         let mut data = 0..0;
-        if self.fallback.is_some() {
-            if i != self.fb_sub {
-                return data; // closed when the connection fell back: nothing of the stream
-            }
-            // Bytes sent before the fallback go again under the mapping they
-            // first went out with; the rest continue the data stream.
-            data = match self.subflows[i].tx_lookup(sub.start) {
-                Some((d, _)) if sub.start < self.sched_nxt.wrapping_sub(self.fb_delta) => d..d + (sub.end - sub.start),
-                _ => sub.start.wrapping_add(self.fb_delta)..sub.end.wrapping_add(self.fb_delta),
-            };
-            if let Some(dsn) = self.mp_fail_pending.take() {
-                let _ = h.options.push_mptcp(MptcpOption::MpFail { dsn });
-            }
-            return data;
+        if self.fb.reason.is_some() {
+            return self.decorate_fallen_back(i, h, sub);
         }
         if h.rst() {
             if let Some(reason) = self.subflows[i].reset_reason {
@@ -163,7 +151,7 @@ impl Connection {
             return data;
         };
         let payload_len = sub.end - sub.start;
-        let fin_due = self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.fin_next_at.is_none_or(|t| t <= now);
+        let fin_due = self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.timers.fin_resend.is_none_or(|t| t <= now);
         // The initiator repeats its keys / HMAC until the peer confirms.
         if s.handshake == Handshake::ThirdAck && self.client {
             match s.origin {
@@ -217,7 +205,7 @@ impl Connection {
             dss.mapping = Some(DssMapping { dsn, dsn_wide: true, ssn: 0, data_len: 1, checksum });
             dss.data_fin = true;
             let rto = self.subflows[i].tcp.stats().rto;
-            self.fin_next_at = Some(now + rto);
+            self.timers.fin_resend = Some(now + rto);
         }
         let _ = h.options.push_mptcp(MptcpOption::Dss(dss));
         if payload_len == 0 {

@@ -51,7 +51,7 @@ impl Connection {
     /// (see `tcp::Connection::note_cwnd_limited`); a subflow unchanged
     /// since it was last told needs nothing.
     pub(super) fn note_cwnd_limited(&mut self) {
-        for (s, noted) in self.subflows.iter_mut().zip(self.noted.iter_mut()) {
+        for (s, noted) in self.subflows.iter_mut().zip(self.changes.noted.iter_mut()) {
             if !*noted && s.usable() {
                 s.tcp.note_cwnd_limited();
                 *noted = true;
@@ -62,15 +62,8 @@ impl Connection {
     /// Hands chunks of data (reinjections first) to the subflows the
     /// scheduler picks, while it picks.
     pub(super) fn schedule(&mut self, now: Instant, full: bool, changed: &[usize]) {
-        if self.fallback.is_some() {
-            let s = &mut self.subflows[self.fb_sub];
-            let want = self.app_end - self.sched_nxt;
-            if want > 0 && s.tcp.is_established() {
-                self.sched_nxt += s.tcp.send(want);
-            }
-            if self.fin_queued && self.sched_nxt >= self.app_end {
-                s.tcp.close();
-            }
+        if self.fb.reason.is_some() {
+            self.schedule_fallen_back();
             return;
         }
         if !self.established {
@@ -109,7 +102,7 @@ impl Connection {
             };
             if self.cfg.stale_by_periods && !had_timer_ival {
                 had_timer_ival = true;
-                self.timer_ival = Some(self.timer_ival_now(now));
+                self.timers.timer_ival = Some(self.timer_ival_now(now));
             }
             self.scheduler.schedule(&infos, &cx, &mut picks);
             if picks.is_empty() {
@@ -131,7 +124,7 @@ impl Connection {
                 }
             }
             if reinjected {
-                self.may_fall_back = false;
+                self.fb.allowed = false;
                 let f = self.reinject.front_mut().expect("front");
                 f.start += len;
                 if f.is_empty() || f.end <= self.data_una {
@@ -174,7 +167,7 @@ impl Connection {
     /// and Linux's server does not send before then either (its subflow
     /// is not yet ESTABLISHED, `__mptcp_subflow_active`).
     pub(super) fn schedule_early(&mut self) {
-        if !self.client || self.fallback.is_some() || self.closing || self.reset {
+        if !self.client || self.fb.reason.is_some() || self.closing || self.reset {
             return;
         }
         let Some(s) = self.subflows.first_mut() else { return };

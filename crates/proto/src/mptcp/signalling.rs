@@ -20,7 +20,7 @@ impl Connection {
     pub(super) fn on_add_addr(&mut self, a: AddAddr) {
         self.changed_all();
         if a.echo {
-            self.announces.retain(|x| x.id != a.addr_id);
+            self.signals.announces.retain(|x| x.id != a.addr_id);
             return;
         }
         let Some(rk) = self.remote else { return };
@@ -30,7 +30,7 @@ impl Connection {
             return;
         }
         self.stats.add_addr_received += 1;
-        self.echoes.push_back((a.addr_id, a.addr, a.port));
+        self.signals.echoes.push_back((a.addr_id, a.addr, a.port));
         if let Some(s) = self.subflows.iter_mut().find(|s| s.usable()) {
             s.tcp.ack_now();
         }
@@ -83,7 +83,7 @@ impl Connection {
             match a {
                 PmAction::Open { local, remote, backup } => self.open_subflow(local, remote, backup),
                 PmAction::Announce { id, addr } => {
-                    self.announces.push(Announce { id, addr, next_at: Instant::ZERO, tries: 0 });
+                    self.signals.announces.push(Announce { id, addr, next_at: Instant::ZERO, tries: 0 });
                 }
             }
         }
@@ -92,9 +92,9 @@ impl Connection {
     /// Pure ACKs that must go out to carry options (DATA_FIN, ADD_ADDR,
     /// echoes, REMOVE_ADDR).
     pub(super) fn queue_control(&mut self, now: Instant) {
-        let fin_due = self.fallback.is_none() && self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.fin_next_at.is_none();
-        let ann_due = self.announces.iter().any(|a| a.next_at <= now);
-        if fin_due || ann_due || !self.echoes.is_empty() || !self.remove_pending.is_empty() {
+        let fin_due = self.fb.reason.is_none() && self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.timers.fin_resend.is_none();
+        let ann_due = self.signals.announces.iter().any(|a| a.next_at <= now);
+        if fin_due || ann_due || !self.signals.echoes.is_empty() || !self.signals.remove_pending.is_empty() {
             let Some(carrier) = self.subflows.iter().position(|s| s.usable()) else { return };
             self.subflows[carrier].tcp.ack_now();
             self.touch(carrier);
@@ -134,11 +134,11 @@ impl Connection {
         if self.subflows[i].prio_pending && try_push(h, MptcpOption::MpPrio { backup: self.subflows[i].backup, addr_id: None }) {
             self.subflows[i].prio_pending = false;
         }
-        if let Some(&(id, addr, port)) = self.echoes.front() {
+        if let Some(&(id, addr, port)) = self.signals.echoes.front() {
             if try_push(h, MptcpOption::AddAddr(AddAddr { echo: true, addr_id: id, addr, port, hmac: None })) {
-                self.echoes.pop_front();
+                self.signals.echoes.pop_front();
             }
-        } else if let Some(a) = self.announces.iter_mut().find(|a| a.next_at <= now && a.tries < 8) {
+        } else if let Some(a) = self.signals.announces.iter_mut().find(|a| a.next_at <= now && a.tries < 8) {
             let hmac = crypto::add_addr_hmac(self.local.key, rk.key, a.id, a.addr, None);
             if try_push(h, MptcpOption::AddAddr(AddAddr { echo: false, addr_id: a.id, addr: a.addr, port: None, hmac: Some(hmac) })) {
                 a.tries += 1;
@@ -147,10 +147,10 @@ impl Connection {
                 self.stats.add_addr_sent += 1;
             }
         }
-        if !self.remove_pending.is_empty() {
-            if let Some(ids) = AddrIdList::from_slice(&self.remove_pending) {
+        if !self.signals.remove_pending.is_empty() {
+            if let Some(ids) = AddrIdList::from_slice(&self.signals.remove_pending) {
                 if try_push(h, MptcpOption::RemoveAddr(ids)) {
-                    self.remove_pending.clear();
+                    self.signals.remove_pending.clear();
                 }
             }
         }

@@ -34,15 +34,15 @@ impl Connection {
                 self.subflows.iter().filter(|s| !s.is_closed()).all(idle)
             }
         };
-        if !(self.established && self.fallback.is_none() && self.data_una < self.sched_nxt && self.reinject.is_empty() && ready()) {
-            self.data_rto = None;
-        } else if self.data_rto.is_none_or(|(_, una)| una != self.data_una) {
+        if !(self.established && self.fb.reason.is_none() && self.data_una < self.sched_nxt && self.reinject.is_empty() && ready()) {
+            self.timers.data_rto = None;
+        } else if self.timers.data_rto.is_none_or(|(_, una)| una != self.data_una) {
             let rto = if self.cfg.stale_by_periods {
-                self.timer_ival.unwrap_or_else(|| self.timer_ival_now(now))
+                self.timers.timer_ival.unwrap_or_else(|| self.timer_ival_now(now))
             } else {
                 self.subflows.iter().filter(|s| s.usable()).map(|s| s.tcp.stats().rto).min().unwrap_or(Duration::from_secs(1))
             };
-            self.data_rto = Some((now + rto, self.data_una));
+            self.timers.data_rto = Some((now + rto, self.data_una));
         }
     }
 
@@ -66,12 +66,10 @@ impl Connection {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let ann = self.announces.iter().map(|a| a.next_at);
-        let fin = self.fin_next_at;
-        let data = self.data_rto.map(|(t, _)| t);
-        let own = ann.chain(fin).chain(data).min();
-        let subs = if self.timeouts_valid {
-            self.timeouts.iter().flatten().min().copied()
+        // ADD_ADDR resends, then the connection's own timers.
+        let own = self.signals.announces.iter().map(|a| a.next_at).chain(self.timers.next()).min();
+        let subs = if self.changes.timeouts_valid {
+            self.changes.timeouts.iter().flatten().min().copied()
         } else {
             (0..self.subflows.len()).filter_map(|i| self.subflow_timeout(i)).min()
         };
@@ -99,11 +97,11 @@ impl Connection {
                 s.tcp.ack_now();
             }
         }
-        if self.fin_next_at.is_some_and(|t| t <= now) {
-            self.fin_next_at = None; // poll_transmit resends it
+        if self.timers.fin_resend.is_some_and(|t| t <= now) {
+            self.timers.fin_resend = None; // poll_transmit resends it
         }
-        if self.data_rto.is_some_and(|(t, una)| t <= now && una == self.data_una) {
-            self.data_rto = None;
+        if self.timers.data_rto.is_some_and(|(t, una)| t <= now && una == self.data_una) {
+            self.timers.data_rto = None;
             if self.cfg.stale_by_periods {
                 self.count_stale_periods();
             }
@@ -147,7 +145,7 @@ impl Connection {
             }
             s.tx.push_back(subflow::TxMap { sub, data: at, len });
             at += len;
-            self.may_fall_back = false;
+            self.fb.allowed = false;
         }
         self.stats.reinjected_bytes += at - r.start;
         self.touch(p);
