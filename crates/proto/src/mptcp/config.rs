@@ -4,7 +4,9 @@ use core::time::Duration;
 
 use crate::tcp::TcpConfig;
 
-use super::{Limits, LocalAddr, PmChoice, Profile, SchedulerChoice};
+use super::path_manager::{Limits, LocalAddr, PmChoice};
+use super::profile::Profile;
+use super::scheduler::SchedulerChoice;
 
 #[derive(Debug, Clone)]
 pub struct MptcpConfig {
