@@ -534,13 +534,21 @@ fn red(gentle: bool, weight: f64) -> QueueConfig {
 /// Offers `n` 100-byte packets to a 1 kbit/s link (nothing leaves the
 /// queue during the test); returns (average used for the decision,
 /// outcome) per offer.
+/// RED's average queue size of a RED link.
+fn red_avg<P>(l: &LinkDirection<P>) -> f64 {
+    match &l.discipline {
+        Discipline::Red(r) => r.average(),
+        d => panic!("not a RED link: {d:?}"),
+    }
+}
+
 fn red_trace(gentle: bool, weight: f64, n: usize) -> (LinkDirection<()>, Vec<(f64, Offer)>) {
     let mut l = LinkDirection::new(params(1000, 0, red(gentle, weight)));
     let mut rng = SimRng::new(8, u64::from(gentle));
     let trace = (0..n as u64)
         .map(|t| {
             let o = l.offer(Instant(t), (), 100, &mut rng);
-            (l.red.avg, o)
+            (red_avg(&l), o)
         })
         .collect();
     (l, trace)
@@ -599,10 +607,10 @@ fn red_average_decays_when_idle_and_limit_holds() {
     assert!(l.stats().queue_drops > 0);
     // The queue drains by 12 ms; after a long idle the average has
     // decayed and the next burst below min_th is accepted in full.
-    assert!(l.red.avg > 5_000.0);
+    assert!(red_avg(&l) > 5_000.0);
     let t = Instant(1000 * MS);
     assert_eq!(l.offer(t, (), 1000, &mut rng), Offer::Queued);
-    assert!(l.red.avg < 1.0, "decayed over the idle period: {}", l.red.avg);
+    assert!(red_avg(&l) < 1.0, "decayed over the idle period: {}", red_avg(&l));
     for _ in 0..4 {
         assert_eq!(l.offer(t, (), 1000, &mut rng), Offer::Queued);
     }

@@ -49,6 +49,12 @@ impl QueueDiscipline for Red {
 }
 
 impl Red {
+    /// The average queue size in bytes (for tests).
+    #[cfg(test)]
+    pub(in crate::link) fn average(&self) -> f64 {
+        self.avg
+    }
+
     /// RED's early-drop decision (Floyd & Jacobson 1993, section 4).
     fn early_drop(&mut self, backlog: Backlog, now: u64, rng: &mut SimRng) -> bool {
         let w = unit(self.weight);
