@@ -20,8 +20,9 @@ pub enum LossModel {
 impl LossModel {
     /// Draws the loss decision of one accepted packet. `bad` is the
     /// Gilbert-Elliott chain's state (in the bad state), kept by the
-    /// caller next to its other per-packet fields.
-    #[inline]
+    /// caller next to its other per-packet fields. Always inlined: it
+    /// is on every packet's path and, as a call, cost more than its body.
+    #[inline(always)]
     pub(super) fn draw(self, bad: &mut bool, rng: &mut SimRng) -> bool {
         match self {
             LossModel::None => false,

@@ -65,6 +65,20 @@
 //! After any `set_*` call the next wake-up may have moved (earlier or
 //! later): callers that cache it must ask [`LinkDirection::next_wakeup`]
 //! again.
+//!
+//! # Elements
+//!
+//! Each element of the model is its own module; [`LinkDirection`] composes
+//! them, keeping the fields every packet touches in its first cache lines:
+//!
+//! * `queue`: the queueing disciplines (drop-tail by packets or bytes,
+//!   RED), one file each, chosen by [`QueueConfig`];
+//! * `serialiser`: the per-packet records of the queue and the exact
+//!   serialisation timeline, on the arithmetic of `time`;
+//! * `loss`: [`LossModel`] (Bernoulli, Gilbert-Elliott);
+//! * `jitter`: [`Jitter`] and its distributions;
+//! * `flight`: the packets propagating to the far end, by arrival;
+//! * `stats`: [`LinkStats`].
 
 mod flight;
 mod jitter;
