@@ -1,7 +1,7 @@
 //! Drop-tail: a packet joins unless the queue would exceed its limit, in
 //! packets or in bytes.
 
-use super::{Backlog, QueueConfig, QueueDiscipline};
+use super::discipline::{Backlog, QueueConfig, QueueDiscipline};
 use crate::rng::SimRng;
 
 /// At most this many packets.

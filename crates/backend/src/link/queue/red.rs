@@ -1,6 +1,6 @@
 //! Random Early Detection (Floyd & Jacobson 1993) on a byte-counted queue.
 
-use super::{Backlog, QueueConfig, QueueDiscipline};
+use super::discipline::{Backlog, QueueConfig, QueueDiscipline};
 use crate::rng::SimRng;
 
 /// Packet size assumed by RED's idle-time correction: an idle period is
