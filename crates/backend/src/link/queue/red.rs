@@ -56,6 +56,9 @@ impl Red {
     }
 
     /// RED's early-drop decision (Floyd & Jacobson 1993, section 4).
+    /// Inline so that it is compiled into the caller's crate with the rest
+    /// of `offer`, as the generic link code is.
+    #[inline]
     fn early_drop(&mut self, backlog: Backlog, now: u64, rng: &mut SimRng) -> bool {
         let w = unit(self.weight);
         if backlog.packets == 0 {
