@@ -1,0 +1,117 @@
+//! Random Early Detection (Floyd & Jacobson 1993) on a byte-counted queue.
+
+use super::discipline::{Backlog, QueueConfig, QueueDiscipline};
+use crate::rng::SimRng;
+
+/// Packet size assumed by RED's idle-time correction: an idle period is
+/// treated as if `idle / tx_time(500 B)` empty-queue arrivals had happened
+/// (ns-2's `mean_pktsize` default).
+const RED_TYPICAL_PACKET_BYTES: f64 = 500.0;
+
+/// RED's parameters (see [`QueueConfig::Red`]) and running state.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::link) struct Red {
+    min_th: u64,
+    max_th: u64,
+    max_p: f64,
+    weight: f64,
+    limit_bytes: u64,
+    gentle: bool,
+    /// The average queue size in bytes.
+    avg: f64,
+    /// Packets since the last drop while in the ramp (-1 below min_th).
+    count: i64,
+}
+
+impl QueueDiscipline for Red {
+    fn from_config(config: &QueueConfig) -> Option<Self> {
+        match *config {
+            QueueConfig::Red { min_th_bytes, max_th_bytes, max_p, weight, limit_bytes, gentle } => Some(Red {
+                min_th: min_th_bytes,
+                max_th: max_th_bytes,
+                max_p,
+                weight,
+                limit_bytes,
+                gentle,
+                avg: 0.0,
+                count: -1,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The early-drop decision first (it may draw), then the hard limit.
+    #[inline]
+    fn admit(&mut self, backlog: Backlog, now: u64, size: u32, rng: &mut SimRng) -> bool {
+        let early = self.early_drop(backlog, now, rng);
+        !early && backlog.bytes.saturating_add(u64::from(size)) <= self.limit_bytes
+    }
+}
+
+impl Red {
+    /// The average queue size in bytes (for tests).
+    #[cfg(test)]
+    pub(in crate::link) fn average(&self) -> f64 {
+        self.avg
+    }
+
+    /// RED's early-drop decision (Floyd & Jacobson 1993, section 4).
+    /// Inline so that it is compiled into the caller's crate with the rest
+    /// of `offer`, as the generic link code is.
+    #[inline]
+    fn early_drop(&mut self, backlog: Backlog, now: u64, rng: &mut SimRng) -> bool {
+        let w = unit(self.weight);
+        if backlog.packets == 0 {
+            // Idle-period correction: without it, the average would stay
+            // at its last busy value through an idle period and the first
+            // packets after it would be dropped for congestion long gone.
+            let idle = now.saturating_sub(backlog.idle_since) as f64;
+            let m = if backlog.rate_bps == 0 {
+                if idle > 0.0 {
+                    f64::INFINITY
+                } else {
+                    0.0
+                }
+            } else {
+                idle / (RED_TYPICAL_PACKET_BYTES * 8.0 * 1e9 / backlog.rate_bps as f64)
+            };
+            self.avg *= (1.0 - w).powf(m);
+        }
+        let q = backlog.bytes as f64;
+        self.avg = (1.0 - w) * self.avg + w * q;
+        let avg = self.avg;
+        let (min, max) = (self.min_th as f64, self.max_th as f64);
+        let max_p = unit(self.max_p);
+        let pb = if avg < min {
+            self.count = -1;
+            return false;
+        } else if avg < max {
+            max_p * (avg - min) / (max - min)
+        } else if self.gentle && avg < 2.0 * max {
+            max_p + (1.0 - max_p) * (avg - max) / max
+        } else {
+            self.count = 0;
+            return true;
+        };
+        self.count += 1;
+        // Spread drops evenly: the probability grows with the number of
+        // packets since the last drop (pa = pb / (1 - count * pb)).
+        let c = self.count as f64 * pb;
+        let pa = if c >= 1.0 { 1.0 } else { pb / (1.0 - c) };
+        if rng.bernoulli(pa) {
+            self.count = 0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Clamps a probability-like parameter into [0, 1]; NaN becomes 0.
+fn unit(x: f64) -> f64 {
+    if x > 0.0 {
+        x.min(1.0)
+    } else {
+        0.0
+    }
+}
