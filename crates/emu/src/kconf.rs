@@ -421,7 +421,7 @@ pub fn apply_middleboxes(net: &Network, ns: &[String], balancers: &[crate::balan
                 }
             }
             MiddleboxAction::LoadBalancer { .. } => {
-                // The forwarder thread starts with the run (kernel.rs);
+                // The forwarder thread starts with the run (run/middleboxes.rs);
                 // here: its routing tables, its queue rule, the VIP on the
                 // backends' loopback, and the stateless mode's sysctl.
                 for p in balancers.iter().filter(|p| p.node == *node) {
