@@ -2,7 +2,7 @@
 //! event's time a kernel host deletes the address's MPTCP endpoint (`ip
 //! mptcp endpoint delete id N`, REMOVE_ADDR) or adds it again with the
 //! flags it was configured with; an mplab host gets the `remove` / `add`
-//! control command. The link emulator leaves these events alone.
+//! control command through its stack's [`ControlFn`]. The link emulator leaves these events alone.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -23,11 +23,17 @@ struct Step {
     ns: String,
     addr: Ipv4Addr,
     add: bool,
-    /// mplab's stack on this host (control commands), else the kernel's.
-    mplab: bool,
+    /// How the host's stack takes commands (mplab's stack), else the
+    /// kernel's `ip mptcp endpoint`.
+    control: Option<ControlFn>,
     /// The kernel host's `endpoint add ...` line for this address.
     endpoint: Option<String>,
 }
+
+/// Hands commands (one per line) to the stack of the host in namespace
+/// `ns` (mplab's: `crate::userspace::send_control`); `WouldBlock` while
+/// earlier ones are pending.
+pub type ControlFn = fn(ns: &str, commands: &str) -> std::io::Result<()>;
 
 /// The address events of `net`, in time order.
 pub struct AddrEvents {
@@ -35,7 +41,9 @@ pub struct AddrEvents {
 }
 
 impl AddrEvents {
-    pub fn new(net: &Network, node_ns: &[String], mplab: &[bool], plan: &BTreeMap<usize, MptcpNode>) -> AddrEvents {
+    /// `control[node]`: how that node's stack takes commands, None for the
+    /// kernel's; `plan`: the kernel hosts' MPTCP endpoints.
+    pub fn new(net: &Network, node_ns: &[String], control: &[Option<ControlFn>], plan: &BTreeMap<usize, MptcpNode>) -> AddrEvents {
         let steps = net
             .events
             .iter()
@@ -47,7 +55,7 @@ impl AddrEvents {
                 };
                 let prefix = format!("endpoint add {addr} ");
                 let endpoint = plan.get(&node).and_then(|p| p.endpoints.iter().find(|x| x.starts_with(&prefix)).cloned());
-                Some(Step { at_ns: e.at_ns, node_name: net.nodes[node].name.clone(), ns: node_ns[node].clone(), addr, add, mplab: mplab[node], endpoint })
+                Some(Step { at_ns: e.at_ns, node_name: net.nodes[node].name.clone(), ns: node_ns[node].clone(), addr, add, control: control[node], endpoint })
             })
             .collect();
         AddrEvents { steps }
@@ -73,7 +81,10 @@ impl AddrEvents {
                 std::thread::sleep(Duration::from_nanos((s.at_ns - now).clamp(100_000, 50_000_000)));
             }
             let at = clk.now_ns() as f64 / 1e9;
-            let what = if s.mplab { control(&s, &clk) } else { kernel(&s) };
+            let what = match s.control {
+                Some(send) => control(&s, send, &clk),
+                None => kernel(&s),
+            };
             out.push(format!("{at:.3} s: {} {} {}: {what}", s.node_name, if s.add { "add_addr" } else { "remove_addr" }, s.addr));
         }
         out
@@ -82,10 +93,10 @@ impl AddrEvents {
 
 /// The mplab host's control command; retried while an earlier one is
 /// still pending (at most 1 s).
-fn control(s: &Step, clk: &Clock) -> String {
+fn control(s: &Step, send: ControlFn, clk: &Clock) -> String {
     let cmd = format!("{} {}\n", if s.add { "add" } else { "remove" }, s.addr);
     for _ in 0..200 {
-        match crate::userspace::send_control(&s.ns, &cmd) {
+        match send(&s.ns, &cmd) {
             Ok(()) => return "control command sent".into(),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && !clk.abort.load(Ordering::SeqCst) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => return format!("control command failed: {e}"),

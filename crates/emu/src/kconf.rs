@@ -137,7 +137,7 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
         if f.transport.is_sctp() {
             // No SCTP in this kernel: its ends run usrsctp (crate::usrsctp).
             if is_k(f.from) || is_k(f.to) {
-                if let Some(why) = crate::usrsctp::flow::unsupported(f) {
+                if let Some(why) = crate::usrsctp::unsupported(f) {
                     err(&format!("flows[{}]", f.id), why);
                 } else if let Err(why) = crate::usrsctp::ffi::Usrsctp::load() {
                     err(&format!("flows[{}].transport", f.id), format!("{} on the kernel backend runs usrsctp: {why}", f.transport.name()));
@@ -356,6 +356,14 @@ pub fn apply(net: &Network, ns: &[String]) -> Result<BTreeMap<usize, MptcpNode>,
 /// kernel has it (else it only acknowledges data: [`unsupported_on`]).
 pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMap<usize, MptcpNode>, String> {
     let plan = mptcp_plan_on(net, kernel)?;
+    apply_hosts(net, ns, kernel, &plan)?;
+    apply_middleboxes(net, ns, &crate::balancer::plans(net))?;
+    Ok(plan)
+}
+
+/// The kernel hosts' part of [`apply_on`]: sysctls, and the MPTCP limits
+/// and endpoints of `plan` (from [`mptcp_plan_on`]).
+pub fn apply_hosts(net: &Network, ns: &[String], kernel: &[bool], plan: &BTreeMap<usize, MptcpNode>) -> Result<(), String> {
     let scheds = available_schedulers();
     // Hosts, and the routers a flow ends on (a tunnel's gateways).
     let runs_flows = |id: usize| net.flows.iter().any(|f| f.from == id || f.to == id);
@@ -391,6 +399,13 @@ pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMa
         }
         ip_batch(Some(&ns[n.id]), &cmds)?;
     }
+    Ok(())
+}
+
+/// The middleboxes' part of [`apply_on`]: the rules of the middleboxes on
+/// nodes (MPTCP stripping, NAT, the load balancers of `balancers`, from
+/// `balancer::plans`). The balancers' forwarder threads start separately.
+pub fn apply_middleboxes(net: &Network, ns: &[String], balancers: &[crate::balancer::Plan]) -> Result<(), String> {
     for mb in &net.middleboxes {
         let Placement::Node { node, .. } = &mb.placement else { continue };
         let nsn = &ns[*node];
@@ -406,12 +421,12 @@ pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMa
                 }
             }
             MiddleboxAction::LoadBalancer { .. } => {
-                // The forwarder thread starts with the run (kernel.rs);
+                // The forwarder thread starts with the run (run/middleboxes.rs);
                 // here: its routing tables, its queue rule, the VIP on the
                 // backends' loopback, and the stateless mode's sysctl.
-                for p in crate::balancer::plans(net).into_iter().filter(|p| p.node == *node) {
-                    ip_batch(Some(nsn), &crate::balancer::ip_commands(&p))?;
-                    for rule in crate::balancer::iptables_rules(&p) {
+                for p in balancers.iter().filter(|p| p.node == *node) {
+                    ip_batch(Some(nsn), &crate::balancer::ip_commands(p))?;
+                    for rule in crate::balancer::iptables_rules(p) {
                         let mut a = vec!["ip", "netns", "exec", nsn.as_str(), "iptables"];
                         a.extend(rule.iter().map(String::as_str));
                         sys::run(&a)?;
@@ -443,7 +458,7 @@ pub fn apply_on(net: &Network, ns: &[String], kernel: &[bool]) -> Result<BTreeMa
             }
         }
     }
-    Ok(plan)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -30,11 +30,10 @@ pub mod kernel;
 pub mod nfqueue;
 pub mod probes;
 pub mod quic;
+pub mod run;
 pub mod signal;
 pub mod strip;
 pub mod sys;
 pub mod topo;
 pub mod userspace;
 pub mod usrsctp;
-
-impl std::error::Error for kernel::KernelError {}

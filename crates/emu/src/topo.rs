@@ -92,8 +92,17 @@ impl Topology {
     /// Builds `net` under `prefix`. On error everything created so far is
     /// removed again (the returned error says which step failed).
     pub fn build(net: &Network, prefix: &str) -> Result<Topology, String> {
+        let t = Topology::create(net, prefix)?;
+        t.address(net)?;
+        Ok(t)
+    }
+
+    /// The namespaces (one per node and the wire's) and the veth pairs
+    /// between them, up. On error everything created so far is removed
+    /// again; once returned, dropping the topology removes it.
+    pub fn create(net: &Network, prefix: &str) -> Result<Topology, String> {
         let mut t = Topology { prefix: prefix.to_string(), node_ns: Vec::new(), wire_ns: format!("{prefix}~wire"), created: Vec::new() };
-        t.build_inner(net)?;
+        t.create_inner(net)?;
         Ok(t)
     }
 
@@ -103,7 +112,7 @@ impl Topology {
         Ok(())
     }
 
-    fn build_inner(&mut self, net: &Network) -> Result<(), String> {
+    fn create_inner(&mut self, net: &Network) -> Result<(), String> {
         for n in &net.nodes {
             for i in &n.interfaces {
                 if i.name.len() > 15 {
@@ -168,8 +177,12 @@ impl Topology {
             Ok(())
         })
         .map_err(|e| format!("namespace {wire}: {e}"))?;
-        ip_batch(Some(&wire), &ends.iter().map(|e| format!("link set {e} up")).collect::<Vec<_>>())?;
-        // Nodes: offloads, addresses, up, routes, rules.
+        ip_batch(Some(&wire), &ends.iter().map(|e| format!("link set {e} up")).collect::<Vec<_>>())
+    }
+
+    /// The nodes' interfaces: offloads off, addresses, up; then their
+    /// routes, policy tables and rules.
+    pub fn address(&self, net: &Network) -> Result<(), String> {
         for n in &net.nodes {
             let ns = self.node_ns[n.id].clone();
             let ifs: Vec<String> = n.interfaces.iter().map(|i| i.name.clone()).collect();

@@ -11,33 +11,22 @@
 
 pub mod agenda;
 pub mod bridge;
+pub mod choice;
 pub mod conn;
+pub mod control;
 pub mod gso;
 pub mod host;
 pub mod sctp;
+pub mod stack;
 pub mod tun;
 
-use mplab_scenario::network::{App, Network, NodeKind, TransportKind};
+use mplab_scenario::network::Network;
 use mplab_scenario::Scenario;
 
-use crate::kernel::{self, KernelError, KernelOptions, KernelRun};
+pub use choice::{mplab_nodes, on_gateway_stack};
+pub use control::{control_path, send_control, CONTROL_DIR};
 
-/// Which nodes run mplab's stack under the userspace backend: every host
-/// whose `stack` is unset or `"mplab"`, and the gateway routers of the
-/// hybrid-access flows that carry a connection ([`on_gateway_stack`]).
-/// Other routers are the kernel's.
-pub fn mplab_nodes(net: &Network) -> Vec<bool> {
-    let mine = |n: &mplab_scenario::network::Node| n.stack.as_deref().is_none_or(|s| s == "mplab" || s == "userspace");
-    net.nodes.iter().map(|n| mine(n) && (n.kind == NodeKind::Host || net.flows.iter().any(|f| on_gateway_stack(f) && (f.from == n.id || f.to == n.id)))).collect()
-}
-
-/// Whether flow `f` is a gateway connection mplab's stack can end in a
-/// router: a stream-mode tunnel's, or a converter's carriers. The router
-/// still forwards with Linux; a datagram-mode tunnel has no connection
-/// (kernel UDP).
-pub fn on_gateway_stack(f: &mplab_scenario::network::Flow) -> bool {
-    matches!(f.app, App::Tunnel { datagram: false, .. } | App::Converter { .. }) && matches!(f.transport, TransportKind::Tcp | TransportKind::Mptcp)
-}
+use crate::run::{KernelError, KernelOptions, KernelRun};
 
 /// What the userspace backend cannot run, as scenario errors (empty: ok).
 ///
@@ -61,7 +50,7 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
     // SCTP on an mplab host runs proto's association on the TUN; its
     // kernel-host peer runs usrsctp (checked by kconf::unsupported_on).
     for f in net.flows.iter().filter(|f| f.transport.is_sctp() && (mine[f.from] || mine[f.to])) {
-        if let Some(why) = crate::usrsctp::flow::unsupported(f) {
+        if let Some(why) = crate::usrsctp::unsupported(f) {
             errs.push(sc.error_at(&format!("flows[{}]", f.id), why).to_string());
         }
     }
@@ -84,45 +73,8 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
     errs
 }
 
-/// Directory of the mplab hosts' control files.
-pub const CONTROL_DIR: &str = "/run/mplab-us";
-
-/// The control file of the mplab host in namespace `ns`.
-///
-/// Run-time commands for an mplab host, what `ip mptcp endpoint change /
-/// delete` is for a kernel host (and how the interop tests drive the
-/// mplab-initiated MP_PRIO, REMOVE_ADDR and MP_FASTCLOSE). The host picks
-/// the file up within 20 ms, removes it and applies each line:
-///
-/// * `backup ADDR` / `nobackup ADDR`: MP_PRIO on every subflow from local
-///   address ADDR (`Connection::set_backup`): the peer should send on it
-///   only when nothing else works;
-/// * `remove ADDR`: the address goes away: REMOVE_ADDR with its id, and
-///   its subflows end (`Connection::remove_local`);
-/// * `abort [FLOW]`: MP_FASTCLOSE (a RST for plain TCP) on the flow's
-///   connection, or on every connection of the host.
-///
-/// Scenario files have no such events (the simulator and the kernel
-/// backend could not run them alike); this is an operator's and the
-/// tests' hook. Write with [`send_control`] (atomic: a file appears whole).
-pub fn control_path(ns: &str) -> std::path::PathBuf {
-    std::path::Path::new(CONTROL_DIR).join(format!("{ns}.ctl"))
-}
-
-/// Hands `commands` (one per line) to the mplab host in namespace `ns`.
-/// Fails if the previous commands were not picked up yet.
-pub fn send_control(ns: &str, commands: &str) -> std::io::Result<()> {
-    std::fs::create_dir_all(CONTROL_DIR)?;
-    let path = control_path(ns);
-    if path.exists() {
-        return Err(std::io::Error::new(std::io::ErrorKind::WouldBlock, format!("{}: earlier commands still pending", path.display())));
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, commands)?;
-    std::fs::rename(&tmp, &path)
-}
-
 /// Runs `net` with mplab's stack on the hosts [`mplab_nodes`] names.
 pub fn run(net: &Network, opts: &KernelOptions) -> Result<KernelRun, KernelError> {
-    kernel::run_mixed(net, opts, &mplab_nodes(net))
+    let stack = stack::UserspaceStack::new(net, mplab_nodes(net));
+    crate::run::run(net, opts, Some(Box::new(stack)))
 }

@@ -44,7 +44,7 @@ pub struct Tun {
     fd: OwnedFd,
     pub name: String,
     /// The namespace it lives in (names the host's control file,
-    /// [`super::control_path`]).
+    /// [`super::control::control_path`]).
     pub ns: Option<String>,
     /// Opened with `IFF_VNET_HDR`: writes may be TCP super-segments that
     /// the kernel splits (GSO) after routing them once.
@@ -102,12 +102,12 @@ impl Tun {
 
     /// Creates the TUN of a gateway router on mplab's stack: only its own
     /// connections' TCP goes to the TUN (the hybrid-access flows it ends,
-    /// [`super::on_gateway_stack`]), and only from the access links: at
+    /// [`super::choice::on_gateway_stack`]), and only from the access links: at
     /// the HAG the segments to the flow's port, at the CPE those from it.
     /// Everything else the router forwards or answers as before.
     pub fn attach_gateway(net: &Network, node: usize, ns: &str) -> Result<Tun, String> {
         let mut rules = Vec::new();
-        for f in net.flows.iter().filter(|f| super::on_gateway_stack(f) && (f.from == node || f.to == node)) {
+        for f in net.flows.iter().filter(|f| super::choice::on_gateway_stack(f) && (f.from == node || f.to == node)) {
             let (peer, dir) = if f.to == node { (f.from, "dport") } else { (f.to, "sport") };
             for i in net.nodes[node].interfaces.iter().filter(|i| i.peer == peer) {
                 rules.push(format!("rule add priority 5 iif {} ipproto tcp {dir} {} table {TUN_TABLE}", i.name, f.dport));

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant as Wall};
 use mplab_backend::config::{sctp_addrs, sctp_mtu};
 use mplab_scenario::network::{App, BufferSplitting, CmtVariant, Flow, Network};
 
+pub use super::unsupported;
 use super::host::{HostSpec, Line, PathLine, Role, Settings};
 use crate::apps::FlowState;
 
@@ -69,16 +70,6 @@ pub fn settings(f: &Flow) -> Settings {
     }
 }
 
-/// Why the kernel backend cannot run this SCTP flow, if it cannot.
-pub fn unsupported(f: &Flow) -> Option<String> {
-    if f.servers.len() > 1 {
-        return Some("an SCTP flow to a load-balanced service".into());
-    }
-    if !matches!(f.app, App::Bulk { .. }) {
-        return Some("SCTP flows on the kernel backend run app = \"bulk\" only".into());
-    }
-    None
-}
 
 impl SctpFlow {
     /// Starts the hosts of the ends `kernel` says (server, client) run on

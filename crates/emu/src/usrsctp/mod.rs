@@ -7,7 +7,24 @@
 //! * [`ffi`]: the library, loaded at run time.
 //! * [`host`]: one end (client or server), its spec and its output lines.
 //! * [`flow`]: the two ends of a scenario flow, as the kernel backend runs them.
+//!
+//! What usrsctp can run ([`unsupported`]) lives here, below both the
+//! backend checks (`kconf`) and the flow runner, which uses the flows' shared
+//! state (`apps`).
 
 pub mod ffi;
 pub mod flow;
 pub mod host;
+
+use mplab_scenario::network::{App, Flow};
+
+/// Why the kernel backend cannot run this SCTP flow, if it cannot.
+pub fn unsupported(f: &Flow) -> Option<String> {
+    if f.servers.len() > 1 {
+        return Some("an SCTP flow to a load-balanced service".into());
+    }
+    if !matches!(f.app, App::Bulk { .. }) {
+        return Some("SCTP flows on the kernel backend run app = \"bulk\" only".into());
+    }
+    None
+}
