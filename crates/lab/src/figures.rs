@@ -166,7 +166,6 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
     for (cols, name, title, unit, scale) in [
         (&["ooo_bytes"][..], "ooo_time", "Out-of-order queue at the receiver", "out-of-order bytes (KB)", 1e-3),
         (&["hol_ms", "hol_delay_ms"][..], "hol_time", "Head-of-line blocking delay", "HoL delay (ms)", 1.0),
-        (&["snd_buf_bytes"][..], "sndbuf_time", "Send buffer of the connection", "send buffer (KB)", 1e-3),
     ] {
         if let Some(col) = cols.iter().copied().find(|c| flows.has(c)) {
             let s = group(&flows, |r| (flows.str(r, "subflow") == "all").then(|| flows.str(r, "flow").to_string()))
@@ -175,6 +174,19 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
                 .collect();
             out.extend(line(name, title.into(), "time (s)", unit, s, &ev, true));
         }
+    }
+    // The send buffer's size (what autotuning allows) and its occupancy
+    // (bytes written and not yet acknowledged), both per connection: a
+    // writer is buffer-limited where the two meet.
+    if flows.has("snd_buf_bytes") {
+        let mut s = Vec::new();
+        for (k, rows) in group(&flows, |r| (flows.str(r, "subflow") == "all").then(|| flows.str(r, "flow").to_string())) {
+            s.push(Series { name: format!("{k} size"), points: series_of(&flows, &rows, "time_s", "snd_buf_bytes", 1e-3), ..Default::default() });
+            if flows.has("snd_queued_bytes") {
+                s.push(Series { name: format!("{k} occupancy"), points: series_of(&flows, &rows, "time_s", "snd_queued_bytes", 1e-3), ..Default::default() });
+            }
+        }
+        out.extend(line("sndbuf_time", "Send buffer per connection: size and occupancy".into(), "time (s)", "send buffer (KB)", s, &ev, true));
     }
     let q = Table::read_csv(&dir.join("queues.csv")).unwrap_or_default();
     if q.has("queue_bytes") && !q.rows.is_empty() {
@@ -421,6 +433,23 @@ mod column_tests {
         let names: Vec<String> = run_figures(&d).unwrap().into_iter().map(|f| f.name).collect();
         let _ = std::fs::remove_dir_all(&d);
         assert_eq!(names, ["goodput_time"], "absent columns are skipped");
+    }
+
+    /// The send-buffer figure names what it shows: the buffer's size and
+    /// its occupancy, one series each per connection.
+    #[test]
+    fn send_buffer_figure_shows_size_and_occupancy() {
+        let d = std::env::temp_dir().join(format!("mplab-figsnd-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("flows.csv"), "time_s,flow,subflow,goodput_bps,snd_buf_bytes,snd_queued_bytes\n0.1,f,all,1000000,46080,30000\n0.2,f,all,1000000,92160,90000\n").unwrap();
+        let figs = run_figures(&d).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        let f = figs.iter().find(|f| f.name == "sndbuf_time").expect("a send-buffer figure");
+        let Plot::Line(l) = &f.plot else { panic!("a line plot") };
+        assert!(l.title.contains("size and occupancy"), "{}", l.title);
+        let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["f size", "f occupancy"]);
+        assert_eq!(l.series[1].points[1], (0.2, 90.0));
     }
 }
 
