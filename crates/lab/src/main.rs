@@ -1,6 +1,6 @@
 //! `mplab`: the Multipath TCP lab command line.
 
-use mplab::{attack, compare, figures, load, plugins, report, run, slurm, soak, sweep, trace, validate};
+use mplab::{attack, compare, figures, load, plot, plugins, report, run, slurm, soak, sweep, trace, validate};
 
 
 use std::io::Write as _;
@@ -196,6 +196,14 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Print every verified check on its own line (by default, a count
+        /// per kind of check, and every mismatch).
+        #[arg(long)]
+        checks: bool,
+        /// Write plots (PNG + SVG) to DIR: per connection, the subflows'
+        /// time-sequence graph, the data-sequence graph, RTT per subflow.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
     },
     /// Check that the simulator agrees with Linux: run a suite of cases on
     /// the simulator with the `linux` stack profile and on the kernel
@@ -571,13 +579,21 @@ fn main() -> ExitCode {
             let _ = write!(std::io::stdout(), "{}", plugins::render());
             ExitCode::SUCCESS
         }
-        Command::Trace { file, json } => match trace::trace_file(&file) {
+        Command::Trace { file, json, checks, plots } => match trace::trace_file(&file) {
             Ok(rep) => {
+                if let Some(dir) = plots {
+                    for f in trace::plots::figures(&rep) {
+                        if let Err(e) = plot::write(&f.plot, &dir.join(&f.name)) {
+                            eprintln!("mplab trace: {}: {e}", dir.display());
+                            return ExitCode::from(EXIT_FAILED);
+                        }
+                    }
+                }
                 if json {
                     // A closed stdout (`| head`) is not an error worth a panic.
                     let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&rep).expect("report serialises"));
                 } else {
-                    let _ = write!(std::io::stdout(), "{}", trace::render(&rep));
+                    let _ = write!(std::io::stdout(), "{}", trace::render(&rep, if checks { trace::Detail::EveryCheck } else { trace::Detail::Summary }));
                 }
                 if rep.checks_mismatch > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
             }

@@ -55,6 +55,8 @@ pub struct Series {
     pub step: bool,
     /// Thicker, black: a total drawn over its parts.
     pub emphasis: bool,
+    /// Small dots only, no line (time-sequence graphs: one dot a segment).
+    pub dots: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -239,7 +241,9 @@ fn draw_line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, p: &LinePlot) ->
             pts = st;
         }
         let style = color.stroke_width(width);
-        if p.categories.is_some() {
+        if s.dots {
+            chart.draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 2, color.filled())))?.label(s.name.clone()).legend(move |(x, y)| Circle::new((x + 11, y), 3, color.filled()));
+        } else if p.categories.is_some() {
             // Categories (scheduler names) have no order between them:
             // points only, no line suggesting a trend.
             chart.draw_series(s.points.iter().map(|&(x, y)| Circle::new((tx(x), y), 5, color.filled())))?.label(s.name.clone()).legend(move |(x, y)| Circle::new((x + 11, y), 5, color.filled()));
