@@ -357,6 +357,13 @@ fn fail(cmd: &str, e: run::RunError) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout (`mplab compare A B | head -1`) ends the program
+    // quietly, as it does Unix tools: Rust ignores SIGPIPE and would panic
+    // on the failed print instead.
+    // SAFETY: called first thing, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // Simulations (the default backend) run faster on huge pages; this
     // restarts the process once with them, before any thread exists.

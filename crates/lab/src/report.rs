@@ -275,6 +275,12 @@ fn validate_body(o: &mut String, dir: &Path) -> io::Result<String> {
 
 /// Writes the report; returns its path (`DIR/report.html` unless `out` is given).
 pub fn write_report(dir: &Path, out: Option<&Path>) -> io::Result<std::path::PathBuf> {
+    // A results directory holds one of these; say so rather than name the
+    // first file a body reader misses.
+    if !["validate.json", "sweep.json", "summary.json"].iter().any(|f| dir.join(f).exists()) {
+        let what = if dir.is_dir() { "not a results directory (no summary.json, sweep.json or validate.json: mplab run, sweep or validate writes one)" } else { "no such directory" };
+        return Err(io::Error::new(io::ErrorKind::NotFound, what));
+    }
     let mut body = String::new();
     let name = if dir.join("validate.json").exists() {
         validate_body(&mut body, dir)?

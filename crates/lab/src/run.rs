@@ -263,13 +263,20 @@ pub fn render_summary(s: &Summary) -> String {
     let mut o = String::new();
     let what = if s.backend == "sim" { "simulated" } else { "run" };
     let _ = writeln!(o, "scenario {} on {} (seed {}), {:.1} s {what}", s.scenario, s.backend, s.seed, s.duration_s);
-    let _ = writeln!(o, "\n{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {}", "flow", "proto", "goodput Mb/s", "bytes", "retrans", "rtos", "srtt ms", "verified");
+    let _ = writeln!(o, "\n{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {:<8}  {}", "flow", "proto", "goodput Mb/s", "bytes", "retrans", "rtos", "srtt ms", "verified", "done");
     for f in &s.flows {
+        // A bounded transfer's time to its last byte; "-" for one that ran
+        // to the end of the run (a bulk flow, or a transfer not finished).
+        let done = match (f.completed, f.completion_time_s) {
+            (true, Some(t)) => format!("{t:.2} s"),
+            (true, None) => "yes".to_string(),
+            _ => "-".to_string(),
+        };
         let srtt = f.mean_srtt_ms.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());
         let transport = if f.fallback { format!("{}*", f.transport) } else { f.transport.clone() };
         let _ = writeln!(
             o,
-            "{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {}",
+            "{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {:<8}  {}",
             f.name,
             transport,
             mbit(f.goodput_bps),
@@ -277,7 +284,8 @@ pub fn render_summary(s: &Summary) -> String {
             f.retransmitted_segments,
             f.rto_count,
             srtt,
-            if f.verified { "yes" } else { "NO" }
+            if f.verified { "yes" } else { "NO" },
+            done
         );
         if let Some(c) = f.tunnel.as_ref().and_then(|t| t.converter.as_ref()) {
             let errors: Vec<String> = c.errors.iter().map(|(e, n)| format!("{n} {e}")).collect();
@@ -332,6 +340,9 @@ pub fn render_summary(s: &Summary) -> String {
                 let _ = writeln!(o, "  {:<30} {:>12}{}", format!("{} -> {}", sf.local, sf.remote), mbit(sf.goodput_bps), if sf.backup { " backup" } else { "" });
             }
         }
+    }
+    if s.flows.iter().any(|f| f.fallback) {
+        let _ = writeln!(o, "(proto*: the connection fell back to plain TCP, RFC 8684 3.7)");
     }
     let _ = writeln!(o, "\n{:<24} {:>12} {:>12}", "interface", "tx Mb/s", "rx Mb/s");
     for i in &s.interfaces {

@@ -1,0 +1,51 @@
+//! What a new user meets on the command line in the first hour: a closed
+//! pipe, a wrong directory, a file that is not a capture.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+fn scenario(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name)
+}
+
+/// `mplab run ... | head -1`: the reader goes away after one line. The
+/// program ends quietly by SIGPIPE, as Unix tools do, not with a panic
+/// ("failed printing to stdout", exit 101).
+#[test]
+fn closed_stdout_ends_quietly() {
+    let out = std::env::temp_dir().join(format!("mplab-pipe-{}", std::process::id()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mplab"))
+        .args(["run", scenario("tcp-single.toml").to_str().unwrap(), "--set", "duration=2s", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close our end of stdout before the program prints its table.
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{err}");
+    use std::os::unix::process::ExitStatusExt;
+    assert!(status.success() || status.signal() == Some(libc::SIGPIPE), "{status:?} {err}");
+}
+
+#[test]
+fn report_on_a_directory_without_results_says_so() {
+    let dir = std::env::temp_dir().join(format!("mplab-notresults-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_mplab")).args(["report", dir.to_str().unwrap()]).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a results directory") && !err.contains("os error"), "{err}");
+}
+
+#[test]
+fn trace_of_a_text_file_shows_what_it_starts_with() {
+    let o = Command::new(env!("CARGO_BIN_EXE_mplab")).args(["trace", concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("5b 70 61 63 \"[pac\""), "hex and the text it spells: {err}");
+}
