@@ -17,6 +17,9 @@
 //!   the simulator's middlebox and the kernel backend's forwarder share;
 //! * [`call_quality`]: what a real-time datagram stream experienced (loss,
 //!   lateness, delay, jitter, interruptions, E-model R and MOS);
+//! * [`host`]: the sans-IO host stack of mplab's own TCP and MPTCP
+//!   (demultiplexing, listeners, joins by token, resets) and proto's
+//!   connections behind one stream interface;
 //! * [`convert`]: the hybrid-access gateways' RFC 8803 Transport
 //!   Converter sessions (request, decision, answer).
 
@@ -27,6 +30,7 @@ pub mod call_quality;
 pub mod config;
 pub mod convert;
 pub mod datagram;
+pub mod host;
 pub mod link;
 pub mod quic;
 pub mod results;

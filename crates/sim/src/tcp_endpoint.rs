@@ -1,19 +1,27 @@
-//! A crates/proto TCP connection as a simulator endpoint.
+//! crates/proto's TCP and MPTCP connections as simulator endpoints: one
+//! [`StreamEndpoint`] over the backends' shared [`StreamConn`] (which is
+//! also the application's stream socket); what is MPTCP's own is in
+//! [`crate::mptcp_endpoint`].
 
-use core::ops::Range;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use mplab_proto::tcp::{Connection, TcpConfig, Transmit};
+use mplab_backend::host::{AsStreamConn, StreamConn};
+use mplab_proto::mptcp::MptcpConfig;
+use mplab_proto::tcp::{TcpConfig, Transmit};
 use mplab_proto::Instant;
 
-use crate::apps::StreamSocket;
 use crate::endpoint::{Endpoint, PathStats, Progress};
+use crate::mptcp_endpoint as mp;
 use crate::packet::Packet;
 
-pub struct TcpEndpoint {
-    conn: Connection,
-    local: SocketAddr,
-    remote: SocketAddr,
+/// The endpoints' former names: one type runs both engines now.
+pub type TcpEndpoint = StreamEndpoint;
+pub type MptcpEndpoint = StreamEndpoint;
+
+pub struct StreamEndpoint {
+    conn: StreamConn,
+    /// Regenerated payloads for MPTCP's DSS checksums.
+    scratch: Vec<u8>,
 }
 
 fn v4(a: SocketAddr) -> Ipv4Addr {
@@ -23,41 +31,48 @@ fn v4(a: SocketAddr) -> Ipv4Addr {
     }
 }
 
-impl TcpEndpoint {
-    pub fn connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Instant) -> TcpEndpoint {
-        TcpEndpoint { conn: Connection::connect(cfg, local, remote, iss, now), local, remote }
+impl StreamEndpoint {
+    fn new(conn: StreamConn) -> StreamEndpoint {
+        StreamEndpoint { conn, scratch: Vec::new() }
     }
 
-    pub fn accept(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, iss: u32, now: Instant) -> Option<TcpEndpoint> {
-        let conn = Connection::accept(cfg, local, remote, &syn.tcp, iss, now).ok()?;
-        Some(TcpEndpoint { conn, local, remote })
+    pub fn tcp_connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Instant) -> StreamEndpoint {
+        Self::new(StreamConn::tcp_connect(cfg, local, remote, iss, now))
+    }
+
+    pub fn tcp_accept(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, iss: u32, now: Instant) -> Option<StreamEndpoint> {
+        StreamConn::tcp_accept(cfg, local, remote, &syn.tcp, iss, now).map(Self::new)
+    }
+
+    pub fn mptcp_connect(cfg: MptcpConfig, local: SocketAddr, remote: SocketAddr, seed: u64, now: Instant) -> StreamEndpoint {
+        Self::new(StreamConn::mptcp_connect(cfg, local, remote, seed, now))
+    }
+
+    pub fn mptcp_accept(cfg: MptcpConfig, local: SocketAddr, remote: SocketAddr, syn: &Packet, seed: u64, now: Instant) -> Option<StreamEndpoint> {
+        StreamConn::mptcp_accept(cfg, local, remote, &syn.tcp, seed, now).map(Self::new)
+    }
+
+    pub fn connection(&self) -> &StreamConn {
+        &self.conn
     }
 }
 
-impl StreamSocket for TcpEndpoint {
-    fn send_space(&self) -> u64 {
-        self.conn.send_space()
+impl AsStreamConn for StreamEndpoint {
+    fn stream_conn(&self) -> &StreamConn {
+        &self.conn
     }
-    fn send(&mut self, n: u64) -> u64 {
-        self.conn.send(n)
-    }
-    fn readable(&self) -> u64 {
-        self.conn.readable()
-    }
-    fn recv(&mut self, max: u64) -> Range<u64> {
-        self.conn.recv(max)
-    }
-    fn close(&mut self) {
-        self.conn.close()
-    }
-    fn peer_closed(&self) -> bool {
-        self.conn.peer_closed()
+    fn stream_conn_mut(&mut self) -> &mut StreamConn {
+        &mut self.conn
     }
 }
 
-impl Endpoint for TcpEndpoint {
+impl Endpoint for StreamEndpoint {
     fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress {
-        let placed = self.conn.handle_segment(now, &pkt.tcp, pkt.payload_len);
+        let conn = match &mut self.conn {
+            StreamConn::Mptcp(c) => return mp::on_packet(c, &mut self.scratch, now, pkt),
+            StreamConn::Tcp { c, .. } => c,
+        };
+        let placed = conn.handle_segment(now, &pkt.tcp, pkt.payload_len);
         let misplaced = match &placed {
             Some(r) if !r.is_empty() => r.start != pkt.tag,
             _ => false,
@@ -68,13 +83,17 @@ impl Endpoint for TcpEndpoint {
     }
 
     fn poll_transmit_into(&mut self, now: Instant, out: &mut Packet) -> bool {
+        let (conn, local, remote) = match &mut self.conn {
+            StreamConn::Mptcp(c) => return mp::poll_transmit_into(c, now, out),
+            StreamConn::Tcp { c, local, remote } => (c, *local, *remote),
+        };
         // Built on the stack (in cache), copied once into the pool slot.
         let t = &mut Transmit::default();
-        if !self.conn.poll_transmit_into(now, t) {
+        if !conn.poll_transmit_into(now, t) {
             return false;
         }
         let len = (t.payload.end - t.payload.start) as u32;
-        out.set(v4(self.local), v4(self.remote), &t.header, len, t.payload.start);
+        out.set(v4(local), v4(remote), &t.header, len, t.payload.start);
         true
     }
 
@@ -96,13 +115,51 @@ impl Endpoint for TcpEndpoint {
     }
 
     fn failure(&self) -> Option<bool> {
-        self.conn.was_reset().then(|| self.conn.syn_timed_out())
+        match &self.conn {
+            StreamConn::Mptcp(c) => c.was_reset().then_some(false),
+            StreamConn::Tcp { c, .. } => c.was_reset().then(|| c.syn_timed_out()),
+        }
+    }
+
+    fn fell_back(&self) -> bool {
+        self.conn.fell_back()
     }
 
     fn paths(&self) -> Vec<PathStats> {
-        let mut p = PathStats::from_tcp(self.local, self.remote, false, &self.conn.stats());
-        p.state = tcp_state(self.conn.state());
-        vec![p]
+        match &self.conn {
+            StreamConn::Mptcp(c) => mp::paths(c),
+            StreamConn::Tcp { c, local, remote } => {
+                let mut p = PathStats::from_tcp(*local, *remote, false, &c.stats());
+                p.state = tcp_state(c.state());
+                vec![p]
+            }
+        }
+    }
+
+    fn accept_join(&mut self, now: Instant, pkt: &Packet) -> bool {
+        let StreamConn::Mptcp(c) = &mut self.conn else { return false };
+        let (local, remote) = mp::addrs(pkt);
+        c.accept_join(now, local, remote, &pkt.tcp).is_ok()
+    }
+
+    fn reorder_probe(&self, now: Instant) -> Option<(u64, u64)> {
+        let StreamConn::Mptcp(c) = &self.conn else { return None };
+        Some(mp::reorder_probe(c, now))
+    }
+
+    fn send_buffer_probe(&self) -> Option<(u64, u64)> {
+        self.conn.send_buffer()
+    }
+
+    fn token(&self) -> Option<u32> {
+        let StreamConn::Mptcp(c) = &self.conn else { return None };
+        Some(c.local_token())
+    }
+
+    fn set_addr_in_service(&mut self, addr: Ipv4Addr, in_service: bool) {
+        if let StreamConn::Mptcp(c) = &mut self.conn {
+            mp::set_addr_in_service(c, addr, in_service);
+        }
     }
 }
 

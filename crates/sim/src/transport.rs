@@ -10,9 +10,8 @@ use mplab_scenario::network::{self, Flow, Network};
 use crate::endpoint::Endpoint;
 use crate::packet::Packet;
 use crate::config::{flow_tcp_end_config, mptcp_config, sctp_addrs, sctp_config, sctp_mtu};
-use crate::mptcp_endpoint::MptcpEndpoint;
 use crate::sctp_endpoint::SctpEndpoint;
-use crate::tcp_endpoint::TcpEndpoint;
+use crate::tcp_endpoint::StreamEndpoint;
 use crate::udp_endpoint::UdpEndpoint;
 use crate::quic_endpoint::QuicEndpoint;
 use mplab_backend::quic::QuicEnd;
@@ -66,10 +65,10 @@ impl EndpointFactory for SimFactory {
         let local = SocketAddr::new(f.src.into(), f.sport);
         let remote = SocketAddr::new(f.dst.into(), f.dport);
         match f.transport {
-            network::TransportKind::Tcp => Some(Box::new(TcpEndpoint::connect(flow_tcp_end_config(net, f, f.from).expect(CHECKED), local, remote, seed as u32, now))),
+            network::TransportKind::Tcp => Some(Box::new(StreamEndpoint::tcp_connect(flow_tcp_end_config(net, f, f.from).expect(CHECKED), local, remote, seed as u32, now))),
             network::TransportKind::Mptcp => {
                 let cfg = mptcp_config(net, f, f.from, f.src).expect(CHECKED);
-                Some(Box::new(MptcpEndpoint::connect(cfg, local, remote, seed, now)))
+                Some(Box::new(StreamEndpoint::mptcp_connect(cfg, local, remote, seed, now)))
             }
             network::TransportKind::Udp => {
                 let app = DatagramApp::new(&f.app, true, now, Instant(f.stop_ns)).expect(CHECKED);
@@ -87,10 +86,10 @@ impl EndpointFactory for SimFactory {
         let local_sa = SocketAddr::new(local.into(), syn.tcp.dst_port);
         let remote_sa = SocketAddr::new(remote.into(), syn.tcp.src_port);
         match f.transport {
-            network::TransportKind::Tcp => TcpEndpoint::accept(flow_tcp_end_config(net, f, f.to).expect(CHECKED), local_sa, remote_sa, syn, seed as u32, now).map(|e| Box::new(e) as Box<dyn Endpoint>),
+            network::TransportKind::Tcp => StreamEndpoint::tcp_accept(flow_tcp_end_config(net, f, f.to).expect(CHECKED), local_sa, remote_sa, syn, seed as u32, now).map(|e| Box::new(e) as Box<dyn Endpoint>),
             network::TransportKind::Mptcp => {
                 let cfg = mptcp_config(net, f, f.to, local).expect(CHECKED);
-                MptcpEndpoint::accept(cfg, local_sa, remote_sa, syn, seed, now).map(|e| Box::new(e) as Box<dyn Endpoint>)
+                StreamEndpoint::mptcp_accept(cfg, local_sa, remote_sa, syn, seed, now).map(|e| Box::new(e) as Box<dyn Endpoint>)
             }
             network::TransportKind::Quic => {
                 // The client's Initial reaches it once it is handed over.

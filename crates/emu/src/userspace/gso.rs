@@ -38,7 +38,7 @@ use mplab_wire::tcp::flags;
 use mplab_wire::{DssMapping, MptcpOption, TcpHeader, TcpOptions};
 
 use super::conn::Out;
-use super::host::HostCounters;
+use super::host::counters::HostCounters;
 use super::tun::Tun;
 
 /// Largest super-segment payload: the IP total length (u16) with 80 bytes

@@ -14,7 +14,7 @@ use mplab_proto::Instant;
 use mplab_scenario::network::{App, Flow, Network};
 use mplab_wire::sctp::Packet as SctpPacket;
 
-use super::host::{HostCounters, Role};
+use super::host::counters::{HostCounters, Role};
 use super::tun::Tun;
 use crate::apps::{Clock, FlowState};
 

@@ -2,6 +2,7 @@
 //! whole state machine exercised without any simulator.
 
 use super::*;
+use mplab_wire::tcp::flags;
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;

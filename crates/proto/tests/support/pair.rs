@@ -33,10 +33,9 @@ use mplab_wire::tcp::TcpOptions;
 use mplab_wire::TcpHeader;
 
 pub use crate::script::{pattern, Script};
+use crate::script::{far_outside, Trace, MAX_WIRE, MS};
 
 pub const MAX_SUBFLOWS: usize = 16;
-const MAX_WIRE: usize = 256;
-const MS: u64 = 1_000_000;
 
 struct Pattern;
 impl PayloadSource for Pattern {
@@ -105,7 +104,7 @@ pub struct Pair {
     forged_in_window: u32,
     out: Outcome,
     /// The last operations, for the error messages.
-    trace: std::collections::VecDeque<String>,
+    trace: Trace,
 }
 
 impl Pair {
@@ -238,15 +237,12 @@ impl Pair {
     }
 
     fn note(&mut self, s: String) {
-        if self.trace.len() >= 40 {
-            self.trace.pop_front();
-        }
-        self.trace.push_back(s);
+        self.trace.note(s);
     }
 
     /// The last operations, one per line.
     pub fn trace(&self) -> String {
-        self.trace.iter().cloned().collect::<Vec<_>>().join("\n")
+        self.trace.lines()
     }
 
     pub fn check(&mut self) -> Result<(), String> {
@@ -267,7 +263,7 @@ impl Pair {
             }
             let r = s.recv(u64::MAX);
             if !r.is_empty() {
-                self.trace.push_back(format!("  read {r:?}"));
+                self.trace.note(format!("  read {r:?}"));
             }
             if r.start != self.read {
                 return Err(format!("reads not contiguous: {} then {r:?}", self.read));
@@ -322,10 +318,7 @@ impl Pair {
             7 => {
                 let p = self.forge(s);
                 // Far outside the window: must change nothing.
-                let far = self.rcv_nxt(&p).is_some_and(|n| {
-                    let d = p.header.seq.wrapping_sub(n);
-                    (1 << 30..=(u32::MAX - (1 << 30))).contains(&d)
-                });
+                let far = self.rcv_nxt(&p).is_some_and(|n| far_outside(p.header.seq, n));
                 let before = self.snapshot(p.to_server);
                 let to_server = p.to_server;
                 let placed = self.deliver(p)?;

@@ -1,6 +1,12 @@
-//! What the stateful fuzz harnesses share: the script of operations they
-//! read from the fuzzer's bytes, and the stream pattern their senders write
-//! and their receivers check.
+//! What the stateful fuzz harnesses (pair.rs for MPTCP, tcp_pair.rs for
+//! the TCP engine) share: the script of operations they read from the
+//! fuzzer's bytes, the stream pattern their senders write and their
+//! receivers check, the window test for forged segments, and the trace of
+//! the last operations their error messages show.
+//!
+//! The two harnesses keep their own operation tables: the scripts in
+//! fuzz/regressions are read op by op, so each table's numbering and the
+//! bytes each operation consumes must stay as they are.
 
 #![allow(dead_code)]
 
@@ -46,3 +52,33 @@ impl<'a> Script<'a> {
     }
 }
 
+
+/// Segments in flight at most.
+pub const MAX_WIRE: usize = 256;
+/// A millisecond in nanoseconds.
+pub const MS: u64 = 1_000_000;
+
+/// Whether sequence number `seq` is more than 2^30 from the receiver's
+/// RCV.NXT `rcv_nxt`, either way: far outside any window.
+pub fn far_outside(seq: u32, rcv_nxt: u32) -> bool {
+    let d = seq.wrapping_sub(rcv_nxt);
+    (1 << 30..=(u32::MAX - (1 << 30))).contains(&d)
+}
+
+/// The last 40 operations, for error messages.
+#[derive(Default)]
+pub struct Trace(std::collections::VecDeque<String>);
+
+impl Trace {
+    pub fn note(&mut self, s: String) {
+        if self.0.len() >= 40 {
+            self.0.pop_front();
+        }
+        self.0.push_back(s);
+    }
+
+    /// One operation per line.
+    pub fn lines(&self) -> String {
+        self.0.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+}

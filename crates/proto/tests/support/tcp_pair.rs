@@ -30,10 +30,8 @@ use mplab_proto::Instant;
 use mplab_wire::tcp::TcpOptions;
 use mplab_wire::TcpHeader;
 
-use crate::script::{pattern, Script};
+use crate::script::{far_outside, pattern, Script, Trace, MAX_WIRE, MS};
 
-const MAX_WIRE: usize = 256;
-const MS: u64 = 1_000_000;
 
 fn client_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 1, 0, 1)), 40000)
@@ -87,7 +85,7 @@ pub struct TcpPair {
     /// [0]: what the server reads (the client's stream); [1]: the reverse.
     dir: [Reader; 2],
     out: TcpOutcome,
-    trace: std::collections::VecDeque<String>,
+    trace: Trace,
 }
 
 /// What a forged segment far outside the window must leave alone.
@@ -212,22 +210,16 @@ impl TcpPair {
     /// Whether `p`'s sequence number is more than 2^30 from its receiver's
     /// RCV.NXT (the receiver synchronized).
     fn far_outside(&self, p: &Pkt) -> bool {
-        self.receiver(p.to_server).filter(|c| c.is_established()).is_some_and(|c| {
-            let d = p.header.seq.wrapping_sub(c.rcv_nxt_seq());
-            (1 << 30..=(u32::MAX - (1 << 30))).contains(&d)
-        })
+        self.receiver(p.to_server).filter(|c| c.is_established()).is_some_and(|c| far_outside(p.header.seq, c.rcv_nxt_seq()))
     }
 
     fn note(&mut self, s: String) {
-        if self.trace.len() >= 40 {
-            self.trace.pop_front();
-        }
-        self.trace.push_back(s);
+        self.trace.note(s);
     }
 
     /// The last operations, one per line.
     pub fn trace(&self) -> String {
-        self.trace.iter().cloned().collect::<Vec<_>>().join("\n")
+        self.trace.lines()
     }
 
     pub fn check(&mut self) -> Result<(), String> {

@@ -1,18 +1,58 @@
 //! The host stack: demultiplexing segments to connections, accepting
 //! SYNs on listening ports and MP_JOINs by token, and answering stray
-//! segments with RST (RFC 9293 3.10.7.1).
+//! segments with RST (RFC 9293 3.10.7.1). The decisions are the shared
+//! host stack's ([`mplab_backend::host`]); the tables are the world's,
+//! every host's in one map keyed by node.
+
+use mplab_backend::host::demux::{arrival, join_decided};
+use mplab_backend::host::{reset_for, Arrival, KnownTupleJoin, Tables};
 
 use crate::packet::{Packet, NO_ADDR};
 
 use super::*;
 
+/// One node's view of the world's tables.
+struct NodeTables<'a> {
+    node: u32,
+    demux: &'a mut HashMap<DemuxKey, (u32, u8)>,
+    tokens: &'a mut HashMap<(u32, u32), (u32, u8)>,
+    listeners: &'a HashMap<(u32, u16), u32>,
+}
+
+impl Tables for NodeTables<'_> {
+    type Tuple = DemuxKey;
+    type Conn = (u32, u8);
+    type Listener = u32;
+    fn connection(&self, tuple: &DemuxKey) -> Option<(u32, u8)> {
+        self.demux.get(tuple).copied()
+    }
+    fn by_token(&self, token: u32) -> Option<(u32, u8)> {
+        self.tokens.get(&(self.node, token)).copied()
+    }
+    fn listener(&self, port: u16) -> Option<&u32> {
+        self.listeners.get(&(self.node, port))
+    }
+    fn bind(&mut self, tuple: DemuxKey, conn: (u32, u8)) {
+        self.demux.insert(tuple, conn);
+    }
+    fn register_token(&mut self, token: u32, conn: (u32, u8)) {
+        self.tokens.insert((self.node, token), conn);
+    }
+}
+
 impl World {
+    /// The tables of `node`.
+    fn node_tables(&mut self, node: usize) -> NodeTables<'_> {
+        NodeTables { node: node as u32, demux: &mut self.demux, tokens: &mut self.tokens, listeners: &self.listeners }
+    }
+
     pub(super) fn deliver_local(&mut self, node: usize, id: u32) {
         let pkt = &self.pool.pkts[id as usize];
         let key = (node as u32, u32::from(pkt.dst), pkt.tcp.dst_port, u32::from(pkt.src), pkt.tcp.src_port);
-        let (flow, end) = match self.demux.get(&key) {
-            Some(&fe) => fe,
-            None if pkt.is_udp() => match self.udp_socket(node, id, key) {
+        let tables = NodeTables { node: node as u32, demux: &mut self.demux, tokens: &mut self.tokens, listeners: &self.listeners };
+        let (flow, end) = match arrival(&tables, &key, &pkt.tcp, KnownTupleJoin::Connection) {
+            Arrival::Connection(fe) => fe,
+            _ if pkt.is_udp() => match self.udp_socket(node, id, key) {
                 Some(fe) => fe,
                 None => {
                     // No socket on the port: dropped (a host would answer
@@ -21,7 +61,7 @@ impl World {
                     return;
                 }
             },
-            None if pkt.is_sctp() => match self.sctp_association(node, id, key) {
+            _ if pkt.is_sctp() => match self.sctp_association(node, id, key) {
                 Some(fe) => fe,
                 None => {
                     // Out of the blue (RFC 9260 8.4): no association and
@@ -30,13 +70,25 @@ impl World {
                     return;
                 }
             },
-            None => match self.new_connection(node, id, key) {
+            Arrival::Join { conn, .. } => match self.join(node, id, key, conn) {
                 Some(fe) => fe,
                 None => {
                     self.send_rst(node, id);
                     return;
                 }
             },
+            Arrival::Open => match self.new_connection(node, id, key) {
+                Some(fe) => fe,
+                None => {
+                    self.send_rst(node, id);
+                    return;
+                }
+            },
+            // A stray RST gets no answer ([`reset_for`] gives none).
+            Arrival::Reset | Arrival::Drop => {
+                self.send_rst(node, id);
+                return;
+            }
         };
         let pkt = &self.pool.pkts[id as usize];
         if let (Some((conv, super::converter::Leg::Server)), true) = (self.flows[flow as usize].relay, pkt.tcp.syn() && pkt.tcp.ack_flag()) {
@@ -53,38 +105,31 @@ impl World {
         self.after_input(flow as usize, end as usize, p);
     }
 
-    /// A segment for no known 4-tuple: a SYN may open a connection on a
-    /// listening port, or join one by its MPTCP token. `None`: refused.
-    pub(super) fn new_connection(&mut self, node: usize, id: u32, key: DemuxKey) -> Option<(u32, u8)> {
+    /// An MP_JOIN SYN for a new 4-tuple: the connection its token names
+    /// (`conn`; a per-host token table, as in Linux) takes the subflow or
+    /// refuses it. `None`: refused (a wrong token too), answered with a
+    /// reset.
+    fn join(&mut self, node: usize, id: u32, key: DemuxKey, conn: Option<(u32, u8)>) -> Option<(u32, u8)> {
         let pkt = &self.pool.pkts[id as usize];
-        if !pkt.tcp.syn() || pkt.tcp.ack_flag() || pkt.tcp.rst() {
-            return None;
-        }
-        let join_token = pkt.tcp.options.mptcp().find_map(|o| match o {
-            mplab_wire::MptcpOption::MpJoin(mplab_wire::MpJoin::Syn { token, .. }) => Some(*token),
-            _ => None,
-        });
-        if let Some(token) = join_token {
-            // The token names the connection (a per-host token table, as in
-            // Linux); a wrong one, or a refused join, gets a reset.
-            let accepted = match self.tokens.get(&(node as u32, token)) {
-                Some(&(flow, end)) => self.flows[flow as usize].ends[end as usize].ep.as_mut().is_some_and(|ep| ep.accept_join(self.now, pkt)).then_some((flow, end)),
-                None => None,
-            };
-            let c = &mut self.host_counters[node];
-            let Some((flow, end)) = accepted else {
-                c.joins_refused += 1;
-                return None;
-            };
+        let accepted = conn.filter(|&(flow, end)| self.flows[flow as usize].ends[end as usize].ep.as_mut().is_some_and(|ep| ep.accept_join(self.now, pkt)));
+        let c = &mut self.host_counters[node];
+        if accepted.is_some() {
             c.joins_accepted += 1;
-            self.demux.insert(key, (flow, end));
-            return Some((flow, end));
+        } else {
+            c.joins_refused += 1;
         }
+        join_decided(&mut self.node_tables(node), key, accepted)
+    }
+
+    /// A SYN for no known 4-tuple (and no join): a converter's carrier,
+    /// or a connection on a listening port. `None`: refused.
+    pub(super) fn new_connection(&mut self, node: usize, id: u32, key: DemuxKey) -> Option<(u32, u8)> {
         if let Some(taken) = self.converter_syn(node, id, key) {
             return taken;
         }
+        let port = self.pool.pkts[id as usize].tcp.dst_port;
+        let flow = *self.node_tables(node).listener(port)?;
         let pkt = &self.pool.pkts[id as usize];
-        let &flow = self.listeners.get(&(node as u32, pkt.tcp.dst_port))?;
         if self.flows[flow as usize].ends[1].ep.is_some() || self.net.flows[flow as usize].transport.is_sctp() {
             return None; // one connection per flow: a stray SYN is refused
         }
@@ -102,10 +147,11 @@ impl World {
         };
         self.flows[flow as usize].server = node;
         self.host_counters[node].connections += 1;
-        if let Some(t) = ep.token() {
-            self.tokens.insert((node as u32, t), (flow, 1));
+        let mut t = self.node_tables(node);
+        if let Some(token) = ep.token() {
+            t.register_token(token, (flow, 1));
         }
-        self.demux.insert(key, (flow, 1));
+        t.bind(key, (flow, 1));
         self.flows[flow as usize].ends[1].ep = Some(ep);
         Some((flow, 1))
     }
@@ -160,7 +206,7 @@ impl World {
     /// Answers a segment nobody wants with a RST (RFC 9293 3.10.7.1).
     pub(super) fn send_rst(&mut self, node: usize, id: u32) {
         let p = &self.pool.pkts[id as usize];
-        let Some(h) = p.tcp.reset_reply(p.payload_len) else { return };
+        let Some(h) = reset_for(&p.tcp, p.payload_len) else { return };
         let mut rst = Packet::new(p.dst, p.src, h, 0, 0);
         rst.dst_idx = self.addr_idx.get(&u32::from(rst.dst)).copied().unwrap_or(NO_ADDR);
         let src = rst.src;
