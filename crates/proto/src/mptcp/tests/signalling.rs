@@ -1,0 +1,123 @@
+//! Forged and out-of-window segments, address withdrawal and restoration, lost handshake ACKs.
+
+use super::*;
+
+/// A segment on the server's first subflow, from the client's side, with
+/// sequence number `seq` and the given MPTCP options (none: plain TCP).
+fn forged(s: &Connection, seq: u32, opts: &[MptcpOption]) -> (SocketAddr, SocketAddr, TcpHeader) {
+    let sf = &s.subflows()[0];
+    let mut h = TcpHeader { src_port: sf.remote.port(), dst_port: sf.local.port(), seq, ack: 0, flags: mplab_wire::tcp::flags::ACK, window: 1000, urgent: 0, options: Default::default() };
+    for o in opts {
+        h.options.push_mptcp(o.clone()).unwrap();
+    }
+    (sf.local, sf.remote, h)
+}
+
+/// RFC 7430 / RFC 9293 3.10.7.4: options on a segment outside the
+/// subflow's window are not believed. An off-path sender who does not
+/// know the sequence numbers cannot make the connection fall back (a
+/// segment without DSS), change a subflow's priority (MP_PRIO) or fall
+/// back on a forged MP_FAIL; the same segments in the window can.
+#[test]
+fn segments_outside_the_window_change_nothing() {
+    let cases: Vec<(&str, Vec<MptcpOption>)> = vec![("no DSS", vec![]), ("MP_PRIO", vec![MptcpOption::MpPrio { backup: true, addr_id: None }]), ("MP_FAIL", vec![MptcpOption::MpFail { dsn: 0 }])];
+    for (what, opts) in cases {
+        let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
+        // Mid-transfer: 50 MB at 100 Mbit/s take longer than the 1 s run.
+        n.to_send = 50_000_000;
+        n.run(1_000);
+        assert!(n.received > 1_000_000 && n.received < 50_000_000, "{}", n.received);
+        let now = n.now;
+        let s = n.server.as_mut().unwrap();
+        let nxt = s.subflows()[0].tcp.rcv_nxt_seq();
+        let (local, remote, h) = forged(s, nxt.wrapping_add(1 << 31), &opts);
+        assert_eq!(s.handle_segment(now, local, remote, &h, 0, None), None);
+        assert_eq!(s.fallback(), None, "{what}: out of the window");
+        assert!(!s.subflows()[0].peer_backup, "{what}: out of the window");
+        assert_eq!(s.stats().unacceptable_segments, 1, "{what}");
+        // In the window the same segment is believed (a pure ACK without
+        // options only when several come in a row: one is a box's doing).
+        let (local, remote, h) = forged(s, nxt, &opts);
+        s.handle_segment(now, local, remote, &h, 0, None);
+        if opts.is_empty() {
+            assert_eq!(s.fallback(), None, "one option-less pure ACK");
+            for _ in 1..OPTIONLESS_ACKS_TO_FALL_BACK {
+                s.handle_segment(now, local, remote, &h, 0, None);
+            }
+        }
+        let changed = s.fallback().is_some() || s.subflows()[0].peer_backup;
+        assert!(changed, "{what}: in the window");
+    }
+}
+
+fn open_from(c: &Connection, a: IpAddr) -> usize {
+    c.subflows().iter().filter(|s| s.local.ip() == a && !s.is_closed() && s.tcp.is_established()).count()
+}
+
+#[test]
+fn a_withdrawn_client_address_is_left_then_used_again_when_restored() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 10);
+    n.to_send = 6_000_000;
+    n.run(800);
+    assert_eq!(open_from(&n.client, ip(2, 1)), 1);
+    n.client.remove_local(1);
+    n.run(1600);
+    assert_eq!(open_from(&n.client, ip(2, 1)), 0, "{:?}", n.client.subflow_stats());
+    // The server heard REMOVE_ADDR: its subflow to that address is gone.
+    assert!(n.server().subflows().iter().filter(|s| s.remote.ip() == ip(2, 1)).all(|s| s.is_closed()));
+    let before = bytes_on(&n.client);
+    n.client.add_local(1);
+    n.run(30_000);
+    assert_eq!(n.received, 6_000_000);
+    assert_eq!(n.misplaced, 0);
+    let sf = n.client.subflow_stats();
+    assert_eq!(sf.len(), before.len() + 1, "one new subflow from the restored address: {sf:?}");
+    let last = sf.last().unwrap();
+    assert!(last.local.ip() == ip(2, 1) && last.tcp.bytes_acked > 500_000, "{last:?}");
+}
+
+#[test]
+fn a_server_address_withdrawn_and_restored_ten_times_is_joined_each_time() {
+    // More rounds than the ADD_ADDR limit (8): a removed address no longer
+    // counts against it.
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1), ip(9, 2)], "fullmesh", 5, 10);
+    n.to_send = 40_000_000;
+    let mut t = 500;
+    n.run(t);
+    for round in 0..10 {
+        let to = |c: &Connection| c.subflows().iter().filter(|s| s.remote.ip() == ip(9, 2) && !s.is_closed() && s.tcp.is_established()).count();
+        assert_eq!(to(&n.client), 1, "round {round}: {:?}", n.client.subflow_stats());
+        n.server.as_mut().unwrap().remove_local(1);
+        t += 300;
+        n.run(t);
+        assert_eq!(to(&n.client), 0, "round {round}: still joined after REMOVE_ADDR");
+        n.server.as_mut().unwrap().add_local(1);
+        t += 300;
+        n.run(t);
+    }
+    n.run(60_000);
+    assert_eq!(n.received, 40_000_000);
+    assert_eq!(n.misplaced, 0);
+    assert!(n.client.stats().add_addr_received >= 11, "{:?}", n.client.stats());
+}
+
+/// The client's handshake ACKs (the third ACK, and the ACKs of the
+/// server's SYN/ACK retransmissions) are lost for a while: the server
+/// backs off (1, 2, 4 s ...) and gives up only after TCP's usual minute,
+/// the client answers each retransmitted SYN/ACK, and once one answer gets
+/// through every byte arrives.
+#[test]
+fn lost_handshake_acks_are_answered_again_until_one_gets_through() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 5, 100);
+    n.to_send = 100_000;
+    let until = Instant(5_500 * MS);
+    n.drop = Box::new(move |s: &Seen| s.to_server && !s.t.header.syn() && s.now < until);
+    n.run(20_000);
+    let at_ms = |l: &String| l.split_whitespace().next().unwrap().trim_start_matches("Instant(").trim_end_matches(')').parse::<u64>().unwrap() / MS;
+    let retx: Vec<u64> = n.log.iter().filter(|l| l.contains(" false ") && l.contains("flags: 18")).map(at_ms).collect();
+    assert!(retx.len() >= 3, "{retx:?}");
+    // Exponential backoff between the server's SYN/ACKs.
+    assert!(retx[2] - retx[1] >= 2 * (retx[1] - retx[0]) - 50, "{retx:?}");
+    assert_eq!(n.received, 100_000, "{:?}", &n.log[..n.log.len().min(30)]);
+    assert!(n.client.fallback().is_none() && n.server().fallback().is_none());
+}

@@ -1,0 +1,240 @@
+//! Handshakes, joins, and subflows that die, are reset or are closed.
+
+use super::*;
+
+#[test]
+fn mp_capable_handshake_exchanges_keys() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
+    n.run(200);
+    let s = n.server();
+    assert!(n.client.is_established() && s.is_established());
+    assert_eq!(n.client.fallback(), None);
+    assert_eq!(n.client.remote.unwrap().key, s.local_key());
+    assert_eq!(s.remote.unwrap().key, n.client.local_key());
+    assert_eq!(n.client.subflows().len(), 1);
+}
+
+#[test]
+fn fullmesh_uses_both_paths_and_delivers_every_byte() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.to_send = 5_000_000;
+    n.run(30_000);
+    assert_eq!(n.received, 5_000_000);
+    assert_eq!(n.misplaced, 0);
+    let per = bytes_on(&n.client);
+    assert_eq!(per.len(), 2);
+    assert!(per.iter().all(|&b| b > 1_500_000), "both subflows carry data: {per:?}");
+    // Two 10 Mbit/s paths: well above what one could do.
+    for st in n.client.subflow_stats() {
+        eprintln!("{} -> {} acked {} rtt {:?} cwnd {} rto {}", st.local, st.remote, st.tcp.bytes_acked, st.tcp.srtt, st.tcp.cwnd, st.tcp.rto_count);
+    }
+    eprintln!("{}", n.client.debug_line());
+    assert!(n.now.as_secs_f64() < 3.2, "took {:.2} s", n.now.as_secs_f64());
+}
+
+#[test]
+fn data_fin_closes_both_ends() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 100);
+    n.to_send = 200_000;
+    n.run(20_000);
+    eprintln!("client {}\nserver {}", n.client.debug_line(), n.server().debug_line());
+    assert_eq!(n.received, 200_000);
+    assert!(n.server().peer_closed());
+    assert!(n.client.subflows().iter().all(|s| s.tcp.is_finished()), "{:?}", n.client.subflow_stats());
+    assert!(n.server().subflows().iter().all(|s| s.tcp.is_finished()), "{:?}", n.server().subflow_stats());
+    assert!(!n.client.was_reset() && !n.server().was_reset());
+}
+
+#[test]
+fn ndiffports_opens_subflows_on_one_address_pair() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "ndiffports:3", 5, 100);
+    n.to_send = 1_000_000;
+    n.run(20_000);
+    assert_eq!(n.received, 1_000_000);
+    let sf = n.client.subflows();
+    assert_eq!(sf.len(), 3);
+    let ports: std::collections::HashSet<u16> = sf.iter().map(|s| s.local.port()).collect();
+    assert_eq!(ports.len(), 3);
+}
+
+#[test]
+fn add_addr_from_the_server_leads_to_joins_two_by_two() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(9, 2)], "fullmesh", 5, 100);
+    n.to_send = 2_000_000;
+    n.run(20_000);
+    assert_eq!(n.received, 2_000_000);
+    assert_eq!(n.client.subflows().len(), 4, "{:?}", n.client.subflow_stats());
+    assert!(n.server().stats().add_addr_sent >= 1);
+    assert!(n.client.stats().add_addr_received >= 1);
+}
+
+#[test]
+fn a_join_with_a_bad_hmac_is_refused_and_data_is_unaffected() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 100);
+    n.to_send = 1_000_000;
+    // An attacker on path 2 rewrites the join SYN/ACK's HMAC.
+    n.mangle = Box::new(|h, from_client| {
+        if !from_client && h.syn() {
+            let opts: Vec<MptcpOption> = h.options.mptcp().copied().collect();
+            h.options.clear_mptcp();
+            for o in opts {
+                let o = match o {
+                    MptcpOption::MpJoin(MpJoin::SynAck { backup, addr_id, hmac, nonce }) => MptcpOption::MpJoin(MpJoin::SynAck { backup, addr_id, hmac: hmac ^ 1, nonce }),
+                    o => o,
+                };
+                let _ = h.options.push_mptcp(o);
+            }
+        }
+    });
+    n.run(20_000);
+    assert_eq!(n.received, 1_000_000);
+    assert!(n.client.stats().joins_refused >= 1);
+    let joined: Vec<_> = n.client.subflows().iter().filter(|s| s.is_join()).collect();
+    assert!(joined.iter().all(|s| s.handshake != Handshake::Established));
+}
+
+#[test]
+fn a_join_for_an_unknown_token_is_refused() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 5, 100);
+    n.run(100);
+    let s = n.server.as_mut().unwrap();
+    let mut o = TcpOptions::new();
+    o.push_mptcp(MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 3, token: s.local_token() ^ 1, nonce: 7 })).unwrap();
+    let syn = TcpHeader { src_port: 999, dst_port: 5001, seq: 1, ack: 0, flags: mplab_wire::tcp::flags::SYN, window: 1000, urgent: 0, options: o };
+    let r = s.accept_join(Instant(0), SocketAddr::new(ip(9, 1), 5001), SocketAddr::new(ip(7, 7), 999), &syn);
+    assert_eq!(r, Err(JoinRefused::UnknownToken));
+    assert_eq!(s.subflows().len(), 1);
+}
+
+#[test]
+fn stripped_mp_capable_falls_back_to_tcp_and_completes() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 100);
+    n.to_send = 1_000_000;
+    n.mangle = Box::new(|h, _| h.options.clear_mptcp());
+    n.run(20_000);
+    assert_eq!(n.received, 1_000_000);
+    assert_eq!(n.client.fallback(), Some(Fallback::NoMpCapable));
+    assert_eq!(n.server().fallback(), Some(Fallback::NoMpCapable));
+    assert_eq!(n.client.subflows().len(), 1);
+}
+
+#[test]
+fn a_dead_path_is_left_and_its_data_reinjected() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.to_send = 4_000_000;
+    // Path 2 dies at 1 s: whatever has not arrived by then is lost.
+    let lost = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let l2 = lost.clone();
+    n.drop = Box::new(move |s| {
+        let c = if s.to_server { s.t.local.ip() } else { s.t.remote.ip() };
+        let d = c == ip(2, 1) && s.now >= Instant(1000 * MS);
+        if d {
+            l2.set(l2.get() + s.t.data.end - s.t.data.start);
+        }
+        d
+    });
+    n.run(60_000);
+    eprintln!("lost data bytes {}", lost.get());
+    eprintln!("{} {}\n{}\n{:?}", n.received, n.now.as_secs_f64(), n.client.debug_line(), n.client.stats());
+    for st in n.client.subflow_stats() {
+        eprintln!("{} -> {} acked {} rtt {:?} cwnd {} rto {}", st.local, st.remote, st.tcp.bytes_acked, st.tcp.srtt, st.tcp.cwnd, st.tcp.rto_count);
+    }
+    assert_eq!(n.received, 4_000_000);
+    assert_eq!(n.misplaced, 0);
+    assert!(n.client.stats().reinjected_bytes > 0);
+}
+
+/// A connection that has had a second subflow is no longer one TCP stream
+/// shifted by a constant, so it does not fall back (RFC 8684 3.7; Linux's
+/// allow_infinite_fallback): when a box strips the options on its last
+/// path, that subflow is reset rather than its bytes placed as if they
+/// continued the data stream.
+#[test]
+fn after_a_join_stripped_options_reset_the_subflow_instead_of_falling_back() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.to_send = 3_000_000;
+    let strip = std::rc::Rc::new(std::cell::Cell::new(false));
+    let s2 = strip.clone();
+    n.mangle = Box::new(move |h, _| {
+        if s2.get() {
+            h.options.clear_mptcp();
+        }
+    });
+    n.run(500);
+    let s = n.server.as_mut().expect("server");
+    let j = s.subflows.iter().position(|x| x.is_join() && x.remote.ip() == ip(2, 1)).expect("a joined subflow");
+    s.subflows[j].reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
+    s.subflows[j].tcp.abort();
+    s.changed(j);
+    n.run(1000);
+    assert!(n.received > 0 && n.received < 3_000_000);
+    strip.set(true);
+    n.run(60_000);
+    assert_eq!(n.misplaced, 0);
+    assert_eq!(n.client.fallback(), None);
+    assert_eq!(n.server().fallback(), None);
+    assert!(n.received < 3_000_000, "the data cannot go on once the last subflow is reset");
+    assert!(n.client.subflows().iter().all(|s| s.is_closed()) || n.server().subflows().iter().all(|s| s.is_closed()));
+}
+
+/// A 3 MB upload over two client addresses, 0.5 s in, and the index of
+/// the server's subflow joined from the second address (established).
+fn half_a_second_into_a_transfer_over_a_join() -> (Net<'static>, usize) {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.to_send = 3_000_000;
+    n.run(500);
+    let s = n.server();
+    let j = s.subflows.iter().position(|x| x.is_join() && x.remote.ip() == ip(2, 1)).expect("a joined subflow");
+    assert!(s.subflows[j].tcp.is_established());
+    (n, j)
+}
+
+/// The receiver resets a joined subflow mid-transfer (RST with MP_TCPRST,
+/// as Linux does on a mapping it refuses): the sender closes that subflow,
+/// reports it closed, and the data goes on over the other one.
+#[test]
+fn a_subflow_reset_by_the_peer_is_closed_and_its_data_reinjected() {
+    let (mut n, j) = half_a_second_into_a_transfer_over_a_join();
+    let s = n.server.as_mut().expect("server");
+    s.subflows[j].reset_reason = Some(tcprst_reason::MPTCP_SPECIFIC);
+    s.subflows[j].tcp.abort();
+    s.changed(j);
+    let rsts = std::rc::Rc::new(std::cell::Cell::new(0u32));
+    let r2 = rsts.clone();
+    n.drop = Box::new(move |x| {
+        if !x.to_server && x.t.header.rst() && x.t.header.options.mptcp().any(|o| matches!(o, MptcpOption::MpTcpRst { .. })) {
+            r2.set(r2.get() + 1);
+        }
+        false
+    });
+    n.run(60_000);
+    assert_eq!(rsts.get(), 1, "one RST with MP_TCPRST");
+    assert_eq!(n.received, 3_000_000);
+    assert_eq!(n.misplaced, 0);
+    let st = n.client.subflow_stats();
+    let dead = st.iter().find(|x| x.local.ip() == ip(2, 1)).expect("the reset subflow is still listed");
+    assert!(dead.closed, "{st:?}");
+}
+
+/// The receiver closes a joined subflow alone (a FIN with no DATA_FIN, as
+/// Linux does when the address under it is withdrawn and its REMOVE_ADDR is
+/// lost): the sender closes its side at once instead of sending on it
+/// half-open until the connection ends, and the data goes on elsewhere.
+#[test]
+fn a_subflow_the_peer_closed_alone_is_closed_at_once() {
+    let (mut n, j) = half_a_second_into_a_transfer_over_a_join();
+    let s = n.server.as_mut().expect("server");
+    s.subflows[j].tcp.close();
+    s.changed(j);
+    // A few round trips (20 ms each) later, well before the transfer ends.
+    n.run(700);
+    assert!(n.to_send > 0 || n.received < 3_000_000, "the transfer is still going");
+    let c = n.client.subflows().iter().find(|x| x.local.ip() == ip(2, 1)).expect("the client's joined subflow");
+    assert_ne!(c.tcp.state(), crate::tcp::State::CloseWait, "the client's side is closed, not left half-open");
+    assert!(!c.usable());
+    n.run(60_000);
+    assert_eq!(n.received, 3_000_000);
+    assert_eq!(n.misplaced, 0);
+    let st = n.client.subflow_stats();
+    assert!(st.iter().find(|x| x.local.ip() == ip(2, 1)).expect("still listed").closed, "{st:?}");
+}
