@@ -16,6 +16,7 @@ pub mod procstat;
 pub mod report;
 pub mod run;
 pub mod slurm;
+pub mod slurm_options;
 pub mod soak;
 pub mod sweep;
 pub mod table;

@@ -39,6 +39,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario and write its results directory (summary.json,
@@ -48,28 +50,7 @@ enum Command {
     ///   mplab run scenarios/tcp-single.toml
     ///   mplab run scenarios/tcp-single.toml --seed 7 --set links.0.rate=50Mbit --out /tmp/r --json
     #[command(verbatim_doc_comment)]
-    Run {
-        /// Scenario file (TOML; see docs/scenario.md).
-        scenario: PathBuf,
-        /// Where to run it.
-        #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
-        backend: String,
-        /// Random seed (overrides the scenario's `seed`).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Override a scenario field, e.g. --set links.0.delay=50ms (repeatable).
-        #[arg(long = "set", value_name = "PATH=VALUE")]
-        sets: Vec<String>,
-        /// Results directory (default results/<scenario name>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Print summary.json on stdout instead of the table.
-        #[arg(long)]
-        json: bool,
-        /// Also write plots (PNG + SVG) under the results directory's plots/.
-        #[arg(long)]
-        plots: bool,
-    },
+    Run(RunCmd),
     /// Run a scenario over a grid of parameter values and several seeds, in
     /// parallel, resumable: one results directory per point and seed, rows
     /// per run (runs.csv/.parquet), mean / stdev / 95 % CI across seeds
@@ -88,52 +69,7 @@ enum Command {
     ///   mplab sweep scenarios/seed001-fig9.sweep.toml --set duration=5s --seeds 2
     ///   mplab sweep scenarios/two-paths.toml --point 'topology.rate=10Mbit;transport.mptcp.subflows=2' --point 'topology.rate=50Mbit;transport.mptcp.subflows=4'
     #[command(verbatim_doc_comment)]
-    Sweep {
-        /// A scenario file, or a sweep spec file (*.sweep.toml with a [sweep] table; see scenarios/README.md).
-        file: PathBuf,
-        /// A swept parameter PATH=VALUES (repeatable; the grid is their cartesian product).
-        #[arg(long = "param", value_name = "PATH=VALUES")]
-        params: Vec<String>,
-        /// One explicit point 'PATH=VALUE;PATH=VALUE' (repeatable; replaces the grid).
-        #[arg(long = "point", value_name = "PATH=VALUE;...")]
-        points: Vec<String>,
-        /// A file of points, one per line as for --point ('#' comments).
-        #[arg(long = "points", value_name = "FILE")]
-        points_file: Option<PathBuf>,
-        /// Seeds: a count N (seeds 1..=N) or a list / range (3,7,9 or 1..5).
-        #[arg(long)]
-        seeds: Option<String>,
-        /// A fixed override for every point, e.g. --set duration=10s (repeatable).
-        #[arg(long = "set", value_name = "PATH=VALUE")]
-        sets: Vec<String>,
-        /// Sweep directory (default results/<name>-sweep).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Parallel simulations (default: all cores).
-        #[arg(long, short)]
-        jobs: Option<usize>,
-        /// Do not write plots at the end.
-        #[arg(long)]
-        no_plots: bool,
-        /// Stop after this many runs (they are kept; the rest runs next time).
-        #[arg(long, hide = true)]
-        max_runs: Option<usize>,
-        /// Where the runs run: `local` (this machine's cores) or `slurm`
-        /// (job arrays through sbatch; FILE's directory must be on a file
-        /// system the nodes share). See docs/cluster.md.
-        #[arg(long, default_value = "local", value_parser = ["local", "slurm"])]
-        executor: String,
-        /// FILE is a sweep directory: report its runs done, queued, running
-        /// and failed (from Slurm and the directory), with failed tasks' logs.
-        #[arg(long, conflicts_with = "collect")]
-        status: bool,
-        /// FILE is a sweep directory: aggregate its finished runs (CSV,
-        /// Parquet, plots), as the Slurm executor's last job does.
-        #[arg(long)]
-        collect: bool,
-        #[command(flatten)]
-        slurm: SlurmArgs,
-    },
+    Sweep(SweepCmd),
     /// One SCTP host on usrsctp, inside the namespace it runs in (what the
     /// kernel backend starts per SCTP flow end).
     #[command(hide = true)]
@@ -218,22 +154,7 @@ enum Command {
     ///   sudo mplab validate scenarios/validate/full.toml --runs 5
     ///   mplab validate --backends sim              # the two profiles side by side
     #[command(verbatim_doc_comment)]
-    Validate {
-        /// Suite file (default scenarios/validate/quick.toml).
-        suite: Option<PathBuf>,
-        /// Backends: sim (both profiles), kernel, userspace, comma-separated.
-        #[arg(long, default_value = "sim,kernel")]
-        backends: String,
-        /// Runs per backend (simulator seeds 1..=N); default: the suite's.
-        #[arg(long)]
-        runs: Option<u32>,
-        /// Only this case (repeatable).
-        #[arg(long = "case")]
-        cases: Vec<String>,
-        /// Output directory (default results/validate-<suite name>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
+    Validate(ValidateCmd),
     /// List what a scenario may name on each plug-in axis (schedulers,
     /// congestion controls, path managers, topology generators,
     /// applications, queue disciplines, middleboxes), with their
@@ -252,24 +173,7 @@ enum Command {
     ///   sudo mplab attack scenarios/attack.toml --backends sim,kernel,userspace
     ///   mplab attack scenarios/attack.toml --rows join-stolen-token,rst-on-path
     #[command(verbatim_doc_comment)]
-    Attack {
-        scenario: PathBuf,
-        /// Backends, comma-separated: sim, kernel, userspace.
-        #[arg(long, default_value = "sim")]
-        backends: String,
-        /// Attacks, comma-separated (default: all); `--list` names them.
-        #[arg(long)]
-        rows: Option<String>,
-        /// The link the attacker sits on.
-        #[arg(long, default_value = "wan1")]
-        link: String,
-        /// Output directory (default results/attack-<scenario name>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Print the attacks with what the RFCs require, and stop.
-        #[arg(long)]
-        list: bool,
-    },
+    Attack(AttackCmd),
     /// Soak: many MPTCP connections for a long time through link flaps,
     /// Gilbert-Elliott loss bursts, reordering, duplication and addresses
     /// withdrawn and restored on both ends, and a firewall stripping MPTCP
@@ -282,25 +186,7 @@ enum Command {
     ///   sudo mplab soak --backend userspace --duration 10min
     ///   mplab soak --duration 10min --write-scenario soak.toml
     #[command(verbatim_doc_comment)]
-    Soak {
-        #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
-        backend: String,
-        /// Scenario time (e.g. 1h, 10min, 300s).
-        #[arg(long, default_value = "1h")]
-        duration: String,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Output directory (default results/soak-<backend>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Write the soak's scenario file here and stop.
-        #[arg(long)]
-        write_scenario: Option<PathBuf>,
-        /// Leave out the address withdrawals and restores (Linux 6.18 can
-        /// oops deleting an endpoint under load: docs/soak.md).
-        #[arg(long)]
-        keep_addresses: bool,
-    },
+    Soak(SoakCmd),
     /// Load: many concurrent MPTCP connections between two hosts, idle
     /// ones (100 B each way every 10 s) and active ones (constant-rate
     /// senders offering 100 Mbit/s in all to two 100 Mbit/s paths), opened
@@ -315,22 +201,162 @@ enum Command {
     ///   sudo mplab load --backend kernel --idle 5000 --active 1000
     ///   mplab load --idle 10000 --active 1000 --write-scenario load.toml
     #[command(verbatim_doc_comment)]
-    Load {
-        #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
-        backend: String,
-        #[arg(long, default_value_t = 1000)]
-        idle: u64,
-        #[arg(long, default_value_t = 100)]
-        active: u64,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Output directory (default results/load-<backend>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Write the load's scenario file here and stop.
-        #[arg(long)]
-        write_scenario: Option<PathBuf>,
-    },
+    Load(LoadCmd),
+}
+
+// `mplab run`.
+#[derive(clap::Args)]
+struct RunCmd {
+    /// Scenario file (TOML; see docs/scenario.md).
+    scenario: PathBuf,
+    /// Where to run it.
+    #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
+    backend: String,
+    /// Random seed (overrides the scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Override a scenario field, e.g. --set links.0.delay=50ms (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Results directory (default results/<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print summary.json on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write plots (PNG + SVG) under the results directory's plots/.
+    #[arg(long)]
+    plots: bool,
+}
+
+// `mplab sweep`.
+#[derive(clap::Args)]
+struct SweepCmd {
+    /// A scenario file, or a sweep spec file (*.sweep.toml with a [sweep] table; see scenarios/README.md).
+    file: PathBuf,
+    /// A swept parameter PATH=VALUES (repeatable; the grid is their cartesian product).
+    #[arg(long = "param", value_name = "PATH=VALUES")]
+    params: Vec<String>,
+    /// One explicit point 'PATH=VALUE;PATH=VALUE' (repeatable; replaces the grid).
+    #[arg(long = "point", value_name = "PATH=VALUE;...")]
+    points: Vec<String>,
+    /// A file of points, one per line as for --point ('#' comments).
+    #[arg(long = "points", value_name = "FILE")]
+    points_file: Option<PathBuf>,
+    /// Seeds: a count N (seeds 1..=N) or a list / range (3,7,9 or 1..5).
+    #[arg(long)]
+    seeds: Option<String>,
+    /// A fixed override for every point, e.g. --set duration=10s (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Sweep directory (default results/<name>-sweep).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Parallel simulations (default: all cores).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Do not write plots at the end.
+    #[arg(long)]
+    no_plots: bool,
+    /// Stop after this many runs (they are kept; the rest runs next time).
+    #[arg(long, hide = true)]
+    max_runs: Option<usize>,
+    /// Where the runs run: `local` (this machine's cores) or `slurm`
+    /// (job arrays through sbatch; FILE's directory must be on a file
+    /// system the nodes share). See docs/cluster.md.
+    #[arg(long, default_value = "local", value_parser = ["local", "slurm"])]
+    executor: String,
+    /// FILE is a sweep directory: report its runs done, queued, running
+    /// and failed (from Slurm and the directory), with failed tasks' logs.
+    #[arg(long, conflicts_with = "collect")]
+    status: bool,
+    /// FILE is a sweep directory: aggregate its finished runs (CSV,
+    /// Parquet, plots), as the Slurm executor's last job does.
+    #[arg(long)]
+    collect: bool,
+    #[command(flatten)]
+    slurm: SlurmArgs,
+}
+
+// `mplab validate`.
+#[derive(clap::Args)]
+struct ValidateCmd {
+    /// Suite file (default scenarios/validate/quick.toml).
+    suite: Option<PathBuf>,
+    /// Backends: sim (both profiles), kernel, userspace, comma-separated.
+    #[arg(long, default_value = "sim,kernel")]
+    backends: String,
+    /// Runs per backend (simulator seeds 1..=N); default: the suite's.
+    #[arg(long)]
+    runs: Option<u32>,
+    /// Only this case (repeatable).
+    #[arg(long = "case")]
+    cases: Vec<String>,
+    /// Output directory (default results/validate-<suite name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+// `mplab attack`.
+#[derive(clap::Args)]
+struct AttackCmd {
+    scenario: PathBuf,
+    /// Backends, comma-separated: sim, kernel, userspace.
+    #[arg(long, default_value = "sim")]
+    backends: String,
+    /// Attacks, comma-separated (default: all); `--list` names them.
+    #[arg(long)]
+    rows: Option<String>,
+    /// The link the attacker sits on.
+    #[arg(long, default_value = "wan1")]
+    link: String,
+    /// Output directory (default results/attack-<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the attacks with what the RFCs require, and stop.
+    #[arg(long)]
+    list: bool,
+}
+
+// `mplab soak`.
+#[derive(clap::Args)]
+struct SoakCmd {
+    #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
+    backend: String,
+    /// Scenario time (e.g. 1h, 10min, 300s).
+    #[arg(long, default_value = "1h")]
+    duration: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory (default results/soak-<backend>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write the soak's scenario file here and stop.
+    #[arg(long)]
+    write_scenario: Option<PathBuf>,
+    /// Leave out the address withdrawals and restores (Linux 6.18 can
+    /// oops deleting an endpoint under load: docs/soak.md).
+    #[arg(long)]
+    keep_addresses: bool,
+}
+
+// `mplab load`.
+#[derive(clap::Args)]
+struct LoadCmd {
+    #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
+    backend: String,
+    #[arg(long, default_value_t = 1000)]
+    idle: u64,
+    #[arg(long, default_value_t = 100)]
+    active: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory (default results/load-<backend>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write the load's scenario file here and stop.
+    #[arg(long)]
+    write_scenario: Option<PathBuf>,
 }
 
 /// Prints an error, "error" in red when stderr is a terminal.
@@ -367,248 +393,309 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Simulations (the default backend) run faster on huge pages; this
     // restarts the process once with them, before any thread exists.
-    if matches!(&cli.command, Command::Run { backend, .. } | Command::Soak { backend, .. } | Command::Load { backend, .. } if backend == "sim") || matches!(cli.command, Command::Sweep { .. } | Command::Validate { .. }) {
+    if cli.command.simulates() {
         mplab_sim::hugepages::reexec_with_huge_pages();
     }
     let (quiet, verbose) = (cli.quiet, cli.verbose);
     match cli.command {
-        Command::Run { scenario, backend, seed, sets, out, json, plots } => {
-            let args = run::RunArgs { scenario, backend, seed, sets, out, json, quiet };
-            match run::run(&args) {
-                Ok(s) => {
-                    if plots {
-                        let dir = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&s.scenario));
-                        match figures::write_all(&dir) {
-                            Ok(n) if verbose => eprintln!("wrote {} plots under {}", n.len(), dir.join("plots").display()),
-                            Ok(_) => {}
-                            Err(e) => return fail("run", run::RunError::Failed(format!("{}: {e}", dir.display()))),
-                        }
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail("run", e),
-            }
-        }
-        Command::Sweep { file, status: true, .. } => match slurm_status(&file, quiet) {
-            Ok(code) => code,
-            Err(e) => fail("sweep", e),
-        },
-        Command::Sweep { file, collect: true, no_plots, .. } => match sweep::finish(&file, !no_plots, serde_json::json!({ "executor": "slurm" })) {
-            Ok(n) => {
-                if !quiet {
-                    println!("{n} runs aggregated in {}", file.display());
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail("sweep", run::RunError::Failed(format!("{}: {e}", file.display()))),
-        },
-        Command::Sweep { file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs, executor, slurm, .. } => {
-            let slurm = (executor == "slurm").then_some(slurm);
-            match sweep_cmd(file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs, slurm, quiet, verbose) {
-                Ok(code) => code,
-                Err(e) => fail("sweep", e),
-            }
-        }
-        Command::SweepTask { dir, submission, task } => match slurm::run_task(&dir, submission, task) {
-            Ok(n) => {
-                println!("task {task} of submission {submission}: {n} runs");
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail("sweep-task", e),
-        },
-        Command::Plot { dir } => match figures::write_all(&dir) {
-            Ok(names) => {
-                if !quiet {
-                    println!("{} plots (PNG + SVG) in {}", names.len(), dir.join("plots").display());
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail("plot", run::RunError::Usage(format!("{}: {e}", dir.display()))),
-        },
-        Command::Report { dir, out } => match report::write_report(&dir, out.as_deref()) {
-            Ok(p) => {
-                if !quiet {
-                    println!("{}", p.display());
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail("report", run::RunError::Usage(format!("{}: {e}", dir.display()))),
-        },
-        Command::Compare { a, b, out } => {
-            let rows = match compare::compare(&a, &b) {
-                Ok(r) => r,
-                Err(e) => return fail("compare", run::RunError::Usage(e.to_string())),
-            };
-            if !quiet {
-                print!("{}", compare::render(&rows, &compare::describe(&a), &compare::describe(&b)));
-            }
-            let out = out.unwrap_or_else(|| b.join("compare"));
-            match compare::write(&rows, &a, &b, &out) {
-                Ok(_) => {
-                    if !quiet {
-                        println!("\ncompare.csv and plots in {}", out.display());
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail("compare", run::RunError::Failed(format!("{}: {e}", out.display()))),
-            }
-        }
+        Command::Run(c) => run_cmd(c, quiet, verbose),
+        Command::Sweep(c) => sweep_cmd(c, quiet, verbose),
+        Command::SweepTask { dir, submission, task } => sweep_task_cmd(&dir, submission, task),
+        Command::Plot { dir } => plot_cmd(&dir, quiet),
+        Command::Report { dir, out } => report_cmd(&dir, out.as_deref(), quiet),
+        Command::Compare { a, b, out } => compare_cmd(&a, &b, out, quiet),
         Command::UsrsctpHost { spec } => std::process::exit(mplab_emu::usrsctp::host::host_main(&spec)),
-        Command::Clean { force } => {
-            if !mplab_emu::sys::is_root() {
-                eprintln!("mplab clean: needs root (it deletes network namespaces)");
-                return ExitCode::from(EXIT_USAGE);
-            }
-            let (removed, kept, errors) = mplab_emu::topo::clean(force);
-            for n in &removed {
-                println!("removed {n}");
-            }
-            for n in &kept {
-                println!("kept {n} (its run is still alive; --force removes it)");
-            }
-            for e in &errors {
-                eprintln!("mplab clean: {e}");
-            }
-            if removed.is_empty() && kept.is_empty() && errors.is_empty() {
-                println!("nothing to clean");
-            }
-            if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
-        }
-        Command::Validate { suite, backends, runs, cases, out } => {
-            let file = suite.unwrap_or_else(|| PathBuf::from("scenarios/validate/quick.toml"));
-            let suite = match validate::suite::read(&file) {
-                Ok(s) => s,
-                Err(e) => return fail("validate", run::RunError::Usage(e)),
-            };
-            let columns = match validate::columns(&backends) {
-                Ok(c) => c,
-                Err(e) => return fail("validate", run::RunError::Usage(e)),
-            };
-            let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("validate-{}", suite.name)));
-            let opt = validate::Options { columns, runs, cases, out: out.clone(), quiet };
-            match validate::validate(&suite, &opt) {
-                Ok(rows) => {
-                    let _ = write!(std::io::stdout(), "{}", validate::render(&rows));
-                    if let Err(e) = validate::write(&rows, &suite, &out) {
-                        return fail("validate", run::RunError::Failed(format!("{}: {e}", out.display())));
-                    }
-                    let failed = rows.iter().filter(|r| r.verdict == "FAIL").count();
-                    if !quiet {
-                        eprintln!("{} rows, {failed} outside their tolerance; validate.csv and validate.json in {}", rows.len(), out.display());
-                    }
-                    if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
-                }
-                Err(e) => fail("validate", run::RunError::Usage(e)),
-            }
-        }
-        Command::Soak { backend, duration, seed, out, write_scenario, keep_addresses } => {
-            let secs = match duration.parse::<mplab_scenario::Duration>() {
-                Ok(d) if d.as_nanos() >= 10_000_000_000 => d.as_nanos() / 1_000_000_000,
-                Ok(_) => return fail("soak", run::RunError::Usage("--duration: at least 10s".into())),
-                Err(e) => return fail("soak", run::RunError::Usage(format!("--duration {duration:?}: {e}"))),
-            };
-            if let Some(path) = write_scenario {
-                let stack = if backend == "userspace" { "mplab" } else { "kernel" };
-                return match std::fs::write(&path, soak::scenario(secs, seed, stack, !keep_addresses)) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => fail("soak", run::RunError::Failed(format!("{}: {e}", path.display()))),
-                };
-            }
-            let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("soak-{backend}")));
-            match soak::soak(&backend, secs, seed, !keep_addresses, &out) {
-                Ok(r) => {
-                    if !quiet {
-                        print!("{}", soak::render(&r));
-                        println!("  results and soak.json in {}", out.display());
-                    }
-                    if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
-                }
-                Err(e) => fail("soak", e),
-            }
-        }
-        Command::Load { backend, idle, active, seed, out, write_scenario } => {
-            if idle + active == 0 {
-                return fail("load", run::RunError::Usage("--idle and --active: at least one connection".into()));
-            }
-            if let Some(path) = write_scenario {
-                let stack = if backend == "userspace" { "mplab" } else { "kernel" };
-                return match std::fs::write(&path, load::scenario(idle, active, seed, stack)) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => fail("load", run::RunError::Failed(format!("{}: {e}", path.display()))),
-                };
-            }
-            let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("load-{backend}")));
-            match load::load(&backend, idle, active, seed, &out) {
-                Ok(r) => {
-                    if !quiet {
-                        print!("{}", load::render(&r));
-                        println!("  results and load.json in {}", out.display());
-                    }
-                    if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
-                }
-                Err(e) => fail("load", e),
-            }
-        }
-        Command::Attack { scenario, backends, rows, link, out, list } => {
-            if list {
-                for k in mplab_scenario::attack::AttackKind::ALL {
-                    let _ = writeln!(std::io::stdout(), "{:<22} {:<9} {:<9} {}", k.name(), k.position().name(), k.expect().name(), k.requirement());
-                }
-                return ExitCode::SUCCESS;
-            }
-            let rows = match attack::parse_rows(rows.as_deref()) {
-                Ok(r) => r,
-                Err(e) => return fail("attack", run::RunError::Usage(e)),
-            };
-            let backends: Vec<String> = backends.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
-            if let Some(b) = backends.iter().find(|b| !["sim", "kernel", "userspace"].contains(&b.as_str())) {
-                return fail("attack", run::RunError::Usage(format!("unknown backend {b:?} (sim, kernel, userspace)")));
-            }
-            let stem = scenario.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
-            let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("attack-{stem}")));
-            let opt = attack::Options { scenario, backends, rows, link, out: out.clone(), quiet };
-            match attack::matrix(&opt) {
-                Ok(rows) => {
-                    let _ = write!(std::io::stdout(), "{}", attack::render(&rows));
-                    if let Err(e) = attack::write(&rows, &out) {
-                        return fail("attack", run::RunError::Failed(format!("{}: {e}", out.display())));
-                    }
-                    let weak = attack::mplab_weaknesses(&rows);
-                    if !quiet {
-                        eprintln!("{} attacks; {weak} cells where mplab's stack is weaker than the RFCs; attack.md, attack.csv, attack.json in {}", rows.len(), out.display());
-                    }
-                    if weak > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
-                }
-                Err(e) => fail("attack", run::RunError::Usage(e)),
-            }
-        }
+        Command::Clean { force } => clean_cmd(force),
+        Command::Validate(c) => validate_cmd(c, quiet),
+        Command::Soak(c) => soak_cmd(c, quiet),
+        Command::Load(c) => load_cmd(c, quiet),
+        Command::Attack(c) => attack_cmd(c, quiet),
         Command::Plugins => {
             let _ = write!(std::io::stdout(), "{}", plugins::render());
             ExitCode::SUCCESS
         }
-        Command::Trace { file, json, checks, plots } => match trace::trace_file(&file) {
-            Ok(rep) => {
-                if let Some(dir) = plots {
-                    for f in trace::plots::figures(&rep) {
-                        if let Err(e) = plot::write(&f.plot, &dir.join(&f.name)) {
-                            eprintln!("mplab trace: {}: {e}", dir.display());
-                            return ExitCode::from(EXIT_FAILED);
-                        }
+        Command::Trace { file, json, checks, plots } => trace_cmd(&file, json, checks, plots.as_deref()),
+    }
+}
+
+impl Command {
+    /// Whether the command runs simulations (the default backend).
+    fn simulates(&self) -> bool {
+        match self {
+            Command::Run(RunCmd { backend, .. }) | Command::Soak(SoakCmd { backend, .. }) | Command::Load(LoadCmd { backend, .. }) => backend == "sim",
+            Command::Sweep(_) | Command::Validate(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// `mplab run`.
+fn run_cmd(c: RunCmd, quiet: bool, verbose: bool) -> ExitCode {
+    let RunCmd { scenario, backend, seed, sets, out, json, plots } = c;
+    let args = run::RunArgs { scenario, backend, seed, sets, out, json, quiet };
+    match run::run(&args) {
+        Ok(s) => {
+            if plots {
+                let dir = args.out.clone().unwrap_or_else(|| PathBuf::from("results").join(&s.scenario));
+                match figures::write_all(&dir) {
+                    Ok(n) if verbose => eprintln!("wrote {} plots under {}", n.len(), dir.join("plots").display()),
+                    Ok(_) => {}
+                    Err(e) => return fail("run", run::RunError::Failed(format!("{}: {e}", dir.display()))),
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("run", e),
+    }
+}
+
+/// `mplab sweep`: a sweep directory's status (`--status`), its aggregation
+/// (`--collect`), or the sweep itself.
+fn sweep_cmd(c: SweepCmd, quiet: bool, verbose: bool) -> ExitCode {
+    let result = if c.status {
+        slurm_status(&c.file, quiet)
+    } else if c.collect {
+        collect(&c.file, !c.no_plots, quiet)
+    } else {
+        run_sweep(c, quiet, verbose)
+    };
+    result.unwrap_or_else(|e| fail("sweep", e))
+}
+
+/// `mplab sweep --collect DIR`: aggregates the finished runs.
+fn collect(dir: &std::path::Path, plots: bool, quiet: bool) -> Result<ExitCode, run::RunError> {
+    let n = sweep::finish(dir, plots, serde_json::json!({ "executor": "slurm" })).map_err(|e| run::RunError::Failed(format!("{}: {e}", dir.display())))?;
+    if !quiet {
+        println!("{n} runs aggregated in {}", dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mplab sweep-task DIR K I`: one array task of a Slurm sweep.
+fn sweep_task_cmd(dir: &std::path::Path, submission: usize, task: usize) -> ExitCode {
+    match slurm::run_task(dir, submission, task) {
+        Ok(n) => {
+            println!("task {task} of submission {submission}: {n} runs");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("sweep-task", e),
+    }
+}
+
+/// `mplab plot`.
+fn plot_cmd(dir: &std::path::Path, quiet: bool) -> ExitCode {
+    match figures::write_all(dir) {
+        Ok(names) => {
+            if !quiet {
+                println!("{} plots (PNG + SVG) in {}", names.len(), dir.join("plots").display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("plot", run::RunError::Usage(format!("{}: {e}", dir.display()))),
+    }
+}
+
+/// `mplab report`.
+fn report_cmd(dir: &std::path::Path, out: Option<&std::path::Path>, quiet: bool) -> ExitCode {
+    match report::write_report(dir, out) {
+        Ok(p) => {
+            if !quiet {
+                println!("{}", p.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("report", run::RunError::Usage(format!("{}: {e}", dir.display()))),
+    }
+}
+
+/// `mplab compare`.
+fn compare_cmd(a: &std::path::Path, b: &std::path::Path, out: Option<PathBuf>, quiet: bool) -> ExitCode {
+    let rows = match compare::compare(a, b) {
+        Ok(r) => r,
+        Err(e) => return fail("compare", run::RunError::Usage(e.to_string())),
+    };
+    if !quiet {
+        print!("{}", compare::render(&rows, &compare::describe(a), &compare::describe(b)));
+    }
+    let out = out.unwrap_or_else(|| b.join("compare"));
+    match compare::write(&rows, a, b, &out) {
+        Ok(_) => {
+            if !quiet {
+                println!("\ncompare.csv and plots in {}", out.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail("compare", run::RunError::Failed(format!("{}: {e}", out.display()))),
+    }
+}
+
+/// `mplab clean`.
+fn clean_cmd(force: bool) -> ExitCode {
+    if !mplab_emu::sys::is_root() {
+        eprintln!("mplab clean: needs root (it deletes network namespaces)");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let (removed, kept, errors) = mplab_emu::topo::clean(force);
+    for n in &removed {
+        println!("removed {n}");
+    }
+    for n in &kept {
+        println!("kept {n} (its run is still alive; --force removes it)");
+    }
+    for e in &errors {
+        eprintln!("mplab clean: {e}");
+    }
+    if removed.is_empty() && kept.is_empty() && errors.is_empty() {
+        println!("nothing to clean");
+    }
+    if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+}
+
+/// `mplab validate`.
+fn validate_cmd(c: ValidateCmd, quiet: bool) -> ExitCode {
+    let ValidateCmd { suite, backends, runs, cases, out } = c;
+    let file = suite.unwrap_or_else(|| PathBuf::from("scenarios/validate/quick.toml"));
+    let suite = match validate::suite::read(&file) {
+        Ok(s) => s,
+        Err(e) => return fail("validate", run::RunError::Usage(e)),
+    };
+    let columns = match validate::columns(&backends) {
+        Ok(c) => c,
+        Err(e) => return fail("validate", run::RunError::Usage(e)),
+    };
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("validate-{}", suite.name)));
+    let opt = validate::Options { columns, runs, cases, out: out.clone(), quiet };
+    match validate::validate(&suite, &opt) {
+        Ok(rows) => {
+            let _ = write!(std::io::stdout(), "{}", validate::render(&rows));
+            if let Err(e) = validate::write(&rows, &suite, &out) {
+                return fail("validate", run::RunError::Failed(format!("{}: {e}", out.display())));
+            }
+            let failed = rows.iter().filter(|r| r.verdict == "FAIL").count();
+            if !quiet {
+                eprintln!("{} rows, {failed} outside their tolerance; validate.csv and validate.json in {}", rows.len(), out.display());
+            }
+            if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+        }
+        Err(e) => fail("validate", run::RunError::Usage(e)),
+    }
+}
+
+/// `mplab soak`.
+fn soak_cmd(c: SoakCmd, quiet: bool) -> ExitCode {
+    let SoakCmd { backend, duration, seed, out, write_scenario, keep_addresses } = c;
+    let secs = match duration.parse::<mplab_scenario::Duration>() {
+        Ok(d) if d.as_nanos() >= 10_000_000_000 => d.as_nanos() / 1_000_000_000,
+        Ok(_) => return fail("soak", run::RunError::Usage("--duration: at least 10s".into())),
+        Err(e) => return fail("soak", run::RunError::Usage(format!("--duration {duration:?}: {e}"))),
+    };
+    if let Some(path) = write_scenario {
+        let stack = if backend == "userspace" { "mplab" } else { "kernel" };
+        return match std::fs::write(&path, soak::scenario(secs, seed, stack, !keep_addresses)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail("soak", run::RunError::Failed(format!("{}: {e}", path.display()))),
+        };
+    }
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("soak-{backend}")));
+    match soak::soak(&backend, secs, seed, !keep_addresses, &out) {
+        Ok(r) => {
+            if !quiet {
+                print!("{}", soak::render(&r));
+                println!("  results and soak.json in {}", out.display());
+            }
+            if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+        }
+        Err(e) => fail("soak", e),
+    }
+}
+
+/// `mplab load`.
+fn load_cmd(c: LoadCmd, quiet: bool) -> ExitCode {
+    let LoadCmd { backend, idle, active, seed, out, write_scenario } = c;
+    if idle + active == 0 {
+        return fail("load", run::RunError::Usage("--idle and --active: at least one connection".into()));
+    }
+    if let Some(path) = write_scenario {
+        let stack = if backend == "userspace" { "mplab" } else { "kernel" };
+        return match std::fs::write(&path, load::scenario(idle, active, seed, stack)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail("load", run::RunError::Failed(format!("{}: {e}", path.display()))),
+        };
+    }
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("load-{backend}")));
+    match load::load(&backend, idle, active, seed, &out) {
+        Ok(r) => {
+            if !quiet {
+                print!("{}", load::render(&r));
+                println!("  results and load.json in {}", out.display());
+            }
+            if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+        }
+        Err(e) => fail("load", e),
+    }
+}
+
+/// `mplab attack`.
+fn attack_cmd(c: AttackCmd, quiet: bool) -> ExitCode {
+    let AttackCmd { scenario, backends, rows, link, out, list } = c;
+    if list {
+        for k in mplab_scenario::attack::AttackKind::ALL {
+            let _ = writeln!(std::io::stdout(), "{:<22} {:<9} {:<9} {}", k.name(), k.position().name(), k.expect().name(), k.requirement());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let rows = match attack::parse_rows(rows.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return fail("attack", run::RunError::Usage(e)),
+    };
+    let backends: Vec<String> = backends.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
+    if let Some(b) = backends.iter().find(|b| !["sim", "kernel", "userspace"].contains(&b.as_str())) {
+        return fail("attack", run::RunError::Usage(format!("unknown backend {b:?} (sim, kernel, userspace)")));
+    }
+    let stem = scenario.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("attack-{stem}")));
+    let opt = attack::Options { scenario, backends, rows, link, out: out.clone(), quiet };
+    match attack::matrix(&opt) {
+        Ok(rows) => {
+            let _ = write!(std::io::stdout(), "{}", attack::render(&rows));
+            if let Err(e) = attack::write(&rows, &out) {
+                return fail("attack", run::RunError::Failed(format!("{}: {e}", out.display())));
+            }
+            let weak = attack::mplab_weaknesses(&rows);
+            if !quiet {
+                eprintln!("{} attacks; {weak} cells where mplab's stack is weaker than the RFCs; attack.md, attack.csv, attack.json in {}", rows.len(), out.display());
+            }
+            if weak > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+        }
+        Err(e) => fail("attack", run::RunError::Usage(e)),
+    }
+}
+
+/// `mplab trace`.
+fn trace_cmd(file: &std::path::Path, json: bool, checks: bool, plots: Option<&std::path::Path>) -> ExitCode {
+    match trace::trace_file(file) {
+        Ok(rep) => {
+            if let Some(dir) = plots {
+                for f in trace::plots::figures(&rep) {
+                    if let Err(e) = plot::write(&f.plot, &dir.join(&f.name)) {
+                        eprintln!("mplab trace: {}: {e}", dir.display());
+                        return ExitCode::from(EXIT_FAILED);
                     }
                 }
-                if json {
-                    // A closed stdout (`| head`) is not an error worth a panic.
-                    let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&rep).expect("report serialises"));
-                } else {
-                    let _ = write!(std::io::stdout(), "{}", trace::render(&rep, if checks { trace::Detail::EveryCheck } else { trace::Detail::Summary }));
-                }
-                if rep.checks_mismatch > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
             }
-            Err(e) => {
-                eprintln!("mplab trace: {e}");
-                ExitCode::from(EXIT_USAGE)
+            if json {
+                // A closed stdout (`| head`) is not an error worth a panic.
+                let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&rep).expect("report serialises"));
+            } else {
+                let detail = if checks { trace::Detail::EveryCheck } else { trace::Detail::Summary };
+                let _ = write!(std::io::stdout(), "{}", trace::render(&rep, detail));
             }
-        },
+            if rep.checks_mismatch > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+        }
+        Err(e) => {
+            eprintln!("mplab trace: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
     }
 }
 
@@ -677,22 +764,10 @@ fn slurm_status(dir: &std::path::Path, quiet: bool) -> Result<ExitCode, run::Run
     Ok(if s.done == s.total { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn sweep_cmd(
-    file: PathBuf,
-    params: Vec<String>,
-    points: Vec<String>,
-    points_file: Option<PathBuf>,
-    seeds: Option<String>,
-    sets: Vec<String>,
-    out: Option<PathBuf>,
-    jobs: Option<usize>,
-    no_plots: bool,
-    max_runs: Option<usize>,
-    slurm: Option<SlurmArgs>,
-    quiet: bool,
-    verbose: bool,
-) -> Result<ExitCode, run::RunError> {
+/// `mplab sweep` proper: runs the grid here, or submits it to Slurm.
+fn run_sweep(c: SweepCmd, quiet: bool, verbose: bool) -> Result<ExitCode, run::RunError> {
+    let SweepCmd { file, params, points, points_file, seeds, sets, out, jobs, no_plots, max_runs, executor, slurm, .. } = c;
+    let slurm = (executor == "slurm").then_some(slurm);
     use run::RunError::Usage;
     let spec = sweep::spec_from(&file, &params, &points, points_file.as_deref(), seeds.as_deref(), &sets).map_err(Usage)?;
     let out = out.unwrap_or_else(|| sweep::default_out(&file));

@@ -32,7 +32,7 @@ pub struct SweepSpec {
     /// Where the spec came from (a sidecar file), for messages.
     pub spec_file: Option<PathBuf>,
     /// `[sweep.slurm]`: how to submit it to Slurm.
-    pub slurm: Option<crate::slurm::SlurmOptions>,
+    pub slurm: Option<crate::slurm_options::SlurmOptions>,
 }
 
 impl SweepSpec {
@@ -86,7 +86,7 @@ struct SpecTable {
     #[serde(default)]
     plot: Option<PlotTable>,
     #[serde(default)]
-    slurm: Option<crate::slurm::SlurmOptions>,
+    slurm: Option<crate::slurm_options::SlurmOptions>,
 }
 
 #[derive(Deserialize)]

@@ -28,6 +28,7 @@ mod routing;
 pub mod schema;
 pub mod topology;
 pub mod units;
+mod vocab;
 mod workload;
 
 use std::ops::Deref;
@@ -186,7 +187,7 @@ impl Source {
             let kinds = topology::kinds();
             let parsed = match kind.map(|k| k.as_str()) {
                 None => return Err(self.error(Diag::new("topology", format!("missing field `kind` (one of {kinds})")))),
-                Some(Some(k)) => Topology::parse(k, &text),
+                Some(Some(k)) => topology::parse(k, &text),
                 Some(None) => None,
             };
             let topo = match parsed {

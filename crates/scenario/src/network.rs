@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 
 pub use crate::attack::AttackKind;
 
-pub use crate::schema::{BufferSplitting, CmtVariant, SctpProfile, SctpRtxPolicy, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, StackProfile, StripOn, TransportKind};
+pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn, TransportKind};
 
 pub type NodeId = usize;
 pub type LinkId = usize;

@@ -7,8 +7,8 @@ use std::net::Ipv4Addr;
 
 use crate::error::{diag, Diag};
 use crate::network::{Interface, Link, LinkDirection, LinkEnd, Network, Node, Prefix, Routing, DEFAULT_MTU, DEFAULT_QUEUE};
-use crate::schema::{Cidr, DirectionSpec, LinkSpec, Spec};
-use crate::topology::{resolve_loss, resolve_queue, Draft, DraftEnd, DraftLink, DraftNode};
+use crate::schema::{Cidr, DirectionSpec, Draft, DraftEnd, DraftLink, DraftNode, LinkSpec, Spec};
+use crate::topology::{resolve_loss, resolve_queue};
 use crate::{routing, workload};
 
 /// Linux's IFNAMSIZ less the terminating NUL.

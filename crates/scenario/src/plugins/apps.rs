@@ -2,7 +2,7 @@
 //! connection. The state machines live in crates/backend (`apps`), shared
 //! by every backend; this registry checks a flow's fields.
 
-use super::{only_its_fields, About, OnKernel};
+use super::about::{only_its_fields, About, OnKernel};
 use crate::error::{diag, Diag};
 use crate::network::App;
 use crate::schema::FlowSpec;

@@ -5,7 +5,7 @@
 //! or mplab's link emulator; this registry checks the fields and says where
 //! a kind may sit.
 
-use super::{About, OnKernel};
+use super::about::{only_its_fields, About, OnKernel};
 use crate::error::{diag, Diag};
 use crate::attack::AttackKind;
 use crate::network::{BalancerMode, Direction, MiddleboxAction};
@@ -115,7 +115,7 @@ pub(crate) fn resolve(m: &MiddleboxSpec, path: &str) -> Result<MiddleboxAction, 
         ("at", m.at.is_some()),
         ("count", m.count.is_some()),
     ];
-    super::only_its_fields(&e.about, &given, path, "kind")?;
+    only_its_fields(&e.about, &given, path, "kind")?;
     (e.resolve)(m, path)
 }
 

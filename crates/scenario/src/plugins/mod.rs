@@ -11,41 +11,12 @@
 //! ([`crate::network::App`], [`crate::network::Queue`],
 //! [`crate::network::MiddleboxAction`]). `mplab plugins` lists them all.
 
+mod about;
 pub mod apps;
 pub mod middleboxes;
 pub mod queues;
 
-/// What the kernel backend does with an entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnKernel {
-    /// It runs it, this way (for `mplab plugins` and the docs).
-    Runs(&'static str),
-    /// It refuses scenarios that use it, for this reason.
-    Refuses(&'static str),
-}
-
-/// What every registry entry says about itself.
-#[derive(Debug, Clone, Copy)]
-pub struct About {
-    /// The `kind` (or `app`) value scenario files use.
-    pub name: &'static str,
-    /// The fields of its table that apply to it.
-    pub params: &'static [&'static str],
-    /// One line: what it models.
-    pub what: &'static str,
-    pub kernel: OnKernel,
-}
-
-/// Refuses the fields that are set but do not apply to `about`'s kind
-/// (`given`: every optional field of the table and whether it is set).
-pub(crate) fn only_its_fields(about: &About, given: &[(&str, bool)], path: &str, key: &str) -> Result<(), crate::error::Diag> {
-    for (field, set) in given {
-        if *set && !about.params.contains(field) {
-            return crate::error::diag(format!("{path}.{field}"), format!("does not apply to {key} = {:?}", about.name));
-        }
-    }
-    Ok(())
-}
+pub use about::{About, OnKernel};
 
 /// Every entry of every axis: (axis, entry), for listings.
 pub fn all() -> Vec<(&'static str, About)> {

@@ -4,7 +4,7 @@
 //! the simulator and the real backends' link emulator share; this registry
 //! checks the fields.
 
-use super::{About, OnKernel};
+use super::about::{About, OnKernel};
 use crate::error::{diag, Diag};
 use crate::network::{Queue, QueueLimit};
 use crate::schema::QueueSpec;

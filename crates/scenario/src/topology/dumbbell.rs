@@ -6,9 +6,9 @@
 
 use serde::Deserialize;
 
-use super::{check_count, params, resolve_queue, Draft};
+use super::link_params::{check_count, params, resolve_queue};
 use crate::error::Diag;
-use crate::schema::{KindTag, NodeKind, QueueSpec};
+use crate::schema::{Draft, Generator, KindTag, NodeKind, QueueSpec};
 use crate::units::{Duration, Probability, Rate};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -31,7 +31,7 @@ pub struct DumbbellSpec {
     pub bottleneck_queue: Option<QueueSpec>,
 }
 
-impl super::Generator for DumbbellSpec {
+impl Generator for DumbbellSpec {
     fn generate(&self) -> Result<Draft, Diag> {
         check_count(self.pairs, 1, 1024, "topology.pairs", "pairs")?;
         let access_queue = self.access_queue.as_ref().map(|q| resolve_queue(q, "topology.access_queue")).transpose()?;

@@ -13,9 +13,9 @@
 
 use serde::Deserialize;
 
-use super::{params, resolve_queue, Draft};
+use super::link_params::{params, resolve_queue};
 use crate::error::{diag, Diag};
-use crate::schema::{KindTag, NodeKind, QueueSpec};
+use crate::schema::{Draft, Generator, KindTag, NodeKind, QueueSpec};
 use crate::units::{Duration, Rate};
 
 /// Largest k accepted. Routers keep one route per link subnet, so tables
@@ -36,7 +36,7 @@ pub struct FatTreeSpec {
     pub queue: Option<QueueSpec>,
 }
 
-impl super::Generator for FatTreeSpec {
+impl Generator for FatTreeSpec {
     fn generate(&self) -> Result<Draft, Diag> {
         let k = self.k;
         if k < 2 || k % 2 != 0 || k > MAX_K {

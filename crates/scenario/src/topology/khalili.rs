@@ -17,9 +17,9 @@
 
 use serde::Deserialize;
 
-use super::{check_count, params, resolve_queue, Draft};
+use super::link_params::{check_count, params, resolve_queue};
 use crate::error::{diag, Diag};
-use crate::schema::{KindTag, NodeKind, QueueSpec};
+use crate::schema::{Draft, Generator, KindTag, NodeKind, QueueSpec};
 use crate::units::{Duration, Rate};
 
 const FAST: Rate = Rate::from_mbit(1000);
@@ -49,7 +49,7 @@ pub struct KhaliliSpec {
     pub server_delay: Option<Duration>,
 }
 
-impl super::Generator for KhaliliSpec {
+impl Generator for KhaliliSpec {
     fn generate(&self) -> Result<Draft, Diag> {
         // Khalili et al. used tens of users; the cap keeps the multi-homed
         // users' routing tables small.

@@ -16,10 +16,10 @@ use std::net::Ipv4Addr;
 
 use serde::Deserialize;
 
-use super::{check_count, params, resolve_queue, Draft};
+use super::link_params::{check_count, params, resolve_queue};
 use crate::error::{diag, Diag};
 use crate::network::BalancerMode;
-use crate::schema::{KindTag, MiddleboxKind, MiddleboxSpec, NodeKind, QueueSpec};
+use crate::schema::{Draft, Generator, KindTag, MiddleboxKind, MiddleboxSpec, NodeKind, QueueSpec};
 use crate::units::{Duration, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -76,7 +76,7 @@ fn core_rate() -> Rate {
     "10Gbit".parse().expect("a rate")
 }
 
-impl super::Generator for LoadBalancedSpec {
+impl Generator for LoadBalancedSpec {
     fn generate(&self) -> Result<Draft, Diag> {
         check_count(self.clients, 1, 256, "topology.clients", "clients")?;
         check_count(self.client_links, 1, 8, "topology.client_links", "client_links")?;

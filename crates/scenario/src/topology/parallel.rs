@@ -8,10 +8,10 @@
 
 use serde::Deserialize;
 
-use super::{check_count, resolve_queue, Draft, DraftEnd, DraftLink};
+use super::link_params::{check_count, resolve_queue};
 use crate::error::{diag, Diag};
 use crate::network::{JitterDistribution, LinkDirection, DEFAULT_MTU, DEFAULT_QUEUE};
-use crate::schema::{KindTag, NodeKind, PerPath, QueueSpec};
+use crate::schema::{Draft, DraftEnd, DraftLink, Generator, KindTag, NodeKind, PerPath, QueueSpec};
 use crate::units::{Duration, Probability, Rate};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -49,7 +49,7 @@ fn pick<'a, T>(p: &'a PerPath<T>, i: usize, paths: u32, field: &str) -> Result<&
     }
 }
 
-impl super::Generator for ParallelSpec {
+impl Generator for ParallelSpec {
     fn generate(&self) -> Result<Draft, Diag> {
         check_count(self.paths, 1, 256, "topology.paths", "paths")?;
         let mut d = Draft::default();

@@ -7,9 +7,9 @@
 
 use serde::Deserialize;
 
-use super::{check_count, params, resolve_queue, Draft};
+use super::link_params::{check_count, params, resolve_queue};
 use crate::error::Diag;
-use crate::schema::{KindTag, NodeKind, QueueSpec};
+use crate::schema::{Draft, Generator, KindTag, NodeKind, QueueSpec};
 use crate::units::{Duration, Probability, Rate};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -27,7 +27,7 @@ pub struct StarSpec {
     pub queue: Option<QueueSpec>,
 }
 
-impl super::Generator for StarSpec {
+impl Generator for StarSpec {
     fn generate(&self) -> Result<Draft, Diag> {
         check_count(self.hosts, 2, 1024, "topology.hosts", "hosts")?;
         let queue = self.queue.as_ref().map(|q| resolve_queue(q, "topology.queue")).transpose()?;

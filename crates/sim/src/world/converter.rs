@@ -30,24 +30,13 @@ use mplab_backend::convert::{self, ConverterSummary, Decision, Policy, Reply, Se
 use mplab_backend::results::TunnelSummary;
 use mplab_wire::convert::ErrorTlv;
 
-use super::flows::{End, FlowRt};
+use super::flows::{End, FlowRt, Leg};
 use super::*;
 use crate::apps::{App, AppKind};
 
 /// The carriers' source ports at the CPE: from here up, one per converted
 /// connection (the kernel's ephemeral range starts here too).
 const FIRST_CARRIER_PORT: u16 = 32768;
-
-/// Which connection of a conversion a flow is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Leg {
-    /// Client to CPE: end 1 at the CPE.
-    Client,
-    /// CPE to HAG.
-    Carrier,
-    /// HAG to server: end 0 at the HAG.
-    Server,
-}
 
 pub(super) struct ConverterRt {
     flow: usize,

@@ -20,6 +20,17 @@ pub(super) struct End {
     pub(super) corrupted: bool,
 }
 
+/// Which connection of an RFC 8803 conversion a flow is (see `converter`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Leg {
+    /// Client to CPE: end 1 at the CPE.
+    Client,
+    /// CPE to HAG.
+    Carrier,
+    /// HAG to server: end 0 at the HAG.
+    Server,
+}
+
 pub(super) struct FlowRt {
     pub(super) ends: [End; 2],
     /// The node of the server end: `to`, or the backend a load balancer
@@ -43,7 +54,7 @@ pub(super) struct FlowRt {
     /// The tunnel this flow carries (`app = "tunnel"`), by index.
     pub(super) tunnel: Option<u32>,
     /// A converter's connection: its conversion and which leg it is.
-    pub(super) relay: Option<(u32, super::converter::Leg)>,
+    pub(super) relay: Option<(u32, Leg)>,
     /// A scenario flow a converter took: its conversion.
     pub(super) relay_of_user: Option<u32>,
 }

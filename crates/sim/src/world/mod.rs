@@ -18,6 +18,7 @@ mod finish;
 mod flows;
 mod host;
 mod middleboxes;
+mod pool;
 mod probes;
 mod tunnel;
 
@@ -53,7 +54,8 @@ enum Ev {
     BoxTimer { boxid: u32 },
 }
 
-use fabric::{IfCounters, LinkRt, NodeRt, Pool, WakeRt, Hop};
+use fabric::{IfCounters, LinkRt, NodeRt, WakeRt};
+use pool::{Hop, Pool};
 use flows::{End, FlowRt};
 
 /// How a run went, for the summary line.

@@ -46,7 +46,7 @@ impl World {
             // Of a converter's connections, the carrier between the
             // gateways has rows; the legs to the client and the server
             // are the user flow's.
-            if f.relay.is_some_and(|(_, leg)| leg != super::converter::Leg::Carrier) {
+            if f.relay.is_some_and(|(_, leg)| leg != super::flows::Leg::Carrier) {
                 continue;
             }
             let name = &self.net.flows[fi].name;

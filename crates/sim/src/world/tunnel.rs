@@ -29,7 +29,7 @@ use mplab_backend::results::{TunnelDirection, TunnelSummary};
 
 use crate::packet::Packet;
 
-use super::fabric::Hop;
+use super::pool::Hop;
 use super::*;
 
 /// Datagrams a gateway holds for the tunnel (Linux's default txqueuelen
