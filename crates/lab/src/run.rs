@@ -48,7 +48,44 @@ pub fn load(args: &RunArgs) -> Result<(Scenario, Network), RunError> {
         sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| RunError::Usage(e.to_string()))?;
     }
     let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+    if !args.quiet {
+        for w in implausible(&sc, &net) {
+            eprintln!("warning: {w}");
+        }
+    }
     Ok((sc, net))
+}
+
+/// Link settings that are valid but rarely meant: a loss rate above 50 %
+/// (`loss = "1"` is every packet), a one-way delay above 10 s (`delay =
+/// 40` is 40 seconds), a rate below 1 kbit/s. Each names its line and
+/// field; the run goes ahead.
+pub fn implausible(sc: &Scenario, net: &Network) -> Vec<String> {
+    let mut out = Vec::new();
+    // Links written in the file are links[i]; generated ones point at the
+    // generator.
+    let written = sc.topology.is_none();
+    for (i, l) in net.links.iter().enumerate() {
+        let at = |field: &str| if written { format!("links[{i}].{field}") } else { "topology".to_string() };
+        let mut said = std::collections::BTreeSet::new();
+        for d in [&l.ab, &l.ba] {
+            let mut warn = |field: &str, msg: String| {
+                if said.insert(field.to_string()) {
+                    out.push(sc.error_at(&at(field), format!("link {:?}: {msg}", l.name)).to_string());
+                }
+            };
+            if d.loss > 0.5 {
+                warn("loss", format!("loss {} drops {:.0} % of packets (a fraction: 0.01 is 1 %)", d.loss, d.loss * 100.0));
+            }
+            if d.delay_ns > 10_000_000_000 {
+                warn("delay", format!("one-way delay {:.1} s (a bare number is seconds: \"40ms\" is 40 ms)", d.delay_ns as f64 / 1e9));
+            }
+            if d.rate_bps > 0 && d.rate_bps < 1000 {
+                warn("rate", format!("rate {} bit/s (below 1 kbit/s; \"10Mbit\" is 10 Mbit/s)", d.rate_bps));
+            }
+        }
+    }
+    out
 }
 
 /// The field path a backend's objection to a flow setting points at: the
@@ -102,9 +139,20 @@ pub fn check(results: &RunResults) -> Result<(), RunError> {
     if !results.errors.is_empty() {
         return Err(RunError::Failed(results.errors.join("; ")));
     }
-    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
+    // A flow that moved no byte never got past its handshake: that, not
+    // the data's verification, is what went wrong.
+    let silent = |f: &&mplab_backend::results::FlowSummary| f.bytes_delivered == 0 && f.subflows.iter().all(|s| s.bytes_sent == 0);
+    let never: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).filter(silent).map(|f| f.name.as_str()).collect();
+    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).filter(|f| !silent(f)).map(|f| f.name.as_str()).collect();
+    let mut why = Vec::new();
+    if !never.is_empty() {
+        why.push(format!("flows that never connected (no data sent or delivered: are the links up, and their loss and delay plausible?): {}", never.join(", ")));
+    }
     if !bad.is_empty() {
-        return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
+        why.push(format!("flows whose data did not verify: {}", bad.join(", ")));
+    }
+    if !why.is_empty() {
+        return Err(RunError::Failed(why.join("; ")));
     }
     Ok(())
 }

@@ -49,3 +49,22 @@ fn trace_of_a_text_file_shows_what_it_starts_with() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("5b 70 61 63 \"[pac\""), "hex and the text it spells: {err}");
 }
+
+/// `loss = 1` (every packet) and `delay = 40` (seconds) are valid but
+/// rarely meant: a warning names the line and field, and a flow that moved
+/// no byte is reported as never connected, not as unverified data.
+#[test]
+fn implausible_links_are_warned_and_a_dead_flow_never_connected() {
+    let out = std::env::temp_dir().join(format!("mplab-implausible-{}", std::process::id()));
+    let o = Command::new(env!("CARGO_BIN_EXE_mplab"))
+        .args(["run", scenario("tcp-single.toml").to_str().unwrap(), "--set", "duration=3s", "--set", "links.0.loss=1", "--set", "links.0.delay=40", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let warns: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert!(warns.iter().any(|w| w.contains("tcp-single.toml:") && w.contains("loss") && w.contains("100 %")), "{err}");
+    assert!(warns.iter().any(|w| w.contains("delay") && w.contains("40.0 s")), "{err}");
+    assert!(err.contains("never connected") && !err.contains("did not verify"), "{err}");
+}
