@@ -179,7 +179,9 @@ class Results:
     """A run's results directory as DataFrames.
 
     `flows`: one row per flow (summary.json); `paths`: one row per subflow
-    and its totals; `subflows`: the subflows' time series (flows.csv);
+    and its totals; `subflows`: the subflows' time series (flows.csv rows
+    of one subflow each); `connections`: the connection-level time series
+    (flows.csv's `subflow == "all"` rows: goodput of the whole flow);
     `interfaces`, `queues`: time series; `balancers`, `servers`: load
     balancers' counters when the run had some; `summary`, `meta`: dicts.
     """
@@ -195,7 +197,12 @@ class Results:
         flows = self.summary.get("flows", [])
         self.flows = pd.DataFrame([{k: v for k, v in f.items() if k != "subflows"} for f in flows])
         self.paths = pd.DataFrame([{"flow": f["name"], **s} for f in flows for s in f.get("subflows", [])])
-        self.subflows = _frame(self.dir / "flows.csv")
+        series = _frame(self.dir / "flows.csv")
+        # flows.csv holds both levels; a subflow's rows and a connection's
+        # total must not be summed or averaged together.
+        whole = series["subflow"].astype(str) == "all" if "subflow" in series else pd.Series(False, index=series.index)
+        self.subflows = series[~whole].reset_index(drop=True)
+        self.connections = series[whole].reset_index(drop=True)
         self.interfaces = _frame(self.dir / "interfaces.csv")
         self.queues = _frame(self.dir / "queues.csv")
         self.balancers = _frame(self.dir / "balancers.csv")
