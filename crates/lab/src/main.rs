@@ -516,6 +516,7 @@ fn compare_cmd(a: &std::path::Path, b: &std::path::Path, out: Option<PathBuf>, q
     };
     if !quiet {
         print!("{}", compare::render(&rows, &compare::describe(a), &compare::describe(b)));
+        print!("\n{}", compare::differences(a, b));
     }
     let out = out.unwrap_or_else(|| b.join("compare"));
     match compare::write(&rows, a, b, &out) {

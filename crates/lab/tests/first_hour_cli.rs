@@ -68,3 +68,25 @@ fn implausible_links_are_warned_and_a_dead_flow_never_connected() {
     assert!(warns.iter().any(|w| w.contains("delay") && w.contains("40.0 s")), "{err}");
     assert!(err.contains("never connected") && !err.contains("did not verify"), "{err}");
 }
+
+/// `mplab compare` says how A and B differ before their metrics: here the
+/// duration, with a warning that totals are not comparable.
+#[test]
+fn compare_names_what_differs_and_warns_on_durations() {
+    let base = std::env::temp_dir().join(format!("mplab-cmp-{}", std::process::id()));
+    let run = |d: &str, dur: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mplab"))
+            .args(["run", scenario("tcp-single.toml").to_str().unwrap(), "--quiet", "--set", &format!("duration={dur}"), "--out", base.join(d).to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run("a", "2s");
+    run("b", "3s");
+    let o = Command::new(env!("CARGO_BIN_EXE_mplab")).args(["compare", base.join("a").to_str().unwrap(), base.join("b").to_str().unwrap()]).output().unwrap();
+    let _ = std::fs::remove_dir_all(&base);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("duration_s: A 2.0 / B 3.0"), "{out}");
+    assert!(out.contains("warning: A ran 2 s and B 3 s"), "{out}");
+}
