@@ -164,3 +164,18 @@ def test_threads_run_simulations_side_by_side():
     for s, r in zip(seeds, rs):
         solo = mplab.run(SCEN / "two-paths.toml", set={"duration": "2s", "topology.loss": 0.01}, seed=s)
         pd.testing.assert_frame_equal(r.subflows, solo.subflows)
+
+
+def test_a_run_without_out_cleans_up_after_itself(tmp_path):
+    import gc
+
+    r = mplab.run(SCEN / "tcp-single.toml", set={"duration": "1s"})
+    d = r.dir
+    assert (d / "summary.json").exists() and r.goodput_bps > 0
+    del r
+    gc.collect()
+    assert not d.exists(), "the temporary results went with the Results object"
+    kept = mplab.run(SCEN / "tcp-single.toml", set={"duration": "1s"}, out=tmp_path / "kept")
+    del kept
+    gc.collect()
+    assert (tmp_path / "kept" / "summary.json").exists(), "an `out` directory stays"

@@ -642,6 +642,13 @@ pub struct Probes {
     pub flows: Vec<FlowId>,
     /// Links whose queue lengths are sampled.
     pub queues: Vec<LinkId>,
+    /// Bytes of each packet a pcap keeps; 0: whole packets.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub snaplen: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import tempfile
+import weakref
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
@@ -269,7 +271,8 @@ def run(
     """Runs a scenario (a file or a `Scenario`) on `backend` ("sim";
     "kernel" and "userspace" need root) and returns its results. `set`
     changes fields first, as `--set` does. Without `out` the results go to
-    a temporary directory (kept: `Results.dir`)."""
+    a temporary directory (`Results.dir`) removed with the `Results`
+    object: pass `out` to keep them."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise TypeError(f"seed: want a non-negative int, got {seed!r}")
     if not isinstance(backend, str):
@@ -277,8 +280,17 @@ def run(
     text, name, sets = _scenario_text(scenario)
     sets += _sets(set)
     d = pathlib.Path(out) if out is not None else pathlib.Path(tempfile.mkdtemp(prefix="mplab-run-"))
-    _mplab.run(text, name, str(d), sets, seed, backend)
-    return Results(d)
+    try:
+        _mplab.run(text, name, str(d), sets, seed, backend)
+    except BaseException:
+        if out is None:
+            shutil.rmtree(d, ignore_errors=True)
+        raise
+    r = Results(d)
+    if out is None:
+        # A run's pcaps and CSVs are tens of megabytes: gone with the object.
+        weakref.finalize(r, shutil.rmtree, str(d), True)
+    return r
 
 
 def sweep(

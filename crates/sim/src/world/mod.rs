@@ -235,7 +235,7 @@ impl World {
             for p in &net.probes.pcap {
                 let node = &net.nodes[p.node];
                 let name = format!("{}-{}.pcap", node.name, node.interfaces[p.iface].name);
-                pcaps.insert((p.node, p.iface), Capture::create(&dir.join(name))?);
+                pcaps.insert((p.node, p.iface), Capture::create(&dir.join(name), net.probes.snaplen)?);
             }
         }
         let mut addr_idx = HashMap::default();
