@@ -388,10 +388,15 @@ pub fn is_sweep(dir: &Path) -> bool {
 /// Writes every figure of `dir` (a run or a sweep) as PNG and SVG under
 /// `dir/plots/`; returns the files' stems.
 pub fn write_all(dir: &Path) -> io::Result<Vec<String>> {
+    write_all_at(dir, crate::plot::DEFAULT_DPI)
+}
+
+/// `write_all` with PNGs at `dpi` dots per inch.
+pub fn write_all_at(dir: &Path, dpi: u32) -> io::Result<Vec<String>> {
     let figs = if is_sweep(dir) { sweep_figures(dir)? } else { run_figures(dir)? };
     let mut names = Vec::new();
     for f in figs {
-        crate::plot::write(&f.plot, &dir.join("plots").join(&f.name))?;
+        crate::plot::write_at(&f.plot, &dir.join("plots").join(&f.name), dpi)?;
         names.push(f.name);
     }
     Ok(names)

@@ -88,6 +88,10 @@ enum Command {
     Plot {
         /// A run's or a sweep's results directory.
         dir: PathBuf,
+        /// Resolution of the PNGs: 96 gives 960 pixels wide, 192 twice
+        /// that on each side (for print); the SVGs scale anyway.
+        #[arg(long, default_value_t = mplab::plot::DEFAULT_DPI, value_parser = clap::value_parser!(u32).range(24..=1200))]
+        dpi: u32,
     },
     /// Write one self-contained HTML report (scenario, summary table, every
     /// plot as inline SVG, run metadata) for a run or a sweep directory.
@@ -401,7 +405,7 @@ fn main() -> ExitCode {
         Command::Run(c) => run_cmd(c, quiet, verbose),
         Command::Sweep(c) => sweep_cmd(c, quiet, verbose),
         Command::SweepTask { dir, submission, task } => sweep_task_cmd(&dir, submission, task),
-        Command::Plot { dir } => plot_cmd(&dir, quiet),
+        Command::Plot { dir, dpi } => plot_cmd(&dir, dpi, quiet),
         Command::Report { dir, out } => report_cmd(&dir, out.as_deref(), quiet),
         Command::Compare { a, b, out } => compare_cmd(&a, &b, out, quiet),
         Command::UsrsctpHost { spec } => std::process::exit(mplab_emu::usrsctp::host::host_main(&spec)),
@@ -483,8 +487,8 @@ fn sweep_task_cmd(dir: &std::path::Path, submission: usize, task: usize) -> Exit
 }
 
 /// `mplab plot`.
-fn plot_cmd(dir: &std::path::Path, quiet: bool) -> ExitCode {
-    match figures::write_all(dir) {
+fn plot_cmd(dir: &std::path::Path, dpi: u32, quiet: bool) -> ExitCode {
+    match figures::write_all_at(dir, dpi) {
         Ok(names) => {
             if !quiet {
                 println!("{} plots (PNG + SVG) in {}", names.len(), dir.join("plots").display());
