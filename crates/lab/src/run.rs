@@ -220,7 +220,7 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
         "segments_after_end": stats.segments_after_end,
         "tcp_counters": tcp_counters,
     });
-    write_results(out, &results, &effective, &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    write_results(out, &results, &effective, &sc.source_text(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok((results, meta))
 }
 
@@ -272,7 +272,7 @@ pub fn run_real(backend: &str, sc: &Scenario, net: Network, out: &Path) -> Resul
         m.insert("wall_time_s".into(), wall_s.into());
     }
     let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
-    write_results(out, &run.results, &sc.effective_toml(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    write_results(out, &run.results, &sc.effective_toml(), &sc.source_text(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok((run.results, meta))
 }
 
@@ -286,7 +286,7 @@ fn progress_bar(duration: Instant, quiet: bool) -> Option<ProgressBar> {
     Some(b)
 }
 
-fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, network_json: &str, meta: &serde_json::Value) -> std::io::Result<()> {
+fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, source_toml: &str, network_json: &str, meta: &serde_json::Value) -> std::io::Result<()> {
     r.write_dir(dir)?;
     // Parquet twins of the CSVs (same columns), for pandas / R arrow.
     for name in ["flows", "interfaces", "queues"] {
@@ -298,6 +298,7 @@ fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, network_json: 
     }
     std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(meta).unwrap_or_default() + "\n")?;
     std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
+    std::fs::write(dir.join("scenario.source.toml"), source_toml)?;
     std::fs::write(dir.join("network.json"), network_json)?;
     Ok(())
 }
