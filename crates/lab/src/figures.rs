@@ -93,12 +93,36 @@ fn top(mut s: Vec<Series>, title: &mut String) -> Vec<Series> {
 
 /// Which flows.csv rows describe subflows: for a flow with subflow rows,
 /// those; otherwise its `all` rows (TCP).
-fn per_subflow(t: &Table) -> Vec<(String, Vec<usize>)> {
+/// Each subflow's path label (`client:eth1 (wan2)`) by (flow, index),
+/// from summary.json: legends name the path, not only `sf1`.
+fn path_labels(dir: &Path) -> std::collections::HashMap<(String, String), String> {
+    let mut m = std::collections::HashMap::new();
+    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else { return m };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return m };
+    for f in v["flows"].as_array().into_iter().flatten() {
+        for (i, sf) in f["subflows"].as_array().into_iter().flatten().enumerate() {
+            if let (Some(name), Some(p)) = (f["name"].as_str(), sf["path"].as_str()) {
+                m.insert((name.to_string(), i.to_string()), p.to_string());
+            }
+        }
+    }
+    m
+}
+
+/// `flow sf1 client:eth1 (wan2)`, or `flow sf1` without a label.
+fn subflow_name(labels: &std::collections::HashMap<(String, String), String>, f: &str, s: &str) -> String {
+    match labels.get(&(f.to_string(), s.to_string())) {
+        Some(p) => format!("{f} sf{s} {p}"),
+        None => format!("{f} sf{s}"),
+    }
+}
+
+fn per_subflow(t: &Table, labels: &std::collections::HashMap<(String, String), String>) -> Vec<(String, Vec<usize>)> {
     let has_sub: std::collections::BTreeSet<String> = (0..t.rows.len()).filter(|&r| t.str(r, "subflow") != "all").map(|r| t.str(r, "flow").to_string()).collect();
     group(t, |r| {
         let (f, s) = (t.str(r, "flow"), t.str(r, "subflow"));
         if has_sub.contains(f) {
-            (s != "all").then(|| format!("{f} sf{s}"))
+            (s != "all").then(|| subflow_name(labels, f, s))
         } else {
             Some(f.to_string())
         }
@@ -120,6 +144,7 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
     let mut out = Vec::new();
     let ev = events(dir);
     let flows = Table::read_csv(&dir.join("flows.csv")).unwrap_or_default();
+    let labels = path_labels(dir);
     if flows.has("goodput_bps") {
         // Goodput per flow (the connection, thick when it has subflows) and per subflow.
         let has_sub: std::collections::BTreeSet<String> = (0..flows.rows.len()).filter(|&r| flows.str(r, "subflow") != "all").map(|r| flows.str(r, "flow").to_string()).collect();
@@ -133,7 +158,7 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
                     f.to_string()
                 }
             } else {
-                format!("{f} sf{sf}")
+                subflow_name(&labels, f, sf)
             };
             s.push(Series { name, points: series_of(&flows, &rows, "time_s", "goodput_bps", 1e-6), emphasis: sf == "all" && has_sub.contains(f), ..Default::default() });
         }
@@ -154,11 +179,11 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
         out.extend(line("interfaces_time", "Throughput per interface (busier direction, headers included)".into(), "time (s)", "throughput (Mbit/s)", s, &ev, true));
     }
     if flows.has("cwnd_bytes") {
-        let s = per_subflow(&flows).into_iter().map(|(k, rows)| Series { name: k, points: series_of(&flows, &rows, "time_s", "cwnd_bytes", 1e-3), ..Default::default() }).collect();
+        let s = per_subflow(&flows, &labels).into_iter().map(|(k, rows)| Series { name: k, points: series_of(&flows, &rows, "time_s", "cwnd_bytes", 1e-3), ..Default::default() }).collect();
         out.extend(line("cwnd_time", "Congestion window per subflow".into(), "time (s)", "cwnd (KB)", s, &ev, true));
     }
     if flows.has("srtt_ms") {
-        let s = per_subflow(&flows).into_iter().map(|(k, rows)| Series { name: k, points: series_of(&flows, &rows, "time_s", "srtt_ms", 1.0), ..Default::default() }).collect();
+        let s = per_subflow(&flows, &labels).into_iter().map(|(k, rows)| Series { name: k, points: series_of(&flows, &rows, "time_s", "srtt_ms", 1.0), ..Default::default() }).collect();
         out.extend(line("srtt_time", "Smoothed RTT per subflow".into(), "time (s)", "srtt (ms)", s, &ev, true));
     }
     // Columns another backend or a later version may add: plotted when present.

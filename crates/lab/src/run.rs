@@ -181,6 +181,7 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
     let duration = Instant(net.duration_ns);
     let effective = sc.effective_toml();
     let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
+    let labels = path_labels(&net);
     let mut world = World::new(net, pcap_dir).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
 
     let bar = progress_bar(duration, !show_bar);
@@ -205,7 +206,8 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
     }
     let stats = world.stats.clone();
     let tcp_counters = world.tcp_counters();
-    let results = world.finish("sim");
+    let mut results = world.finish("sim");
+    label_paths(&mut results, &labels);
     let wall_s = wall.elapsed().as_secs_f64();
     // Everything that varies between identical runs goes to meta.json, so
     // summary.json and the CSVs are byte-identical for the same seed.
@@ -259,7 +261,7 @@ pub fn run_real(backend: &str, sc: &Scenario, net: Network, out: &Path) -> Resul
     let opts = KernelOptions { pcap_dir, abort: mplab_emu::signal::install(), prefix: None };
     let wall = WallClock::now();
     let run = if userspace { mplab_emu::userspace::run(&net, &opts) } else { kernel::run(&net, &opts) };
-    let run = run.map_err(|e| match e {
+    let mut run = run.map_err(|e| match e {
         KernelError::Usage(m) => RunError::Usage(m),
         KernelError::Failed(m) => RunError::Failed(m),
         KernelError::Interrupted => RunError::Failed("interrupted: the run's namespaces were removed".into()),
@@ -272,6 +274,7 @@ pub fn run_real(backend: &str, sc: &Scenario, net: Network, out: &Path) -> Resul
         m.insert("wall_time_s".into(), wall_s.into());
     }
     let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
+    label_paths(&mut run.results, &path_labels(&net));
     write_results(out, &run.results, &sc.effective_toml(), &sc.source_text(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok((run.results, meta))
 }
@@ -284,6 +287,28 @@ fn progress_bar(duration: Instant, quiet: bool) -> Option<ProgressBar> {
     let b = ProgressBar::new(duration.0 / 1_000_000);
     b.set_style(ProgressStyle::with_template("{spinner} simulated {pos}/{len} ms [{bar:40}] {percent}% eta {eta}").ok()?.progress_chars("=> "));
     Some(b)
+}
+
+/// Each interface address's path label, `client:eth1 (wan2)`: the node,
+/// the interface and its link.
+pub fn path_labels(net: &Network) -> std::collections::HashMap<std::net::IpAddr, String> {
+    let mut m = std::collections::HashMap::new();
+    for n in &net.nodes {
+        for i in &n.interfaces {
+            m.insert(std::net::IpAddr::V4(i.addr), format!("{}:{} ({})", n.name, i.name, net.links[i.link].name));
+        }
+    }
+    m
+}
+
+/// Names each subflow's path from its local address, so tables and
+/// legends say which path it is.
+pub fn label_paths(r: &mut RunResults, labels: &std::collections::HashMap<std::net::IpAddr, String>) {
+    for sf in r.summary.flows.iter_mut().flat_map(|f| f.subflows.iter_mut()) {
+        if let Ok(a) = sf.local.parse::<std::net::SocketAddr>() {
+            sf.path = labels.get(&a.ip()).cloned();
+        }
+    }
 }
 
 fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, source_toml: &str, network_json: &str, meta: &serde_json::Value) -> std::io::Result<()> {
@@ -386,7 +411,7 @@ pub fn render_summary(s: &Summary) -> String {
         }
         if f.subflows.len() > 1 {
             for sf in &f.subflows {
-                let _ = writeln!(o, "  {:<30} {:>12}{}", format!("{} -> {}", sf.local, sf.remote), mbit(sf.goodput_bps), if sf.backup { " backup" } else { "" });
+                let _ = writeln!(o, "  {:<40} {:>12}  {}{}", format!("{} -> {}", sf.local, sf.remote), mbit(sf.goodput_bps), sf.path.as_deref().unwrap_or(""), if sf.backup { " backup" } else { "" });
             }
         }
     }

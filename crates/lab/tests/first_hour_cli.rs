@@ -149,3 +149,19 @@ fn walk(d: &std::path::Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Subflow rows and plot legends name the path (interface and link), not
+/// only `sf0` and an address.
+#[test]
+fn subflows_are_named_by_their_interface_and_link() {
+    let out = std::env::temp_dir().join(format!("mplab-paths-{}", std::process::id()));
+    let o = Command::new(env!("CARGO_BIN_EXE_mplab")).args(["run", scenario("seed000-lab1.toml").to_str().unwrap(), "--plots", "--out", out.to_str().unwrap()]).output().unwrap();
+    let table = String::from_utf8_lossy(&o.stdout).to_string();
+    let summary = std::fs::read_to_string(out.join("summary.json")).unwrap_or_default();
+    let legend = std::fs::read_to_string(out.join("plots/goodput_time.svg")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for p in ["client:eth0 (wan1)", "client:eth1 (wan2)"] {
+        assert!(table.contains(p) && summary.contains(p) && legend.contains(p), "{p} missing: {table}");
+    }
+}
