@@ -256,6 +256,7 @@ pub fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> Result<
         sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
     }
     let mut net = sc.resolve().map_err(|e| e.to_string())?;
+    mplab_backend::workload::apply_start_jitter(&mut net);
     // Hundreds of runs of whole packets fill a disk: a sweep's pcaps keep
     // the headers unless the scenario or the sweep set a snap length.
     if net.probes.snaplen == 0 {
@@ -500,6 +501,11 @@ pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunEr
         "interrupted": interrupted,
     });
     finish(&opt.out, opt.plots, meta).map_err(io)?;
+    if !opt.quiet {
+        if let Some(note) = seeds_without_effect(&opt.out) {
+            eprintln!("note: {note}");
+        }
+    }
     let failed = failed.into_inner().unwrap();
     Ok(SweepOutcome { total, skipped, ran, failed, interrupted, stopped_early })
 }
@@ -570,6 +576,20 @@ fn f(v: &serde_json::Value) -> String {
         serde_json::Value::String(s) => s.clone(),
         _ => String::new(),
     }
+}
+
+/// When several seeds gave every point the very same goodput, the
+/// scenario has nothing random in it (no loss, no jitter, no random start):
+/// its standard deviations and confidence intervals of 0 say so, and this
+/// says why and what to do.
+pub fn seeds_without_effect(out: &Path) -> Option<String> {
+    let agg = Table::read_csv(&out.join("aggregate.csv")).ok()?;
+    let all: Vec<usize> = (0..agg.rows.len()).filter(|&r| agg.str(r, "flow") == "all" && agg.num(r, "n").is_some_and(|n| n >= 2.0)).collect();
+    (!all.is_empty() && all.iter().all(|&r| agg.num(r, "goodput_bps_stdev") == Some(0.0))).then(|| {
+        "every seed gave each point the same results (stdev and CI 0): nothing in this scenario draws on the seed (no loss, jitter or random start). \
+         Give the flows a `start_jitter` (e.g. \"100ms\") to start them at random times, or run one seed"
+            .to_string()
+    })
 }
 
 /// Rebuilds runs.csv / aggregate.csv (and their Parquet twins) from every

@@ -165,3 +165,40 @@ fn subflows_are_named_by_their_interface_and_link() {
         assert!(table.contains(p) && summary.contains(p) && legend.contains(p), "{p} missing: {table}");
     }
 }
+
+/// Seeds that cannot change a loss-free run are named as such; a flow's
+/// `start_jitter` draws its start from the seed, so seeds then differ, and
+/// the same seed gives the same start.
+#[test]
+fn seeds_without_effect_are_named_and_start_jitter_gives_them_one() {
+    let base = std::env::temp_dir().join(format!("mplab-seeds-{}", std::process::id()));
+    let scen = scenario("tcp-single.toml");
+    let sweep = |d: &str, extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mplab"))
+            .args(["sweep", scen.to_str().unwrap(), "--seeds", "3", "--set", "duration=2s", "--set", "probes.pcap=[]", "--no-plots", "--out", base.join(d).to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let err = sweep("plain", &[]);
+    assert!(err.contains("note: every seed gave each point the same results") && err.contains("start_jitter"), "{err}");
+    let err = sweep("jitter", &["--set", "flows[0].start_jitter=500ms"]);
+    assert!(!err.contains("note: every seed"), "{err}");
+    // The start each seed drew: network.json of each run, and again.
+    let start = |seed: u64| -> u64 {
+        let out = base.join(format!("run-{seed}"));
+        let o = Command::new(env!("CARGO_BIN_EXE_mplab"))
+            .args(["run", scen.to_str().unwrap(), "--quiet", "--seed", &seed.to_string(), "--set", "duration=2s", "--set", "flows[0].start_jitter=500ms", "--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let net: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("network.json")).unwrap()).unwrap();
+        net["flows"][0]["start_ns"].as_u64().unwrap()
+    };
+    let (a, b, a2) = (start(1), start(2), start(1));
+    let _ = std::fs::remove_dir_all(&base);
+    assert!(a < 500_000_000 && b < 500_000_000 && a != b, "{a} {b}");
+    assert_eq!(a, a2, "the same seed, the same start");
+}
