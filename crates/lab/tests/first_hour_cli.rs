@@ -202,3 +202,25 @@ fn seeds_without_effect_are_named_and_start_jitter_gives_them_one() {
     assert!(a < 500_000_000 && b < 500_000_000 && a != b, "{a} {b}");
     assert_eq!(a, a2, "the same seed, the same start");
 }
+
+/// With seed 000's 4 MB buffers every chunk has one subflow with room, so
+/// the scheduler never chooses: the run says so. With 200 KB buffers it
+/// chooses, and no such note appears.
+#[test]
+fn a_scheduler_that_never_chose_is_named() {
+    let base = std::env::temp_dir().join(format!("mplab-choice-{}", std::process::id()));
+    let run = |d: &str, extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mplab"))
+            .args(["run", scenario("seed000-lab1.toml").to_str().unwrap(), "--set", "transport.mptcp.scheduler=blest", "--out", base.join(d).to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let big = run("big", &[]);
+    let small = run("small", &["--set", "transport.tcp.rcv_buf=200KB", "--set", "transport.tcp.snd_buf=200KB"]);
+    let _ = std::fs::remove_dir_all(&base);
+    assert!(big.contains("note: flow iperf: the packet scheduler never had a choice"), "{big}");
+    assert!(!small.contains("never had a choice"), "{small}");
+}

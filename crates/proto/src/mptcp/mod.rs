@@ -168,6 +168,12 @@ pub struct MptcpStats {
     pub window_blocked: u64,
     /// Segments outside their subflow's window: ACKed, options ignored.
     pub unacceptable_segments: u64,
+    /// Chunks the packet scheduler placed while two or more usable
+    /// subflows had room in their windows: the decisions in which the
+    /// scheduler chose. 0 over a whole run with several subflows means
+    /// every scheduler would have sent the same (each chunk had one
+    /// subflow to go to).
+    pub scheduler_choices: u64,
 }
 
 /// Address signals that ride on pure ACKs (see `add_signalling`).
