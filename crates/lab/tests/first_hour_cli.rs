@@ -224,3 +224,72 @@ fn a_scheduler_that_never_chose_is_named() {
     assert!(big.contains("note: flow iperf: the packet scheduler never had a choice"), "{big}");
     assert!(!small.contains("never had a choice"), "{small}");
 }
+
+/// A phone on LTE (`rmnet0`) and Wi-Fi (`wlan0`): `rmnet0` comes first by
+/// name, so the default route and the initial subflow go over LTE; its
+/// endpoint says `backup`. Once established the initial subflow becomes a
+/// backup (MP_PRIO, as Linux 6.18 does) and the Wi-Fi subflow carries the
+/// transfer.
+#[test]
+fn a_backup_endpoint_on_the_default_route_takes_effect() {
+    let dir = std::env::temp_dir().join(format!("mplab-backup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scen = dir.join("phone.toml");
+    std::fs::write(
+        &scen,
+        r#"name = "phone"
+duration = "10s"
+[[nodes]]
+name = "phone"
+[[nodes]]
+name = "r"
+kind = "router"
+[[nodes]]
+name = "server"
+[[links]]
+name = "lte"
+a = "phone:rmnet0"
+b = "r"
+rate = "8Mbit"
+delay = "20ms"
+[[links]]
+name = "wifi"
+a = "phone:wlan0"
+b = "r"
+rate = "20Mbit"
+delay = "5ms"
+[[links]]
+a = "r"
+b = "server"
+rate = "1Gbit"
+[transport.mptcp]
+path_manager = "endpoints"
+[[transport.mptcp.endpoints]]
+node = "phone"
+iface = "rmnet0"
+flags = ["subflow", "backup"]
+[[transport.mptcp.endpoints]]
+node = "phone"
+iface = "wlan0"
+flags = ["subflow"]
+[[flows]]
+name = "dl"
+from = "phone"
+to = "server"
+transport = "mptcp"
+"#,
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_mplab")).args(["run", scen.to_str().unwrap(), "--json", "--out", dir.join("out").to_str().unwrap()]).output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sf = v["flows"][0]["subflows"].as_array().unwrap();
+    let lte = sf.iter().find(|s| s["path"].as_str().unwrap_or("").contains("rmnet0")).expect("the LTE subflow");
+    let wifi = sf.iter().find(|s| s["path"].as_str().unwrap_or("").contains("wlan0")).expect("the Wi-Fi subflow");
+    assert_eq!(lte["backup"], true, "{sf:?}");
+    assert_eq!(wifi["backup"], false);
+    let (l, w) = (lte["bytes_sent"].as_u64().unwrap(), wifi["bytes_sent"].as_u64().unwrap());
+    // Only what went out before MP_PRIO (the first round trips) uses LTE.
+    assert!(l * 20 < w, "LTE {l} B, Wi-Fi {w} B");
+}
