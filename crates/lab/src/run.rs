@@ -53,8 +53,41 @@ pub fn load(args: &RunArgs) -> Result<(Scenario, Network), RunError> {
         for w in implausible(&sc, &net) {
             eprintln!("warning: {w}");
         }
+        for n in backup_notes(&sc, &net) {
+            eprintln!("{n}");
+        }
     }
     Ok((sc, net))
+}
+
+/// What `backup` endpoints do on each host that has some: a note naming
+/// the interface the host's initial subflows leave from (its default
+/// route: the first interface, by name, facing a router) and whether its
+/// endpoint makes that subflow a backup; a warning when every interface
+/// of a host is a backup, so the flag cannot make any path preferred.
+pub fn backup_notes(sc: &Scenario, net: &Network) -> Vec<String> {
+    let mut out = Vec::new();
+    for node in &net.nodes {
+        let eps: Vec<(usize, &mplab_scenario::network::MptcpEndpoint)> = net.mptcp_endpoints.iter().enumerate().filter(|(_, e)| e.node == node.id).collect();
+        let is_backup = |iface: usize| eps.iter().any(|(_, e)| e.iface == iface && e.flags.contains(&mplab_scenario::network::EndpointFlag::Backup));
+        if !eps.iter().any(|(_, e)| is_backup(e.iface)) {
+            continue;
+        }
+        if node.interfaces.len() > 1 && (0..node.interfaces.len()).all(is_backup) {
+            let (i, _) = eps.iter().find(|(_, e)| is_backup(e.iface)).expect("one backup endpoint");
+            out.push(format!(
+                "warning: {}",
+                sc.error_at(&format!("transport.mptcp.endpoints[{i}].flags"), format!("every interface of {} is a backup endpoint: no path is preferred, so `backup` changes nothing", node.name))
+            ));
+            continue;
+        }
+        let default = node.routing.main.iter().find(|r| r.dst == mplab_scenario::network::Prefix::DEFAULT).and_then(|r| r.nexthops.first()).map(|h| h.iface);
+        if let Some(d) = default {
+            let what = if is_backup(d) { "its endpoint is flagged backup, so that subflow becomes a backup once established (MP_PRIO, as Linux does)" } else { "a regular path" };
+            out.push(format!("note: {}'s initial subflows leave through {} (its default route: the first interface by name that faces a router); {what}", node.name, node.interfaces[d].name));
+        }
+    }
+    out
 }
 
 /// Link settings that are valid but rarely meant: a loss rate above 50 %

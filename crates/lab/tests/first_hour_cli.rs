@@ -281,8 +281,17 @@ transport = "mptcp"
     )
     .unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_mplab")).args(["run", scen.to_str().unwrap(), "--json", "--out", dir.join("out").to_str().unwrap()]).output().unwrap();
+    // Both interfaces backup: the flag cannot prefer a path, and says so.
+    let all = Command::new(env!("CARGO_BIN_EXE_mplab"))
+        .args(["run", scen.to_str().unwrap(), "--json", "--set", "transport.mptcp.endpoints[1].flags=[\"subflow\", \"backup\"]", "--out", dir.join("all").to_str().unwrap()])
+        .output()
+        .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+    let warn = String::from_utf8_lossy(&all.stderr);
+    assert!(warn.contains("warning:") && warn.contains("every interface of phone is a backup endpoint"), "{warn}");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("note: phone's initial subflows leave through rmnet0") && err.contains("becomes a backup"), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let sf = v["flows"][0]["subflows"].as_array().unwrap();
     let lte = sf.iter().find(|s| s["path"].as_str().unwrap_or("").contains("rmnet0")).expect("the LTE subflow");
