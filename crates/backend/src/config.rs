@@ -239,6 +239,10 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
     tcp.cc = mplab_proto::cc::lookup(&m.cc)?;
     let eps: Vec<&network::MptcpEndpoint> = net.mptcp_endpoints.iter().filter(|e| e.node == node).collect();
     let mut locals = vec![LocalAddr::plain(0, first.into())];
+    // The address the connection starts from keeps id 0; of its endpoint
+    // only `backup` applies (Linux accounts the endpoint as used and marks
+    // the initial subflow backup with MP_PRIO, pm_kernel.c).
+    locals[0].backup = eps.iter().any(|e| e.addr == first && e.flags.contains(&EndpointFlag::Backup));
     for (k, i) in net.nodes[node].interfaces.iter().enumerate() {
         if i.addr == first {
             continue;

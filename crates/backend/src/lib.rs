@@ -36,5 +36,6 @@ pub mod quic;
 pub mod results;
 pub mod rng;
 pub mod summary;
+pub mod workload;
 
 pub use results::{RunResults, Summary};

@@ -185,6 +185,10 @@ impl SubflowState {
 pub struct SubflowSummary {
     pub local: String,
     pub remote: String,
+    /// Where the subflow leaves: the local interface and its link
+    /// (`client:eth1 (wan2)`), when the address is one of the network's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     pub bytes_sent: u64,
     pub goodput_bps: f64,
     pub backup: bool,

@@ -20,18 +20,11 @@
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-/// The SplitMix64 step. Used only to expand the 64-bit run seed into the
-/// 256-bit ChaCha key, so that nearby seeds (1, 2, 3, ...) give unrelated
-/// keys. We do this ourselves instead of `SeedableRng::seed_from_u64` so the
-/// seed-to-key mapping is fixed here and cannot change under us with a
-/// library upgrade (published results must stay reproducible).
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+/// The seed is expanded into the 256-bit ChaCha key by SplitMix64 (the
+/// project's one generator, `mplab_proto::rng`), so that nearby seeds (1,
+/// 2, 3, ...) give unrelated keys and the mapping cannot change under a
+/// library upgrade (`SeedableRng::seed_from_u64` could).
+use mplab_proto::rng::splitmix64;
 
 /// The factory of a run's random streams: one seed, any number of
 /// independent, reproducible streams addressed by element id.

@@ -133,6 +133,7 @@ pub fn flow_summary(mut o: FlowOutcome) -> FlowSummary {
             .map(|p| SubflowSummary {
                 local: p.local.clone(),
                 remote: p.remote.clone(),
+                path: None,
                 bytes_sent: p.bytes_sent,
                 goodput_bps: p.bytes_acked as f64 * 8.0 / active,
                 backup: p.backup,

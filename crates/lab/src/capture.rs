@@ -31,10 +31,25 @@ pub struct Capture {
 pub enum CaptureError {
     #[error("{path}: {source}")]
     Io { path: String, source: std::io::Error },
-    #[error("{path}: not a pcap or pcapng capture (magic {magic:02x?})")]
+    #[error("{path}: not a pcap or pcapng capture (it starts with {})", first_bytes(.magic))]
     NotACapture { path: String, magic: Vec<u8> },
     #[error("{path}: bad capture header: {source}")]
     Header { path: String, source: PcapError },
+}
+
+/// A file's first bytes as a reader recognises them: hex, and the text they
+/// spell when they are printable (`3c 21 44 4f "<!DO"`).
+fn first_bytes(b: &[u8]) -> String {
+    if b.is_empty() {
+        return "nothing: the file is empty".into();
+    }
+    let hex: Vec<String> = b.iter().map(|x| format!("{x:02x}")).collect();
+    let text: String = b.iter().map(|&c| c as char).collect();
+    if b.iter().all(|c| c.is_ascii_graphic() || *c == b' ') {
+        format!("{} \"{text}\"", hex.join(" "))
+    } else {
+        hex.join(" ")
+    }
 }
 
 pub fn read(path: &Path) -> Result<Capture, CaptureError> {

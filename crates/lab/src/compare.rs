@@ -94,6 +94,47 @@ pub fn describe(dir: &Path) -> String {
     }
 }
 
+/// How A and B differ before any metric: backend, seed, duration, and the
+/// scenario files' lines that differ (`-` A's, `+` B's). A duration that
+/// differs is a warning: totals (bytes, segments) then differ by design.
+pub fn differences(a: &Path, b: &Path) -> String {
+    let mut o = String::new();
+    let (Ok(sa), Ok(sb)) = (summary(a), summary(b)) else { return o };
+    for key in ["backend", "seed", "duration_s"] {
+        if sa[key] != sb[key] {
+            let _ = writeln!(o, "{key}: A {} / B {}", sa[key], sb[key]);
+        }
+    }
+    if let (Some(da), Some(db)) = (sa["duration_s"].as_f64(), sb["duration_s"].as_f64()) {
+        if (da - db).abs() > 1e-9 {
+            let _ = writeln!(o, "warning: A ran {da} s and B {db} s: compare rates (Mbit/s), not totals (bytes, segments)");
+        }
+    }
+    let read = |d: &Path| std::fs::read_to_string(d.join("scenario.toml")).unwrap_or_default();
+    let (ta, tb) = (read(a), read(b));
+    if ta != tb && !ta.is_empty() && !tb.is_empty() {
+        let la: Vec<&str> = ta.lines().collect();
+        let lb: Vec<&str> = tb.lines().collect();
+        let only_a: Vec<&&str> = la.iter().filter(|l| !lb.contains(l)).collect();
+        let only_b: Vec<&&str> = lb.iter().filter(|l| !la.contains(l)).collect();
+        let _ = writeln!(o, "scenario lines that differ ({} in A only, {} in B only):", only_a.len(), only_b.len());
+        const SHOWN: usize = 20;
+        for l in only_a.iter().take(SHOWN) {
+            let _ = writeln!(o, "  - {l}");
+        }
+        for l in only_b.iter().take(SHOWN) {
+            let _ = writeln!(o, "  + {l}");
+        }
+        if only_a.len().max(only_b.len()) > SHOWN {
+            let _ = writeln!(o, "  (more: diff {0}/scenario.toml {1}/scenario.toml)", a.display(), b.display());
+        }
+    }
+    if !o.is_empty() {
+        o.push('\n');
+    }
+    o
+}
+
 pub fn render(rows: &[Row], a: &str, b: &str) -> String {
     let w = rows.iter().map(|r| r.metric.len()).max().unwrap_or(6).max(6);
     let mut o = String::new();

@@ -93,12 +93,36 @@ fn top(mut s: Vec<Series>, title: &mut String) -> Vec<Series> {
 
 /// Which flows.csv rows describe subflows: for a flow with subflow rows,
 /// those; otherwise its `all` rows (TCP).
-fn per_subflow(t: &Table) -> Vec<(String, Vec<usize>)> {
+/// Each subflow's path label (`client:eth1 (wan2)`) by (flow, index),
+/// from summary.json: legends name the path, not only `sf1`.
+fn path_labels(dir: &Path) -> std::collections::HashMap<(String, String), String> {
+    let mut m = std::collections::HashMap::new();
+    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else { return m };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return m };
+    for f in v["flows"].as_array().into_iter().flatten() {
+        for (i, sf) in f["subflows"].as_array().into_iter().flatten().enumerate() {
+            if let (Some(name), Some(p)) = (f["name"].as_str(), sf["path"].as_str()) {
+                m.insert((name.to_string(), i.to_string()), p.to_string());
+            }
+        }
+    }
+    m
+}
+
+/// `flow sf1 client:eth1 (wan2)`, or `flow sf1` without a label.
+fn subflow_name(labels: &std::collections::HashMap<(String, String), String>, f: &str, s: &str) -> String {
+    match labels.get(&(f.to_string(), s.to_string())) {
+        Some(p) => format!("{f} sf{s} {p}"),
+        None => format!("{f} sf{s}"),
+    }
+}
+
+fn per_subflow(t: &Table, labels: &std::collections::HashMap<(String, String), String>) -> Vec<(String, Vec<usize>)> {
     let has_sub: std::collections::BTreeSet<String> = (0..t.rows.len()).filter(|&r| t.str(r, "subflow") != "all").map(|r| t.str(r, "flow").to_string()).collect();
     group(t, |r| {
         let (f, s) = (t.str(r, "flow"), t.str(r, "subflow"));
         if has_sub.contains(f) {
-            (s != "all").then(|| format!("{f} sf{s}"))
+            (s != "all").then(|| subflow_name(labels, f, s))
         } else {
             Some(f.to_string())
         }
@@ -120,6 +144,7 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
     let mut out = Vec::new();
     let ev = events(dir);
     let flows = Table::read_csv(&dir.join("flows.csv")).unwrap_or_default();
+    let labels = path_labels(dir);
     if flows.has("goodput_bps") {
         // Goodput per flow (the connection, thick when it has subflows) and per subflow.
         let has_sub: std::collections::BTreeSet<String> = (0..flows.rows.len()).filter(|&r| flows.str(r, "subflow") != "all").map(|r| flows.str(r, "flow").to_string()).collect();
@@ -133,7 +158,7 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
                     f.to_string()
                 }
             } else {
-                format!("{f} sf{sf}")
+                subflow_name(&labels, f, sf)
             };
             s.push(Series { name, points: series_of(&flows, &rows, "time_s", "goodput_bps", 1e-6), emphasis: sf == "all" && has_sub.contains(f), ..Default::default() });
         }
@@ -154,11 +179,11 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
         out.extend(line("interfaces_time", "Throughput per interface (busier direction, headers included)".into(), "time (s)", "throughput (Mbit/s)", s, &ev, true));
     }
     if flows.has("cwnd_bytes") {
-        let s = per_subflow(&flows).into_iter().map(|(k, rows)| Series { name: k, points: series_of(&flows, &rows, "time_s", "cwnd_bytes", 1e-3), ..Default::default() }).collect();
+        let s = per_subflow(&flows, &labels).into_iter().map(|(k, rows)| Series { name: k, points: series_of(&flows, &rows, "time_s", "cwnd_bytes", 1e-3), ..Default::default() }).collect();
         out.extend(line("cwnd_time", "Congestion window per subflow".into(), "time (s)", "cwnd (KB)", s, &ev, true));
     }
     if flows.has("srtt_ms") {
-        let s = per_subflow(&flows).into_iter().map(|(k, rows)| Series { name: k, points: series_of(&flows, &rows, "time_s", "srtt_ms", 1.0), ..Default::default() }).collect();
+        let s = per_subflow(&flows, &labels).into_iter().map(|(k, rows)| Series { name: k, points: series_of(&flows, &rows, "time_s", "srtt_ms", 1.0), ..Default::default() }).collect();
         out.extend(line("srtt_time", "Smoothed RTT per subflow".into(), "time (s)", "srtt (ms)", s, &ev, true));
     }
     // Columns another backend or a later version may add: plotted when present.
@@ -166,7 +191,6 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
     for (cols, name, title, unit, scale) in [
         (&["ooo_bytes"][..], "ooo_time", "Out-of-order queue at the receiver", "out-of-order bytes (KB)", 1e-3),
         (&["hol_ms", "hol_delay_ms"][..], "hol_time", "Head-of-line blocking delay", "HoL delay (ms)", 1.0),
-        (&["snd_buf_bytes"][..], "sndbuf_time", "Send buffer of the connection", "send buffer (KB)", 1e-3),
     ] {
         if let Some(col) = cols.iter().copied().find(|c| flows.has(c)) {
             let s = group(&flows, |r| (flows.str(r, "subflow") == "all").then(|| flows.str(r, "flow").to_string()))
@@ -175,6 +199,19 @@ pub fn run_figures(dir: &Path) -> io::Result<Vec<Figure>> {
                 .collect();
             out.extend(line(name, title.into(), "time (s)", unit, s, &ev, true));
         }
+    }
+    // The send buffer's size (what autotuning allows) and its occupancy
+    // (bytes written and not yet acknowledged), both per connection: a
+    // writer is buffer-limited where the two meet.
+    if flows.has("snd_buf_bytes") {
+        let mut s = Vec::new();
+        for (k, rows) in group(&flows, |r| (flows.str(r, "subflow") == "all").then(|| flows.str(r, "flow").to_string())) {
+            s.push(Series { name: format!("{k} size"), points: series_of(&flows, &rows, "time_s", "snd_buf_bytes", 1e-3), ..Default::default() });
+            if flows.has("snd_queued_bytes") {
+                s.push(Series { name: format!("{k} occupancy"), points: series_of(&flows, &rows, "time_s", "snd_queued_bytes", 1e-3), ..Default::default() });
+            }
+        }
+        out.extend(line("sndbuf_time", "Send buffer per connection: size and occupancy".into(), "time (s)", "send buffer (KB)", s, &ev, true));
     }
     let q = Table::read_csv(&dir.join("queues.csv")).unwrap_or_default();
     if q.has("queue_bytes") && !q.rows.is_empty() {
@@ -376,10 +413,15 @@ pub fn is_sweep(dir: &Path) -> bool {
 /// Writes every figure of `dir` (a run or a sweep) as PNG and SVG under
 /// `dir/plots/`; returns the files' stems.
 pub fn write_all(dir: &Path) -> io::Result<Vec<String>> {
+    write_all_at(dir, crate::plot::DEFAULT_DPI)
+}
+
+/// `write_all` with PNGs at `dpi` dots per inch.
+pub fn write_all_at(dir: &Path, dpi: u32) -> io::Result<Vec<String>> {
     let figs = if is_sweep(dir) { sweep_figures(dir)? } else { run_figures(dir)? };
     let mut names = Vec::new();
     for f in figs {
-        crate::plot::write(&f.plot, &dir.join("plots").join(&f.name))?;
+        crate::plot::write_at(&f.plot, &dir.join("plots").join(&f.name), dpi)?;
         names.push(f.name);
     }
     Ok(names)
@@ -421,6 +463,23 @@ mod column_tests {
         let names: Vec<String> = run_figures(&d).unwrap().into_iter().map(|f| f.name).collect();
         let _ = std::fs::remove_dir_all(&d);
         assert_eq!(names, ["goodput_time"], "absent columns are skipped");
+    }
+
+    /// The send-buffer figure names what it shows: the buffer's size and
+    /// its occupancy, one series each per connection.
+    #[test]
+    fn send_buffer_figure_shows_size_and_occupancy() {
+        let d = std::env::temp_dir().join(format!("mplab-figsnd-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("flows.csv"), "time_s,flow,subflow,goodput_bps,snd_buf_bytes,snd_queued_bytes\n0.1,f,all,1000000,46080,30000\n0.2,f,all,1000000,92160,90000\n").unwrap();
+        let figs = run_figures(&d).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+        let f = figs.iter().find(|f| f.name == "sndbuf_time").expect("a send-buffer figure");
+        let Plot::Line(l) = &f.plot else { panic!("a line plot") };
+        assert!(l.title.contains("size and occupancy"), "{}", l.title);
+        let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["f size", "f occupancy"]);
+        assert_eq!(l.series[1].points[1], (0.2, 90.0));
     }
 }
 

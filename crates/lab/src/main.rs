@@ -1,6 +1,6 @@
 //! `mplab`: the Multipath TCP lab command line.
 
-use mplab::{attack, compare, figures, load, plugins, report, run, slurm, soak, sweep, trace, validate};
+use mplab::{attack, compare, figures, load, plot, plugins, report, run, slurm, soak, sweep, trace, validate};
 
 
 use std::io::Write as _;
@@ -88,6 +88,10 @@ enum Command {
     Plot {
         /// A run's or a sweep's results directory.
         dir: PathBuf,
+        /// Resolution of the PNGs: 96 gives 960 pixels wide, 192 twice
+        /// that on each side (for print); the SVGs scale anyway.
+        #[arg(long, default_value_t = mplab::plot::DEFAULT_DPI, value_parser = clap::value_parser!(u32).range(24..=1200))]
+        dpi: u32,
     },
     /// Write one self-contained HTML report (scenario, summary table, every
     /// plot as inline SVG, run metadata) for a run or a sweep directory.
@@ -132,6 +136,14 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Print every verified check on its own line (by default, a count
+        /// per kind of check, and every mismatch).
+        #[arg(long)]
+        checks: bool,
+        /// Write plots (PNG + SVG) to DIR: per connection, the subflows'
+        /// time-sequence graph, the data-sequence graph, RTT per subflow.
+        #[arg(long, value_name = "DIR")]
+        plots: Option<PathBuf>,
     },
     /// Check that the simulator agrees with Linux: run a suite of cases on
     /// the simulator with the `linux` stack profile and on the kernel
@@ -375,6 +387,13 @@ fn fail(cmd: &str, e: run::RunError) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // A closed stdout (`mplab compare A B | head -1`) ends the program
+    // quietly, as it does Unix tools: Rust ignores SIGPIPE and would panic
+    // on the failed print instead.
+    // SAFETY: called first thing, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // Simulations (the default backend) run faster on huge pages; this
     // restarts the process once with them, before any thread exists.
@@ -386,7 +405,7 @@ fn main() -> ExitCode {
         Command::Run(c) => run_cmd(c, quiet, verbose),
         Command::Sweep(c) => sweep_cmd(c, quiet, verbose),
         Command::SweepTask { dir, submission, task } => sweep_task_cmd(&dir, submission, task),
-        Command::Plot { dir } => plot_cmd(&dir, quiet),
+        Command::Plot { dir, dpi } => plot_cmd(&dir, dpi, quiet),
         Command::Report { dir, out } => report_cmd(&dir, out.as_deref(), quiet),
         Command::Compare { a, b, out } => compare_cmd(&a, &b, out, quiet),
         Command::UsrsctpHost { spec } => std::process::exit(mplab_emu::usrsctp::host::host_main(&spec)),
@@ -399,7 +418,7 @@ fn main() -> ExitCode {
             let _ = write!(std::io::stdout(), "{}", plugins::render());
             ExitCode::SUCCESS
         }
-        Command::Trace { file, json } => trace_cmd(&file, json),
+        Command::Trace { file, json, checks, plots } => trace_cmd(&file, json, checks, plots.as_deref()),
     }
 }
 
@@ -468,8 +487,8 @@ fn sweep_task_cmd(dir: &std::path::Path, submission: usize, task: usize) -> Exit
 }
 
 /// `mplab plot`.
-fn plot_cmd(dir: &std::path::Path, quiet: bool) -> ExitCode {
-    match figures::write_all(dir) {
+fn plot_cmd(dir: &std::path::Path, dpi: u32, quiet: bool) -> ExitCode {
+    match figures::write_all_at(dir, dpi) {
         Ok(names) => {
             if !quiet {
                 println!("{} plots (PNG + SVG) in {}", names.len(), dir.join("plots").display());
@@ -501,6 +520,7 @@ fn compare_cmd(a: &std::path::Path, b: &std::path::Path, out: Option<PathBuf>, q
     };
     if !quiet {
         print!("{}", compare::render(&rows, &compare::describe(a), &compare::describe(b)));
+        print!("\n{}", compare::differences(a, b));
     }
     let out = out.unwrap_or_else(|| b.join("compare"));
     match compare::write(&rows, a, b, &out) {
@@ -657,14 +677,23 @@ fn attack_cmd(c: AttackCmd, quiet: bool) -> ExitCode {
 }
 
 /// `mplab trace`.
-fn trace_cmd(file: &std::path::Path, json: bool) -> ExitCode {
+fn trace_cmd(file: &std::path::Path, json: bool, checks: bool, plots: Option<&std::path::Path>) -> ExitCode {
     match trace::trace_file(file) {
         Ok(rep) => {
+            if let Some(dir) = plots {
+                for f in trace::plots::figures(&rep) {
+                    if let Err(e) = plot::write(&f.plot, &dir.join(&f.name)) {
+                        eprintln!("mplab trace: {}: {e}", dir.display());
+                        return ExitCode::from(EXIT_FAILED);
+                    }
+                }
+            }
             if json {
                 // A closed stdout (`| head`) is not an error worth a panic.
                 let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&rep).expect("report serialises"));
             } else {
-                let _ = write!(std::io::stdout(), "{}", trace::render(&rep));
+                let detail = if checks { trace::Detail::EveryCheck } else { trace::Detail::Summary };
+                let _ = write!(std::io::stdout(), "{}", trace::render(&rep, detail));
             }
             if rep.checks_mismatch > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
         }

@@ -1,13 +1,16 @@
 //! Plots (plotters): line charts with optional error bars and event
 //! markers, CDFs and horizontal bar charts, each written as PNG and SVG, or
-//! rendered to an SVG string for the HTML report. Text in PNGs is drawn
-//! with the bundled DejaVu Sans (assets/), so no system fonts are needed.
+//! rendered to an SVG string for the HTML report. A PNG is its SVG
+//! rasterised (resvg), with text shaped from the bundled DejaVu Sans
+//! (assets/), so no system fonts are needed and both files show the same
+//! text: plotters' own bitmap text layout misplaces glyphs.
 
 use std::io;
 use std::path::Path;
 use std::sync::Once;
 
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
@@ -52,6 +55,8 @@ pub struct Series {
     pub step: bool,
     /// Thicker, black: a total drawn over its parts.
     pub emphasis: bool,
+    /// Small dots only, no line (time-sequence graphs: one dot a segment).
+    pub dots: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -218,7 +223,7 @@ fn draw_line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, p: &LinePlot) ->
         chart.draw_series(std::iter::once(Text::new(format!(" {label}"), (x, y1 - (y1 - y0) * 0.02), ("sans-serif", 14).into_font().color(&RGBColor(60, 60, 60)))))?;
     }
     let mut idx = 0usize;
-    for s in &p.series {
+    for (si, s) in p.series.iter().enumerate() {
         let color = if s.emphasis { RGBColor(0, 0, 0) } else { PALETTE[idx % PALETTE.len()] };
         if !s.emphasis {
             idx += 1;
@@ -236,8 +241,20 @@ fn draw_line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, p: &LinePlot) ->
             pts = st;
         }
         let style = color.stroke_width(width);
-        chart.draw_series(LineSeries::new(pts.clone(), style))?.label(s.name.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(width)));
-        if s.markers {
+        if s.dots {
+            chart.draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 2, color.filled())))?.label(s.name.clone()).legend(move |(x, y)| Circle::new((x + 11, y), 3, color.filled()));
+        } else if p.categories.is_some() {
+            // Categories (scheduler names) have no order between them:
+            // points only, no line suggesting a trend.
+            chart.draw_series(s.points.iter().map(|&(x, y)| Circle::new((tx(x), y), 5, color.filled())))?.label(s.name.clone()).legend(move |(x, y)| Circle::new((x + 11, y), 5, color.filled()));
+        } else if coincides_with_earlier(&p.series, si, (y1 - y0) * 0.005) {
+            // Drawn solid it would hide under (or hide) the series it
+            // coincides with: dashed, so both stay visible.
+            chart.draw_series(DashedLineSeries::new(pts.clone(), 9, 7, style))?.label(s.name.clone()).legend(move |(x, y)| DashedPathElement::new(vec![(x, y), (x + 22, y)], 6, 4, color.stroke_width(width)));
+        } else {
+            chart.draw_series(LineSeries::new(pts.clone(), style))?.label(s.name.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], color.stroke_width(width)));
+        }
+        if s.markers && p.categories.is_none() {
             chart.draw_series(s.points.iter().map(|&(x, y)| Circle::new((tx(x), y), 4, color.filled())))?;
         }
         if let Some(err) = &s.err {
@@ -265,6 +282,16 @@ fn draw_line<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, p: &LinePlot) ->
     }
     root.present()?;
     Ok(())
+}
+
+/// Whether series `i` runs on top of earlier ones for a tenth of its points
+/// or more (the same x, a y within `tol`: half a percent of the y axis is
+/// under a line's width at the plots' size). Such a series is drawn dashed
+/// so the ones below it show between its dashes.
+fn coincides_with_earlier(series: &[Series], i: usize, tol: f64) -> bool {
+    let s = &series[i];
+    let on_top = s.points.iter().enumerate().filter(|&(k, a)| series[..i].iter().any(|e| e.points.get(k).is_some_and(|b| a.0 == b.0 && (a.1 - b.1).abs() <= tol))).count();
+    !s.points.is_empty() && on_top * 10 >= s.points.len()
 }
 
 fn draw_bar<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, p: &BarPlot) -> Result<(), DErr<DB>> {
@@ -332,17 +359,75 @@ pub fn svg_string(p: &Plot) -> Result<String, String> {
     Ok(s)
 }
 
-/// Writes `base.png` and `base.svg`.
+/// The resolution of a PNG: 96 dots per inch gives the SVG's own size in
+/// pixels (960 wide); 192 doubles both sides, for print.
+pub const DEFAULT_DPI: u32 = 96;
+
+/// Writes `base.png` (at `DEFAULT_DPI`) and `base.svg`.
 pub fn write(p: &Plot, base: &Path) -> io::Result<()> {
-    fonts();
+    write_at(p, base, DEFAULT_DPI)
+}
+
+/// Writes `base.png` at `dpi` dots per inch and `base.svg`.
+pub fn write_at(p: &Plot, base: &Path, dpi: u32) -> io::Result<()> {
     if let Some(d) = base.parent() {
         std::fs::create_dir_all(d)?;
     }
-    std::fs::write(base.with_extension("svg"), svg_string(p).map_err(io::Error::other)?)?;
-    let png = base.with_extension("png");
-    let root = BitMapBackend::new(&png, (W, height(p))).into_drawing_area();
-    draw(root, p).map_err(io::Error::other)?;
-    Ok(())
+    let svg = svg_string(p).map_err(io::Error::other)?;
+    std::fs::write(base.with_extension("png"), png_from_svg(&svg, dpi).map_err(io::Error::other)?)?;
+    std::fs::write(base.with_extension("svg"), svg)
+}
+
+/// Rasterises an SVG document at `dpi` (the SVG's pixels are at 96 dpi).
+pub fn png_from_svg(svg: &str, dpi: u32) -> Result<Vec<u8>, String> {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options { dpi: dpi as f32, ..Default::default() };
+    let db = opt.fontdb_mut();
+    db.load_font_data(FONT.to_vec());
+    // plotters names the generic family; there is one font to resolve it to.
+    db.set_sans_serif_family("DejaVu Sans");
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| format!("svg: {e}"))?;
+    let scale = dpi.max(1) as f32 / DEFAULT_DPI as f32;
+    let size = tree.size().to_int_size().scale_by(scale).ok_or("png size")?;
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height()).ok_or("png size")?;
+    pixmap.fill(tiny_skia::Color::WHITE);
+    resvg::render(&tree, tiny_skia::Transform::from_scale(scale, scale), &mut pixmap.as_mut());
+    let mut png = pixmap.encode_png().map_err(|e| format!("png: {e}"))?;
+    set_png_dpi(&mut png, dpi);
+    Ok(png)
+}
+
+/// Adds a pHYs chunk (pixels per metre) after IHDR, so image viewers and
+/// word processors size the PNG as intended.
+fn set_png_dpi(png: &mut Vec<u8>, dpi: u32) {
+    // 8-byte signature, then IHDR: length (4) + type (4) + 13 bytes + CRC (4).
+    const AFTER_IHDR: usize = 8 + 4 + 4 + 13 + 4;
+    if png.len() < AFTER_IHDR || &png[12..16] != b"IHDR" {
+        return;
+    }
+    let ppm = ((dpi as f64) / 0.0254).round() as u32;
+    let mut body = Vec::with_capacity(13);
+    body.extend_from_slice(b"pHYs");
+    body.extend_from_slice(&ppm.to_be_bytes());
+    body.extend_from_slice(&ppm.to_be_bytes());
+    body.push(1); // unit: metre
+    let mut chunk = Vec::with_capacity(21);
+    chunk.extend_from_slice(&9u32.to_be_bytes());
+    chunk.extend_from_slice(&body);
+    chunk.extend_from_slice(&crc32(&body).to_be_bytes());
+    png.splice(AFTER_IHDR..AFTER_IHDR, chunk);
+}
+
+/// CRC-32 (ISO-HDLC, as PNG chunks use).
+fn crc32(data: &[u8]) -> u32 {
+    let mut c = 0xFFFF_FFFFu32;
+    for &b in data {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+        }
+    }
+    !c
 }
 
 #[cfg(test)]
@@ -377,4 +462,48 @@ mod tests {
             assert!(s.contains(t), "svg lacks {t}");
         }
     }
+
+    fn decode(png_bytes: &[u8]) -> (u32, u32, Vec<u8>, Vec<u8>) {
+        let mut dec = png::Decoder::new(png_bytes);
+        dec.set_transformations(png::Transformations::EXPAND);
+        let mut r = dec.read_info().unwrap();
+        let mut buf = vec![0; r.output_buffer_size()];
+        let info = r.next_frame(&mut buf).unwrap();
+        let phys = r.info().pixel_dims.map(|d| d.xppu.to_be_bytes().to_vec()).unwrap_or_default();
+        buf.truncate(info.buffer_size());
+        let gray = buf.chunks(info.color_type.samples()).map(|p| (p[..3].iter().map(|&c| c as u32).sum::<u32>() / 3) as u8).collect();
+        (info.width, info.height, gray, phys)
+    }
+
+    /// Dark columns of a text's bounding row band, as runs of ink: each
+    /// glyph of "lllll" is a run of its own when letters are laid out by
+    /// their advances (the old bitmap text merged "cl" into one shape).
+    #[test]
+    fn png_text_keeps_letters_apart_and_size_follows_dpi() {
+        let svg = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="10" y="28" font-family="sans-serif" font-size="20">lllll</text></svg>"#);
+        let (w, h, gray, phys) = decode(&png_from_svg(&svg, DEFAULT_DPI).unwrap());
+        assert_eq!((w, h), (200, 40));
+        assert_eq!(phys, 3780u32.to_be_bytes().to_vec(), "pHYs at 96 dpi");
+        let inked: Vec<bool> = (0..w as usize).map(|x| (0..h as usize).any(|y| gray[y * w as usize + x] < 128)).collect();
+        let runs = inked.windows(2).filter(|p| !p[0] && p[1]).count() + usize::from(inked[0]);
+        assert_eq!(runs, 5, "five separate glyphs: {inked:?}");
+        let (w2, h2, _, _) = decode(&png_from_svg(&svg, 192).unwrap());
+        assert_eq!((w2, h2), (400, 80), "192 dpi doubles each side");
+    }
+
+    #[test]
+    fn coincident_series_are_detected() {
+        let line = |name: &str, f: &dyn Fn(usize) -> f64| Series { name: name.into(), points: (0..20).map(|i| (i as f64, f(i))).collect(), ..Default::default() };
+        let a = line("a", &|_| 10.0);
+        let b = line("b", &|i| if (5..10).contains(&i) { 0.0 } else { 10.0 }); // on a for 15 of 20
+        let c = line("c", &|i| 30.0 - i as f64 * 2.0); // crosses a at one point
+        let all = [a, b, c];
+        assert!(!coincides_with_earlier(&all, 0, 0.01));
+        assert!(coincides_with_earlier(&all, 1, 0.01));
+        assert!(!coincides_with_earlier(&all, 2, 0.01), "one point in twenty in common is a crossing");
+        let svg = svg_string(&Plot::Line(LinePlot { series: all.to_vec(), ..Default::default() })).unwrap();
+        // Dashes are separate short polylines: far more than one per series.
+        assert!(svg.matches("<polyline").count() > 10, "b is drawn dashed");
+    }
+
 }

@@ -38,6 +38,15 @@ fn opt(v: &serde_json::Value, digits: usize) -> String {
     }
 }
 
+/// Nested counters (`{"client": {"TCPOrigDataSent": 9}}`) as one
+/// "client TCPOrigDataSent 9" line each.
+fn counter_lines(v: &serde_json::Value, prefix: &str) -> Vec<String> {
+    match v {
+        serde_json::Value::Object(m) => m.iter().flat_map(|(k, v)| counter_lines(v, &if prefix.is_empty() { k.clone() } else { format!("{prefix} {k}") })).collect(),
+        other => vec![format!("{} {}", esc(prefix), esc(&other.to_string()))],
+    }
+}
+
 fn meta_table(o: &mut String, meta: &serde_json::Value, extra: &[(&str, String)]) {
     let _ = writeln!(o, "<table class=\"meta\">");
     for (k, v) in extra {
@@ -46,11 +55,13 @@ fn meta_table(o: &mut String, meta: &serde_json::Value, extra: &[(&str, String)]
     if let Some(m) = meta.as_object() {
         for (k, v) in m {
             let s = match v {
-                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::String(s) => esc(s),
                 serde_json::Value::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap_or(0.0)),
-                other => other.to_string(),
+                // Counters (tcp_counters): one "name value" line each, not JSON.
+                serde_json::Value::Object(_) => counter_lines(v, "").join("<br>"),
+                other => esc(&other.to_string()),
             };
-            let _ = writeln!(o, "<tr><th class=\"l\">{}</th><td>{}</td></tr>", esc(k), esc(&s));
+            let _ = writeln!(o, "<tr><th class=\"l\">{}</th><td>{}</td></tr>", esc(k), s);
         }
     }
     let _ = writeln!(o, "</table>");
@@ -159,9 +170,21 @@ fn run_body(o: &mut String, dir: &Path) -> io::Result<String> {
     }
     let _ = writeln!(o, "</table>");
     let _ = writeln!(o, "<h2>Run metadata</h2>");
-    meta_table(o, &meta, &[("results directory", dir.display().to_string()), ("seed", opt(&s["seed"], 0)), ("backend", opt(&s["backend"], 0))]);
+    // Seed and backend head the page; meta.json has them too.
+    let mut extra = vec![("results directory", dir.display().to_string())];
+    for k in ["seed", "backend"] {
+        if meta.get(k).is_none() {
+            extra.push((k, opt(&s[k], 0)));
+        }
+    }
+    meta_table(o, &meta, &extra);
+    // The file as its author wrote it (as the sweep report shows it); the
+    // resolved document with the overrides applied follows, folded.
+    if let Ok(src) = std::fs::read_to_string(dir.join("scenario.source.toml")) {
+        let _ = writeln!(o, "<h2>Scenario</h2><pre>{}</pre>", esc(&src));
+    }
     if let Ok(sc) = std::fs::read_to_string(dir.join("scenario.toml")) {
-        let _ = writeln!(o, "<h2>Scenario (as run)</h2><pre>{}</pre>", esc(&sc));
+        let _ = writeln!(o, "<details><summary>Scenario as run (every default and override applied)</summary><pre>{}</pre></details>", esc(&sc));
     }
     Ok(name)
 }
@@ -275,6 +298,12 @@ fn validate_body(o: &mut String, dir: &Path) -> io::Result<String> {
 
 /// Writes the report; returns its path (`DIR/report.html` unless `out` is given).
 pub fn write_report(dir: &Path, out: Option<&Path>) -> io::Result<std::path::PathBuf> {
+    // A results directory holds one of these; say so rather than name the
+    // first file a body reader misses.
+    if !["validate.json", "sweep.json", "summary.json"].iter().any(|f| dir.join(f).exists()) {
+        let what = if dir.is_dir() { "not a results directory (no summary.json, sweep.json or validate.json: mplab run, sweep or validate writes one)" } else { "no such directory" };
+        return Err(io::Error::new(io::ErrorKind::NotFound, what));
+    }
     let mut body = String::new();
     let name = if dir.join("validate.json").exists() {
         validate_body(&mut body, dir)?

@@ -47,8 +47,79 @@ pub fn load(args: &RunArgs) -> Result<(Scenario, Network), RunError> {
     if !sets.is_empty() {
         sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| RunError::Usage(e.to_string()))?;
     }
-    let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+    let mut net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+    mplab_backend::workload::apply_start_jitter(&mut net);
+    if !args.quiet {
+        for w in implausible(&sc, &net) {
+            eprintln!("warning: {w}");
+        }
+        for n in backup_notes(&sc, &net) {
+            eprintln!("{n}");
+        }
+    }
     Ok((sc, net))
+}
+
+/// What `backup` endpoints do on each host that has some: a note naming
+/// the interface the host's initial subflows leave from (its default
+/// route: the first interface, by name, facing a router) and whether its
+/// endpoint makes that subflow a backup; a warning when every interface
+/// of a host is a backup, so the flag cannot make any path preferred.
+pub fn backup_notes(sc: &Scenario, net: &Network) -> Vec<String> {
+    let mut out = Vec::new();
+    for node in &net.nodes {
+        let eps: Vec<(usize, &mplab_scenario::network::MptcpEndpoint)> = net.mptcp_endpoints.iter().enumerate().filter(|(_, e)| e.node == node.id).collect();
+        let is_backup = |iface: usize| eps.iter().any(|(_, e)| e.iface == iface && e.flags.contains(&mplab_scenario::network::EndpointFlag::Backup));
+        if !eps.iter().any(|(_, e)| is_backup(e.iface)) {
+            continue;
+        }
+        if node.interfaces.len() > 1 && (0..node.interfaces.len()).all(is_backup) {
+            let (i, _) = eps.iter().find(|(_, e)| is_backup(e.iface)).expect("one backup endpoint");
+            out.push(format!(
+                "warning: {}",
+                sc.error_at(&format!("transport.mptcp.endpoints[{i}].flags"), format!("every interface of {} is a backup endpoint: no path is preferred, so `backup` changes nothing", node.name))
+            ));
+            continue;
+        }
+        let default = node.routing.main.iter().find(|r| r.dst == mplab_scenario::network::Prefix::DEFAULT).and_then(|r| r.nexthops.first()).map(|h| h.iface);
+        if let Some(d) = default {
+            let what = if is_backup(d) { "its endpoint is flagged backup, so that subflow becomes a backup once established (MP_PRIO, as Linux does)" } else { "a regular path" };
+            out.push(format!("note: {}'s initial subflows leave through {} (its default route: the first interface by name that faces a router); {what}", node.name, node.interfaces[d].name));
+        }
+    }
+    out
+}
+
+/// Link settings that are valid but rarely meant: a loss rate above 50 %
+/// (`loss = "1"` is every packet), a one-way delay above 10 s (`delay =
+/// 40` is 40 seconds), a rate below 1 kbit/s. Each names its line and
+/// field; the run goes ahead.
+pub fn implausible(sc: &Scenario, net: &Network) -> Vec<String> {
+    let mut out = Vec::new();
+    // Links written in the file are links[i]; generated ones point at the
+    // generator.
+    let written = sc.topology.is_none();
+    for (i, l) in net.links.iter().enumerate() {
+        let at = |field: &str| if written { format!("links[{i}].{field}") } else { "topology".to_string() };
+        let mut said = std::collections::BTreeSet::new();
+        for d in [&l.ab, &l.ba] {
+            let mut warn = |field: &str, msg: String| {
+                if said.insert(field.to_string()) {
+                    out.push(sc.error_at(&at(field), format!("link {:?}: {msg}", l.name)).to_string());
+                }
+            };
+            if d.loss > 0.5 {
+                warn("loss", format!("loss {} drops {:.0} % of packets (a fraction: 0.01 is 1 %)", d.loss, d.loss * 100.0));
+            }
+            if d.delay_ns > 10_000_000_000 {
+                warn("delay", format!("one-way delay {:.1} s (a bare number is seconds: \"40ms\" is 40 ms)", d.delay_ns as f64 / 1e9));
+            }
+            if d.rate_bps > 0 && d.rate_bps < 1000 {
+                warn("rate", format!("rate {} bit/s (below 1 kbit/s; \"10Mbit\" is 10 Mbit/s)", d.rate_bps));
+            }
+        }
+    }
+    out
 }
 
 /// The field path a backend's objection to a flow setting points at: the
@@ -102,9 +173,20 @@ pub fn check(results: &RunResults) -> Result<(), RunError> {
     if !results.errors.is_empty() {
         return Err(RunError::Failed(results.errors.join("; ")));
     }
-    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).map(|f| f.name.as_str()).collect();
+    // A flow that moved no byte never got past its handshake: that, not
+    // the data's verification, is what went wrong.
+    let silent = |f: &&mplab_backend::results::FlowSummary| f.bytes_delivered == 0 && f.subflows.iter().all(|s| s.bytes_sent == 0);
+    let never: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).filter(silent).map(|f| f.name.as_str()).collect();
+    let bad: Vec<&str> = results.summary.flows.iter().filter(|f| !f.verified).filter(|f| !silent(f)).map(|f| f.name.as_str()).collect();
+    let mut why = Vec::new();
+    if !never.is_empty() {
+        why.push(format!("flows that never connected (no data sent or delivered: are the links up, and their loss and delay plausible?): {}", never.join(", ")));
+    }
     if !bad.is_empty() {
-        return Err(RunError::Failed(format!("flows whose data did not verify: {}", bad.join(", "))));
+        why.push(format!("flows whose data did not verify: {}", bad.join(", ")));
+    }
+    if !why.is_empty() {
+        return Err(RunError::Failed(why.join("; ")));
     }
     Ok(())
 }
@@ -133,6 +215,7 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
     let duration = Instant(net.duration_ns);
     let effective = sc.effective_toml();
     let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
+    let labels = path_labels(&net);
     let mut world = World::new(net, pcap_dir).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
 
     let bar = progress_bar(duration, !show_bar);
@@ -157,7 +240,8 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
     }
     let stats = world.stats.clone();
     let tcp_counters = world.tcp_counters();
-    let results = world.finish("sim");
+    let mut results = world.finish("sim");
+    label_paths(&mut results, &labels);
     let wall_s = wall.elapsed().as_secs_f64();
     // Everything that varies between identical runs goes to meta.json, so
     // summary.json and the CSVs are byte-identical for the same seed.
@@ -172,7 +256,7 @@ pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: 
         "segments_after_end": stats.segments_after_end,
         "tcp_counters": tcp_counters,
     });
-    write_results(out, &results, &effective, &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    write_results(out, &results, &effective, &sc.source_text(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok((results, meta))
 }
 
@@ -211,7 +295,7 @@ pub fn run_real(backend: &str, sc: &Scenario, net: Network, out: &Path) -> Resul
     let opts = KernelOptions { pcap_dir, abort: mplab_emu::signal::install(), prefix: None };
     let wall = WallClock::now();
     let run = if userspace { mplab_emu::userspace::run(&net, &opts) } else { kernel::run(&net, &opts) };
-    let run = run.map_err(|e| match e {
+    let mut run = run.map_err(|e| match e {
         KernelError::Usage(m) => RunError::Usage(m),
         KernelError::Failed(m) => RunError::Failed(m),
         KernelError::Interrupted => RunError::Failed("interrupted: the run's namespaces were removed".into()),
@@ -224,7 +308,8 @@ pub fn run_real(backend: &str, sc: &Scenario, net: Network, out: &Path) -> Resul
         m.insert("wall_time_s".into(), wall_s.into());
     }
     let network_json = serde_json::to_string_pretty(&net).unwrap_or_default();
-    write_results(out, &run.results, &sc.effective_toml(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    label_paths(&mut run.results, &path_labels(&net));
+    write_results(out, &run.results, &sc.effective_toml(), &sc.source_text(), &network_json, &meta).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok((run.results, meta))
 }
 
@@ -238,7 +323,29 @@ fn progress_bar(duration: Instant, quiet: bool) -> Option<ProgressBar> {
     Some(b)
 }
 
-fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, network_json: &str, meta: &serde_json::Value) -> std::io::Result<()> {
+/// Each interface address's path label, `client:eth1 (wan2)`: the node,
+/// the interface and its link.
+pub fn path_labels(net: &Network) -> std::collections::HashMap<std::net::IpAddr, String> {
+    let mut m = std::collections::HashMap::new();
+    for n in &net.nodes {
+        for i in &n.interfaces {
+            m.insert(std::net::IpAddr::V4(i.addr), format!("{}:{} ({})", n.name, i.name, net.links[i.link].name));
+        }
+    }
+    m
+}
+
+/// Names each subflow's path from its local address, so tables and
+/// legends say which path it is.
+pub fn label_paths(r: &mut RunResults, labels: &std::collections::HashMap<std::net::IpAddr, String>) {
+    for sf in r.summary.flows.iter_mut().flat_map(|f| f.subflows.iter_mut()) {
+        if let Ok(a) = sf.local.parse::<std::net::SocketAddr>() {
+            sf.path = labels.get(&a.ip()).cloned();
+        }
+    }
+}
+
+fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, source_toml: &str, network_json: &str, meta: &serde_json::Value) -> std::io::Result<()> {
     r.write_dir(dir)?;
     // Parquet twins of the CSVs (same columns), for pandas / R arrow.
     for name in ["flows", "interfaces", "queues"] {
@@ -250,6 +357,7 @@ fn write_results(dir: &Path, r: &RunResults, scenario_toml: &str, network_json: 
     }
     std::fs::write(dir.join("meta.json"), serde_json::to_string_pretty(meta).unwrap_or_default() + "\n")?;
     std::fs::write(dir.join("scenario.toml"), scenario_toml)?;
+    std::fs::write(dir.join("scenario.source.toml"), source_toml)?;
     std::fs::write(dir.join("network.json"), network_json)?;
     Ok(())
 }
@@ -263,13 +371,20 @@ pub fn render_summary(s: &Summary) -> String {
     let mut o = String::new();
     let what = if s.backend == "sim" { "simulated" } else { "run" };
     let _ = writeln!(o, "scenario {} on {} (seed {}), {:.1} s {what}", s.scenario, s.backend, s.seed, s.duration_s);
-    let _ = writeln!(o, "\n{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {}", "flow", "proto", "goodput Mb/s", "bytes", "retrans", "rtos", "srtt ms", "verified");
+    let _ = writeln!(o, "\n{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {:<8}  {}", "flow", "proto", "goodput Mb/s", "bytes", "retrans", "rtos", "srtt ms", "verified", "done");
     for f in &s.flows {
+        // A bounded transfer's time to its last byte; "-" for one that ran
+        // to the end of the run (a bulk flow, or a transfer not finished).
+        let done = match (f.completed, f.completion_time_s) {
+            (true, Some(t)) => format!("{t:.2} s"),
+            (true, None) => "yes".to_string(),
+            _ => "-".to_string(),
+        };
         let srtt = f.mean_srtt_ms.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());
         let transport = if f.fallback { format!("{}*", f.transport) } else { f.transport.clone() };
         let _ = writeln!(
             o,
-            "{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {}",
+            "{:<20} {:<6} {:>12} {:>14} {:>9} {:>8} {:>9}  {:<8}  {}",
             f.name,
             transport,
             mbit(f.goodput_bps),
@@ -277,7 +392,8 @@ pub fn render_summary(s: &Summary) -> String {
             f.retransmitted_segments,
             f.rto_count,
             srtt,
-            if f.verified { "yes" } else { "NO" }
+            if f.verified { "yes" } else { "NO" },
+            done
         );
         if let Some(c) = f.tunnel.as_ref().and_then(|t| t.converter.as_ref()) {
             let errors: Vec<String> = c.errors.iter().map(|(e, n)| format!("{n} {e}")).collect();
@@ -329,9 +445,12 @@ pub fn render_summary(s: &Summary) -> String {
         }
         if f.subflows.len() > 1 {
             for sf in &f.subflows {
-                let _ = writeln!(o, "  {:<30} {:>12}{}", format!("{} -> {}", sf.local, sf.remote), mbit(sf.goodput_bps), if sf.backup { " backup" } else { "" });
+                let _ = writeln!(o, "  {:<40} {:>12}  {}{}", format!("{} -> {}", sf.local, sf.remote), mbit(sf.goodput_bps), sf.path.as_deref().unwrap_or(""), if sf.backup { " backup" } else { "" });
             }
         }
+    }
+    if s.flows.iter().any(|f| f.fallback) {
+        let _ = writeln!(o, "(proto*: the connection fell back to plain TCP, RFC 8684 3.7)");
     }
     let _ = writeln!(o, "\n{:<24} {:>12} {:>12}", "interface", "tx Mb/s", "rx Mb/s");
     for i in &s.interfaces {

@@ -255,8 +255,35 @@ pub fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> Result<
     if !sets.is_empty() {
         sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
     }
-    let net = sc.resolve().map_err(|e| e.to_string())?;
+    let mut net = sc.resolve().map_err(|e| e.to_string())?;
+    mplab_backend::workload::apply_start_jitter(&mut net);
+    // Hundreds of runs of whole packets fill a disk: a sweep's pcaps keep
+    // the headers unless the scenario or the sweep set a snap length.
+    if net.probes.snaplen == 0 {
+        net.probes.snaplen = SWEEP_SNAPLEN;
+    }
     Ok((sc, net))
+}
+
+/// A sweep's default snap length: IPv4 (20) and TCP with a full 40 bytes
+/// of options (60), with room for an SCTP chunk header or a tunnel's.
+pub const SWEEP_SNAPLEN: u32 = 128;
+
+/// What one run of `net` writes to its pcaps, about: each captured
+/// interface at its link's faster direction's rate for the whole run, in
+/// full-sized packets of `snaplen` bytes plus the 16-byte record header.
+pub fn pcap_bytes_per_run(net: &Network) -> u64 {
+    let secs = net.duration_ns as f64 / 1e9;
+    let per_packet = net.probes.snaplen.clamp(1, 1500) as f64 + 16.0;
+    let bytes: f64 = net
+        .probes
+        .pcap
+        .iter()
+        .filter_map(|p| net.links.iter().find(|l| (l.a.node == p.node && l.a.iface == p.iface) || (l.b.node == p.node && l.b.iface == p.iface)))
+        // Both directions are captured: each at most its rate.
+        .map(|l| (l.ab.rate_bps + l.ba.rate_bps) as f64 / 8.0 * secs / 1500.0 * per_packet)
+        .sum();
+    bytes as u64
 }
 
 pub fn run_dir(out: &Path, point: &Point, seed: u64) -> PathBuf {
@@ -394,6 +421,23 @@ pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunEr
             opt.jobs.min(jobs.len()).max(1),
             if opt.jobs.min(jobs.len()) == 1 { "" } else { "s" }
         );
+        // Say what the runs will write before they write it.
+        if let (Some(p), false) = (points.first(), jobs.is_empty()) {
+            if let Ok((_, net)) = load_point(spec, p, None) {
+                let per = pcap_bytes_per_run(&net);
+                if per > 0 {
+                    let snap = if net.probes.snaplen >= 1500 { "whole packets".to_string() } else { format!("{} B of each packet", net.probes.snaplen) };
+                    eprintln!(
+                        "sweep: pcaps of {} interface{} per run ({snap}): up to {:.1} MB a run, {:.1} MB for the {} runs to do (probes.snaplen sets it)",
+                        net.probes.pcap.len(),
+                        if net.probes.pcap.len() == 1 { "" } else { "s" },
+                        per as f64 / 1e6,
+                        per as f64 * jobs.len() as f64 / 1e6,
+                        jobs.len()
+                    );
+                }
+            }
+        }
     }
     let abort = mplab_emu::signal::install();
     let bar = (!opt.quiet && std::io::stderr().is_terminal() && !jobs.is_empty()).then(|| {
@@ -457,6 +501,11 @@ pub fn sweep(spec: &SweepSpec, opt: &SweepOptions) -> Result<SweepOutcome, RunEr
         "interrupted": interrupted,
     });
     finish(&opt.out, opt.plots, meta).map_err(io)?;
+    if !opt.quiet {
+        if let Some(note) = seeds_without_effect(&opt.out) {
+            eprintln!("note: {note}");
+        }
+    }
     let failed = failed.into_inner().unwrap();
     Ok(SweepOutcome { total, skipped, ran, failed, interrupted, stopped_early })
 }
@@ -527,6 +576,20 @@ fn f(v: &serde_json::Value) -> String {
         serde_json::Value::String(s) => s.clone(),
         _ => String::new(),
     }
+}
+
+/// When several seeds gave every point the very same goodput, the
+/// scenario has nothing random in it (no loss, no jitter, no random start):
+/// its standard deviations and confidence intervals of 0 say so, and this
+/// says why and what to do.
+pub fn seeds_without_effect(out: &Path) -> Option<String> {
+    let agg = Table::read_csv(&out.join("aggregate.csv")).ok()?;
+    let all: Vec<usize> = (0..agg.rows.len()).filter(|&r| agg.str(r, "flow") == "all" && agg.num(r, "n").is_some_and(|n| n >= 2.0)).collect();
+    (!all.is_empty() && all.iter().all(|&r| agg.num(r, "goodput_bps_stdev") == Some(0.0))).then(|| {
+        "every seed gave each point the same results (stdev and CI 0): nothing in this scenario draws on the seed (no loss, jitter or random start). \
+         Give the flows a `start_jitter` (e.g. \"100ms\") to start them at random times, or run one seed"
+            .to_string()
+    })
 }
 
 /// Rebuilds runs.csv / aggregate.csv (and their Parquet twins) from every

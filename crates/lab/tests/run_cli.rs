@@ -233,6 +233,9 @@ fn tcp_single_writes_the_results_directory() {
     // The scenario as run, with the --set applied.
     let toml = String::from_utf8(read(&out.join("scenario.toml"))).unwrap();
     assert!(toml.contains("duration = \"5s\"") && !toml.contains("30s"), "scenario.toml lacks the --set:\n{toml}");
+    // The file as written, headed by the override that changed it.
+    let src = String::from_utf8(read(&out.join("scenario.source.toml"))).unwrap();
+    assert!(src.starts_with("# run with --set duration=5s\n") && src.ends_with(&std::fs::read_to_string(scenario("tcp-single.toml")).unwrap()), "{src}");
     let net = read_json(&out.join("network.json"));
     assert_eq!(net["name"], "tcp-single");
     assert_eq!(net["duration_ns"], 5_000_000_000u64);

@@ -36,10 +36,41 @@ fn json_report_of_join_capture() {
 #[test]
 fn checksum_capture_verifies_every_checksum() {
     let Some(p) = vector("linux-6.18-mptcp-dss-checksum.pcap") else { return };
-    let (code, out, _) = mplab(&["trace", p.to_str().unwrap()]);
+    let (code, out, _) = mplab(&["trace", "--checks", p.to_str().unwrap()]);
     assert_eq!(code, 0);
     assert!(out.contains("DSS checksum dsn ed2e3706d1d93de5 ssn 1 len 27 from client: 2013"));
     assert!(out.contains("checks: 20 ok, 0 MISMATCH"), "{out}");
+}
+
+/// By default the verification is a count per kind of check: one line for
+/// all the DSS checksums, not one per segment.
+#[test]
+fn checks_are_summarised_by_kind_unless_asked() {
+    let Some(p) = vector("linux-6.18-mptcp-dss-checksum.pcap") else { return };
+    let (code, out, _) = mplab(&["trace", p.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("    ok        frame"), "no line per check: {out}");
+    let dss: Vec<&str> = out.lines().filter(|l| l.trim_start().starts_with("DSS checksum:")).collect();
+    assert_eq!(dss.len(), 1, "{out}");
+    assert!(out.contains("checks: 20 ok, 0 MISMATCH") && out.contains("--checks"), "{out}");
+    let (_, every, _) = mplab(&["trace", "--checks", p.to_str().unwrap()]);
+    assert_eq!(every.lines().filter(|l| l.contains("    ok        frame")).count(), 20);
+}
+
+/// `--plots DIR` draws each connection's subflow time-sequence graph, its
+/// data-sequence graph and its RTT samples, from the capture's segments.
+#[test]
+fn time_sequence_and_rtt_plots_from_a_capture() {
+    let Some(p) = vector("linux-6.18-mptcp-join-addaddr.pcap") else { return };
+    let dir = std::env::temp_dir().join(format!("mplab-trace-plots-{}", std::process::id()));
+    let (code, _, err) = mplab(&["trace", p.to_str().unwrap(), "--plots", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    for f in ["conn0_subflow_sequence", "conn0_data_sequence", "conn0_rtt"] {
+        let svg = std::fs::read_to_string(dir.join(format!("{f}.svg"))).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(svg.matches("<circle").count() >= 3, "{f} has its samples");
+        assert!(dir.join(format!("{f}.png")).exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -7,6 +7,7 @@
 pub mod cc;
 pub mod mptcp;
 pub mod registry;
+pub mod rng;
 pub mod sctp;
 pub mod tcp;
 pub mod time;

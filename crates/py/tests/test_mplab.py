@@ -41,6 +41,10 @@ def test_run_gives_dataframes_bounded_by_the_links(tmp_path):
     for frame, cols in [(r.subflows, {"time_s", "flow", "subflow", "goodput_bps", "cwnd_bytes", "srtt_ms"}), (r.interfaces, {"time_s", "node", "iface", "tx_bps"})]:
         assert cols <= set(frame.columns), frame.columns
         assert len(frame) > 0
+    # Subflow rows and the connection's total rows are apart.
+    assert "all" not in set(r.subflows["subflow"].astype(str))
+    assert set(r.connections["subflow"].astype(str)) == {"all"} and len(r.connections) > 0
+    assert len(r.connections) + len(r.subflows) == len(pd.read_csv(tmp_path / "r" / "flows.csv"))
     # Queues are sampled where the scenario asks (none here): the columns only.
     assert {"time_s", "link", "queue_bytes", "drops"} <= set(r.queues.columns)
     assert r.summary["seed"] == 2 and r.meta["backend"] == "sim"
@@ -160,3 +164,18 @@ def test_threads_run_simulations_side_by_side():
     for s, r in zip(seeds, rs):
         solo = mplab.run(SCEN / "two-paths.toml", set={"duration": "2s", "topology.loss": 0.01}, seed=s)
         pd.testing.assert_frame_equal(r.subflows, solo.subflows)
+
+
+def test_a_run_without_out_cleans_up_after_itself(tmp_path):
+    import gc
+
+    r = mplab.run(SCEN / "tcp-single.toml", set={"duration": "1s"})
+    d = r.dir
+    assert (d / "summary.json").exists() and r.goodput_bps > 0
+    del r
+    gc.collect()
+    assert not d.exists(), "the temporary results went with the Results object"
+    kept = mplab.run(SCEN / "tcp-single.toml", set={"duration": "1s"}, out=tmp_path / "kept")
+    del kept
+    gc.collect()
+    assert (tmp_path / "kept" / "summary.json").exists(), "an `out` directory stays"

@@ -98,6 +98,17 @@ impl Scenario {
         &self.source.file
     }
 
+    /// The file as written, headed by the `--set` overrides applied to it
+    /// (as comments): what a reader of a results directory recognises.
+    pub fn source_text(&self) -> String {
+        let mut s = String::new();
+        for o in &self.source.overrides {
+            s.push_str(&format!("# run with --set {}\n", o.arg));
+        }
+        s.push_str(&self.source.text);
+        s
+    }
+
     /// The document with all overrides applied, as TOML text: what a result
     /// file should record next to the resolved network.
     pub fn effective_toml(&self) -> String {

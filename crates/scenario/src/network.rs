@@ -343,6 +343,10 @@ pub struct Flow {
     pub dport: u16,
     pub app: App,
     pub start_ns: u64,
+    /// `start_jitter`: a backend adds a random time below this, drawn from
+    /// the seed, to `start_ns` before the run (mplab_backend::workload).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub start_jitter_ns: u64,
     pub stop_ns: u64,
     pub tcp: TcpConfig,
     /// Present for MPTCP flows.
@@ -642,6 +646,17 @@ pub struct Probes {
     pub flows: Vec<FlowId>,
     /// Links whose queue lengths are sampled.
     pub queues: Vec<LinkId>,
+    /// Bytes of each packet a pcap keeps; 0: whole packets.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub snaplen: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

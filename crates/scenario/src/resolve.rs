@@ -62,7 +62,7 @@ pub(crate) fn resolve(spec: &Spec) -> Result<Network, Diag> {
         events: Vec::new(),
         middleboxes: Vec::new(),
         mptcp_endpoints: Vec::new(),
-        probes: crate::network::Probes { interval_ns: 0, pcap: Vec::new(), cwnd: false, srtt: false, flows: Vec::new(), queues: Vec::new() },
+        probes: crate::network::Probes { interval_ns: 0, pcap: Vec::new(), cwnd: false, srtt: false, flows: Vec::new(), queues: Vec::new(), snaplen: 0 },
     };
     workload::resolve(spec, &mut net)?;
     Ok(net)

@@ -247,6 +247,10 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         }
         let start = f.start.unwrap_or(Duration::ZERO);
         let stop = f.stop.unwrap_or(duration);
+        let start_jitter = f.start_jitter.unwrap_or(Duration::ZERO);
+        if start_jitter.as_nanos() > 0 && start.as_nanos() + start_jitter.as_nanos() >= stop.as_nanos() {
+            return diag(format!("{path}.start_jitter"), format!("start {start} plus a jitter up to {start_jitter} reaches the flow's end ({stop})"));
+        }
         if start >= duration {
             return diag(format!("{path}.start"), format!("{start} is not before the end of the scenario (duration = {duration})"));
         }
@@ -285,6 +289,7 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
             dport,
             app: crate::plugins::apps::resolve(f, &path)?,
             start_ns: start.as_nanos(),
+            start_jitter_ns: start_jitter.as_nanos(),
             stop_ns: stop.as_nanos(),
             tcp,
             mptcp,
@@ -595,5 +600,5 @@ fn probes(spec: &Spec, net: &Network) -> Result<Probes, Diag> {
         .enumerate()
         .map(|(i, n)| net.link(n).map(|l| l.id).ok_or_else(|| Diag::new(format!("probes.queues[{i}]"), format!("unknown link {n:?}"))))
         .collect::<Result<_, _>>()?;
-    Ok(Probes { interval_ns: p.interval.as_nanos(), pcap, cwnd: p.cwnd, srtt: p.srtt, flows, queues })
+    Ok(Probes { interval_ns: p.interval.as_nanos(), pcap, cwnd: p.cwnd, srtt: p.srtt, flows, queues, snaplen: p.snaplen })
 }

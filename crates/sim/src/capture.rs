@@ -57,9 +57,10 @@ pub struct Capture {
 }
 
 impl Capture {
-    pub fn create(path: &Path) -> std::io::Result<Capture> {
+    /// A pcap at `path` keeping `snaplen` bytes of each packet (0: all).
+    pub fn create(path: &Path, snaplen: u32) -> std::io::Result<Capture> {
         let f = BufWriter::new(File::create(path)?);
-        let sink = PcapSink::new(f).map_err(std::io::Error::other)?;
+        let sink = PcapSink::with_snaplen(f, snaplen).map_err(std::io::Error::other)?;
         Ok(Capture { sink, pending: BinaryHeap::new(), seq: 0, payload: Vec::new(), error: None })
     }
 

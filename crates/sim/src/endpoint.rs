@@ -56,6 +56,11 @@ pub trait Endpoint: StreamSocket {
     fn send_buffer_probe(&self) -> Option<(u64, u64)> {
         None
     }
+    /// A multipath sender's count of scheduling decisions with a choice
+    /// (`MptcpStats::scheduler_choices`); None for single-path transports.
+    fn scheduler_choices(&self) -> Option<u64> {
+        None
+    }
     /// The MPTCP token MP_JOINs name this endpoint by.
     fn token(&self) -> Option<u32> {
         None

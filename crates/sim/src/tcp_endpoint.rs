@@ -151,6 +151,11 @@ impl Endpoint for StreamEndpoint {
         self.conn.send_buffer()
     }
 
+    fn scheduler_choices(&self) -> Option<u64> {
+        let StreamConn::Mptcp(c) = &self.conn else { return None };
+        Some(c.stats().scheduler_choices)
+    }
+
     fn token(&self) -> Option<u32> {
         let StreamConn::Mptcp(c) = &self.conn else { return None };
         Some(c.local_token())

@@ -61,6 +61,9 @@ struct SubflowState {
     high_seq: [Option<u32>; 2],
     last_header: [Option<(mplab_wire::TcpHeader, usize)>; 2],
     dss_seen: bool,
+    /// Each way: (sequence end, send time) of segments sent once and not
+    /// yet acknowledged, oldest first: the RTT samples' candidates.
+    unacked: [std::collections::VecDeque<(u32, f64)>; 2],
 }
 
 #[derive(Default)]
@@ -201,6 +204,7 @@ impl Analyzer<'_> {
                     high_seq: [None; 2],
                     last_header: [None; 2],
                     dss_seen: false,
+                    unacked: Default::default(),
                 },
             );
             let st = flows.get_mut(&key).expect("just inserted");
@@ -252,6 +256,40 @@ impl Analyzer<'_> {
         d.segments += 1;
         d.bytes += p.payload_len as u64;
         d.retransmitted_bytes += retx;
+        if let Some(c) = st.conn {
+            self.time_sequence(c, st, dir, p, retx > 0);
+        }
+    }
+
+    /// The time-sequence and RTT samples of an MPTCP subflow's segment.
+    fn time_sequence(&mut self, conn: usize, st: &mut SubflowState, dir: usize, p: &TcpPacket, resent: bool) {
+        let len = p.payload_len as u32;
+        let sf = &mut self.rep.connections[conn].subflows[st.index];
+        if len > 0 {
+            let base = st.isn[dir].map_or(p.tcp.seq, |i| i.wrapping_add(1));
+            sf.seq[dir].push((self.time, u64::from(p.tcp.seq.wrapping_sub(base)), resent));
+            let end = p.tcp.seq.wrapping_add(len);
+            if resent {
+                // Every copy in flight of these bytes is now ambiguous.
+                st.unacked[dir].retain(|&(e, _)| (p.tcp.seq.wrapping_sub(e) as i32) >= 0);
+            } else {
+                st.unacked[dir].push_back((end, self.time));
+            }
+        }
+        if p.tcp.flags & flags::ACK != 0 {
+            let q = &mut st.unacked[1 - dir];
+            let mut newest = None;
+            while let Some(&(end, t)) = q.front() {
+                if (p.tcp.ack.wrapping_sub(end) as i32) < 0 {
+                    break;
+                }
+                newest = Some(t);
+                q.pop_front();
+            }
+            if let Some(t) = newest {
+                sf.rtt[1 - dir].push((self.time, (self.time - t) * 1e3));
+            }
+        }
     }
 
     fn new_subflow(&mut self, src: SocketAddr, dst: SocketAddr, p: &TcpPacket) -> SubflowState {
@@ -269,6 +307,7 @@ impl Analyzer<'_> {
             high_seq: [None; 2],
             last_header: [None; 2],
             dss_seen: false,
+            unacked: Default::default(),
         };
         let mut plain_note = "no MP_CAPABLE in SYN".to_string();
         for o in p.tcp.options.mptcp() {
@@ -532,6 +571,19 @@ impl Analyzer<'_> {
             (false, Some(i)) => crypto::expand_seq32(i, m.dsn as u32),
             (false, None) => m.dsn,
         };
+        if let (Some(i), true) = (idsn, p.payload_len > 0) {
+            // The segment's own data sequence: the mapping's start plus the
+            // segment's offset in it.
+            let dir = if from == st.initiator_side { 0 } else { 1 };
+            // SSNs count from the ISN: the first data octet is SSN 1.
+            let rel_ssn = st.isn[dir].map(|isn| p.tcp.seq.wrapping_sub(isn));
+            if let Some(r) = rel_ssn {
+                let off = r.wrapping_sub(m.ssn);
+                if off < m.data_len as u32 {
+                    self.rep.connections[conn].dsn[from as usize].push((self.time, dsn.wrapping_add(u64::from(off)).wrapping_sub(i.wrapping_add(1)), st.index));
+                }
+            }
+        }
         if let Some(i) = idsn {
             if !self.conns[conn].first_dsn_checked[from as usize] && p.payload_len > 0 && st.index == 0 {
                 self.conns[conn].first_dsn_checked[from as usize] = true;

@@ -3,6 +3,7 @@
 
 mod analyze;
 pub mod model;
+pub mod plots;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -23,8 +24,25 @@ fn dir(d: &Direction) -> String {
     format!("{} B in {} segments{retx}", d.bytes, d.segments)
 }
 
+/// The kind of a check, without its instance's numbers: "DSS checksum"
+/// for every "DSS checksum dsn … ssn … len … from …".
+fn check_kind(what: &str) -> &str {
+    let head = what.split([',', '(']).next().unwrap_or(what);
+    head.split(" dsn ").next().unwrap_or(head).trim()
+}
+
+/// How much of the verification `render` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Per connection, one line per kind of check with its count; every
+    /// mismatch on a line of its own.
+    Summary,
+    /// Every check on a line of its own.
+    EveryCheck,
+}
+
 /// Human-readable rendering, one block per connection.
-pub fn render(r: &TraceReport) -> String {
+pub fn render(r: &TraceReport, detail: Detail) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -85,11 +103,31 @@ pub fn render(r: &TraceReport) -> String {
         let _ = writeln!(o, "  DSS mappings: {}{}", c.dss_mappings, if c.data_fin.is_empty() { String::new() } else { format!("; {}", c.data_fin.join(", ")) });
         let _ = writeln!(o, "  fallback: {}", c.fallback.as_deref().unwrap_or("no"));
         let _ = writeln!(o, "  verification:");
+        if detail == Detail::Summary {
+            // Kinds in the order they first appear, with their counts.
+            let mut kinds: Vec<(&str, usize, usize)> = Vec::new();
+            for ch in &c.checks {
+                let k = check_kind(&ch.what);
+                let i = kinds.iter().position(|e| e.0 == k).unwrap_or_else(|| {
+                    kinds.push((k, 0, 0));
+                    kinds.len() - 1
+                });
+                if ch.ok {
+                    kinds[i].1 += 1;
+                } else {
+                    kinds[i].2 += 1;
+                }
+            }
+            for (k, ok, bad) in &kinds {
+                let bad = if *bad > 0 { format!(", {bad} MISMATCH") } else { String::new() };
+                let _ = writeln!(o, "    {k}: {ok} ok{bad}");
+            }
+        }
         for ch in &c.checks {
-            if ch.ok {
-                let _ = writeln!(o, "    ok        frame {:<5} {}: {}", ch.frame, ch.what, ch.got);
-            } else {
+            if !ch.ok {
                 let _ = writeln!(o, "    MISMATCH  frame {:<5} {}: expected {}, got {}", ch.frame, ch.what, ch.expected, ch.got);
+            } else if detail == Detail::EveryCheck {
+                let _ = writeln!(o, "    ok        frame {:<5} {}: {}", ch.frame, ch.what, ch.got);
             }
         }
     }
@@ -100,5 +138,8 @@ pub fn render(r: &TraceReport) -> String {
         }
     }
     let _ = writeln!(o, "\nchecks: {} ok, {} MISMATCH", r.checks_ok, r.checks_mismatch);
+    if detail == Detail::Summary && r.checks_ok > 0 {
+        let _ = writeln!(o, "(every check on its own line: --checks)");
+    }
     o
 }

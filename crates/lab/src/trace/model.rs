@@ -51,6 +51,11 @@ pub struct Connection {
     /// Why the connection fell back to plain TCP, if it did.
     pub fallback: Option<String>,
     pub checks: Vec<Check>,
+    /// Per sender ([client, server]): each DSS-mapped data segment as
+    /// (time s, data sequence offset from the IDSN, subflow index), for the
+    /// connection's time-sequence graph. Left out of the JSON report.
+    #[serde(skip)]
+    pub dsn: [Vec<(f64, u64, usize)>; 2],
 }
 
 #[derive(Debug, Default, Serialize, Clone)]
@@ -81,6 +86,16 @@ pub struct Subflow {
     pub reverse: Direction,
     pub dss_mappings: usize,
     pub closed_by: Option<String>,
+    /// Each way ([forward, reverse]): every data segment as (time s,
+    /// sequence offset from the ISN, sent before), for the time-sequence
+    /// graph. Left out of the JSON report.
+    #[serde(skip)]
+    pub seq: [Vec<(f64, u64, bool)>; 2],
+    /// Each way: RTT samples (time s, ms) of the data's sender, from ACKs
+    /// of segments sent once (Karn: an ACK of a retransmitted segment says
+    /// nothing of which copy arrived). Left out of the JSON report.
+    #[serde(skip)]
+    pub rtt: [Vec<(f64, f64)>; 2],
 }
 
 #[derive(Debug, Serialize)]

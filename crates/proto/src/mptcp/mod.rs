@@ -168,6 +168,12 @@ pub struct MptcpStats {
     pub window_blocked: u64,
     /// Segments outside their subflow's window: ACKed, options ignored.
     pub unacceptable_segments: u64,
+    /// Chunks the packet scheduler placed while two or more usable
+    /// subflows had room in their windows: the decisions in which the
+    /// scheduler chose. 0 over a whole run with several subflows means
+    /// every scheduler would have sent the same (each chunk had one
+    /// subflow to go to).
+    pub scheduler_choices: u64,
 }
 
 /// Address signals that ride on pure ACKs (see `add_signalling`).
@@ -358,13 +364,7 @@ pub struct Connection {
     scratch: Vec<u8>,
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use crate::rng::splitmix64 as splitmix;
 
 impl Connection {
     fn new(mut cfg: MptcpConfig, client: bool, seed: u64) -> Connection {

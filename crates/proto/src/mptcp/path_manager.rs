@@ -78,6 +78,8 @@ pub enum PmAction {
     Open { local: IpAddr, remote: RemoteAddr, backup: bool },
     /// Announce one of our addresses (ADD_ADDR).
     Announce { id: u8, addr: IpAddr },
+    /// Set the priority of our subflows from `local` (MP_PRIO).
+    Prio { local: IpAddr, backup: bool },
 }
 
 pub trait PathManager: Debug {
@@ -134,6 +136,15 @@ impl PathManager for Endpoints {
     }
 
     fn on_established(&mut self, v: &PmView, out: &mut Vec<PmAction>) {
+        // The initial subflow left from an address whose endpoint says
+        // backup: once fully established it becomes one, told with MP_PRIO
+        // (Linux 6.18 pm_kernel.c, the MPC endpoint's accounting in
+        // mptcp_pm_create_subflow_or_signal_addr), on either end.
+        if let Some(first) = v.initial_local() {
+            if v.locals.iter().any(|l| l.addr == first && l.backup) {
+                out.push(PmAction::Prio { local: first, backup: true });
+            }
+        }
         announce_signal(v, out);
         if !v.client {
             return;

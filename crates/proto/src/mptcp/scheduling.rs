@@ -104,6 +104,9 @@ impl Connection {
                 had_timer_ival = true;
                 self.timers.timer_ival = Some(self.timer_ival_now(now));
             }
+            if infos.iter().filter(|i| i.usable && i.has_window).nth(1).is_some() {
+                self.stats.scheduler_choices += 1;
+            }
             self.scheduler.schedule(&infos, &cx, &mut picks);
             if picks.is_empty() {
                 // Data waits for windows: the subflows' windows may grow.

@@ -85,6 +85,12 @@ impl Connection {
                 PmAction::Announce { id, addr } => {
                     self.signals.announces.push(Announce { id, addr, next_at: Instant::ZERO, tries: 0 });
                 }
+                PmAction::Prio { local, backup } => {
+                    let from: Vec<usize> = self.subflows.iter().enumerate().filter(|(_, s)| s.local.ip() == local && s.backup != backup).map(|(i, _)| i).collect();
+                    for i in from {
+                        self.set_backup(i, backup);
+                    }
+                }
             }
         }
     }

@@ -23,6 +23,7 @@ use mplab_wire::sctp::param::ErrorCause;
 use mplab_wire::sctp::Packet;
 
 use super::config::SctpConfig;
+use crate::rng::SplitMix64;
 use super::path::{Destination, PathState, PathStats};
 use super::recv::{Receiver, RecvStats};
 use super::send::{Pending, SendQueue};
@@ -107,29 +108,6 @@ impl Blocker {
     }
 }
 
-/// A 64-bit xorshift: tags, initial TSNs and heartbeat nonces, from a seed.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    fn nonzero_u32(&mut self) -> u32 {
-        loop {
-            let v = self.next() as u32;
-            if v != 0 {
-                return v;
-            }
-        }
-    }
-}
-
 pub struct Association {
     cfg: SctpConfig,
     state: State,
@@ -138,7 +116,8 @@ pub struct Association {
     local_port: u16,
     peer_port: u16,
     secret: [u8; 32],
-    rng: Rng,
+    /// Tags, initial TSNs and heartbeat nonces, from the seed.
+    rng: SplitMix64,
     my_tag: u32,
     peer_tag: u32,
     my_initial_tsn: u32,
@@ -171,12 +150,12 @@ const HB_INFO_LEN: usize = 18;
 
 impl Association {
     fn base(cfg: SctpConfig, local_addrs: Vec<IpAddr>, local_port: u16, peer_port: u16, seed: u64) -> Association {
-        let mut rng = Rng(seed | 1);
+        let mut rng = SplitMix64::new(seed);
         let my_tag = rng.nonzero_u32();
-        let my_initial_tsn = rng.next() as u32;
+        let my_initial_tsn = rng.next_u64() as u32;
         let mut secret = [0u8; 32];
         for c in secret.chunks_mut(8) {
-            c.copy_from_slice(&rng.next().to_be_bytes());
+            c.copy_from_slice(&rng.next_u64().to_be_bytes());
         }
         let streams = cfg.streams;
         Association {

@@ -193,6 +193,15 @@ impl Connection {
         self.fin_sent && self.snd_una > self.app_end
     }
 
+    /// The RTT the segment's timestamp echo measures: from our clock's
+    /// value it echoes to now, at least the clock's 1 ms tick.
+    fn echoed_rtt(&self, now: Instant, h: &TcpHeader) -> Option<Duration> {
+        let ts = h.options.timestamps.filter(|t| self.ts_ok && t.tsecr != 0)?;
+        let ms = now_ms(now).wrapping_sub(ts.tsecr);
+        // An echo from the future is a peer's mistake or a forgery.
+        (ms < i32::MAX as u32).then(|| Duration::from_millis(u64::from(ms.max(1))))
+    }
+
     /// The ACK field and window of a segment (the sender's half).
     pub(super) fn on_ack(&mut self, now: Instant, h: &TcpHeader, pure: bool) {
         let Some(ack) = seq::unwrap(h.ack, self.iss.wrapping_add(1), self.snd_una) else { return };
@@ -222,6 +231,12 @@ impl Connection {
             if let Some(t) = a.rtt_from {
                 self.rtt.sample_at(now - t, ack, self.snd_nxt);
                 self.cc_rtt_sample(now, now - t);
+            } else if let (true, Some(rtt)) = (a.retrans_acked, self.echoed_rtt(now, h)) {
+                // Retransmitted data acknowledged: the timestamp echo
+                // names the copy that arrived (RFC 7323 4.1; Linux's
+                // tcp_ack_update_rtt). The congestion control gets no
+                // sample from it, as in Linux.
+                self.rtt.sample_at(rtt, ack, self.snd_nxt);
             }
             self.backoff = 0;
             self.stalled_since = None;

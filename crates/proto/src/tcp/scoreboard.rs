@@ -47,8 +47,13 @@ pub struct Resend {
 pub struct Acked {
     /// Sequence bytes (payload plus a FIN).
     pub bytes: u64,
-    /// Send time of the newest segment acked that was never retransmitted.
+    /// Send time of the newest segment acked that was never retransmitted,
+    /// when the ACK covers no retransmitted byte: an ACK that does cannot
+    /// say which copy arrived, so its sequence gives no RTT sample (Karn,
+    /// RFC 6298 3; Linux's FLAG_RETRANS_DATA_ACKED in tcp_clean_rtx_queue).
     pub rtt_from: Option<Instant>,
+    /// The ACK covers bytes that were sent more than once.
+    pub retrans_acked: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -135,7 +140,9 @@ impl Scoreboard {
                 self.forget(&front);
                 self.delivered(front.sent_at, front.end);
                 a.bytes += front.len();
-                if !front.has(EVER_RETRANS) {
+                if front.has(EVER_RETRANS) {
+                    a.retrans_acked = true;
+                } else {
                     a.rtt_from = Some(front.sent_at);
                 }
                 self.segs.pop_front();
@@ -144,6 +151,7 @@ impl Scoreboard {
                     // Acked in the middle (the peer's segmentation differs):
                     // keep the rest, its flags and counters adjusted.
                     self.forget(&front);
+                    a.retrans_acked |= front.has(EVER_RETRANS);
                     let seg = self.segs.front_mut().expect("front exists");
                     a.bytes += upto - seg.start;
                     seg.start = upto;
@@ -152,6 +160,9 @@ impl Scoreboard {
                 }
                 break;
             }
+        }
+        if a.retrans_acked {
+            a.rtt_from = None;
         }
         self.highest_sack = self.highest_sack.max(upto);
         self.lost_scan = self.lost_scan.max(upto);
@@ -445,7 +456,8 @@ mod tests {
         assert!(b.next_resend().is_none());
         let a = b.ack(600);
         assert_eq!(a.bytes, 600);
-        assert_eq!(a.rtt_from, Some(Instant(5)), "newest never-retransmitted segment");
+        assert_eq!(a.rtt_from, None, "segment 0 was sent twice: no sample from this ACK (Karn)");
+        assert!(a.retrans_acked);
         assert_eq!((b.sacked(), b.lost()), (0, 0));
         assert_eq!(b.in_flight(400), 400);
     }

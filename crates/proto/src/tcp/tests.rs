@@ -260,6 +260,43 @@ fn blackout_is_repaired_by_rto_with_backoff() {
     assert!(st.rto_count >= 2, "several backed-off timeouts during the blackout: {}", st.rto_count);
 }
 
+/// ACKs lost for 1.4 s while the data gets through (a return path that
+/// goes down): the sender's RTO resends the first unacknowledged segment,
+/// and the ACK of that copy also covers segments sent before the outage and
+/// never resent. That ACK gives no sequence-based RTT sample (Karn); with
+/// timestamps its echo measures the copy that arrived. The smoothed RTT
+/// stays near the path's, never near the outage's length.
+#[test]
+fn an_ack_of_resent_data_takes_no_sample_from_the_outage() {
+    for ts in [true, false] {
+        let cfg = TcpConfig { timestamps: ts, ..TcpConfig::default() };
+        let mut p = Pipe::new(cfg.clone(), cfg, 1000, 10, 100);
+        p.to_send = 3_000_000;
+        let now_ref = std::rc::Rc::new(std::cell::Cell::new(Instant(0)));
+        let nr = now_ref.clone();
+        p.drop = Box::new(move |to_server, _, _, _| !to_server && (100..1500).contains(&(nr.get().0 / MS)));
+        let (mut before, mut after) = (Duration::ZERO, Duration::ZERO);
+        let mut t = 0;
+        while t < 20_000 && p.received < 3_000_000 {
+            t += 5;
+            now_ref.set(Instant(t * MS));
+            p.run(t);
+            let srtt = p.client.stats().srtt.unwrap_or_default();
+            if t < 100 {
+                before = before.max(srtt);
+            } else if t > 1500 {
+                after = after.max(srtt);
+            }
+        }
+        assert_eq!(p.received, 3_000_000);
+        assert!(p.client.stats().rto_count >= 1, "the outage fired the RTO");
+        // An outage-long sample (1.4 s) would lift the srtt by an eighth of
+        // it, 175 ms, over the 20 ms path's; queueing at 100 Mbit/s adds
+        // a few ms. Twice the largest before the outage bounds it.
+        assert!(after <= before * 2, "timestamps {ts}: srtt {after:?} after the outage, {before:?} before");
+    }
+}
+
 #[test]
 fn lost_syn_is_retransmitted_after_the_initial_rto() {
     let mut p = bulk(10_000);

@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import tempfile
+import weakref
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
@@ -179,7 +181,9 @@ class Results:
     """A run's results directory as DataFrames.
 
     `flows`: one row per flow (summary.json); `paths`: one row per subflow
-    and its totals; `subflows`: the subflows' time series (flows.csv);
+    and its totals; `subflows`: the subflows' time series (flows.csv rows
+    of one subflow each); `connections`: the connection-level time series
+    (flows.csv's `subflow == "all"` rows: goodput of the whole flow);
     `interfaces`, `queues`: time series; `balancers`, `servers`: load
     balancers' counters when the run had some; `summary`, `meta`: dicts.
     """
@@ -195,7 +199,12 @@ class Results:
         flows = self.summary.get("flows", [])
         self.flows = pd.DataFrame([{k: v for k, v in f.items() if k != "subflows"} for f in flows])
         self.paths = pd.DataFrame([{"flow": f["name"], **s} for f in flows for s in f.get("subflows", [])])
-        self.subflows = _frame(self.dir / "flows.csv")
+        series = _frame(self.dir / "flows.csv")
+        # flows.csv holds both levels; a subflow's rows and a connection's
+        # total must not be summed or averaged together.
+        whole = series["subflow"].astype(str) == "all" if "subflow" in series else pd.Series(False, index=series.index)
+        self.subflows = series[~whole].reset_index(drop=True)
+        self.connections = series[whole].reset_index(drop=True)
         self.interfaces = _frame(self.dir / "interfaces.csv")
         self.queues = _frame(self.dir / "queues.csv")
         self.balancers = _frame(self.dir / "balancers.csv")
@@ -262,7 +271,8 @@ def run(
     """Runs a scenario (a file or a `Scenario`) on `backend` ("sim";
     "kernel" and "userspace" need root) and returns its results. `set`
     changes fields first, as `--set` does. Without `out` the results go to
-    a temporary directory (kept: `Results.dir`)."""
+    a temporary directory (`Results.dir`) removed with the `Results`
+    object: pass `out` to keep them."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise TypeError(f"seed: want a non-negative int, got {seed!r}")
     if not isinstance(backend, str):
@@ -270,8 +280,17 @@ def run(
     text, name, sets = _scenario_text(scenario)
     sets += _sets(set)
     d = pathlib.Path(out) if out is not None else pathlib.Path(tempfile.mkdtemp(prefix="mplab-run-"))
-    _mplab.run(text, name, str(d), sets, seed, backend)
-    return Results(d)
+    try:
+        _mplab.run(text, name, str(d), sets, seed, backend)
+    except BaseException:
+        if out is None:
+            shutil.rmtree(d, ignore_errors=True)
+        raise
+    r = Results(d)
+    if out is None:
+        # A run's pcaps and CSVs are tens of megabytes: gone with the object.
+        weakref.finalize(r, shutil.rmtree, str(d), True)
+    return r
 
 
 def sweep(

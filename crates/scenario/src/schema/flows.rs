@@ -117,6 +117,11 @@ pub struct FlowSpec {
     pub fast_open: Option<bool>,
     #[serde(default)]
     pub start: Option<Duration>,
+    /// The start moves later by a random time below this, drawn from the
+    /// seed: runs with other seeds then differ even without loss (as ns-3
+    /// users start applications at random times).
+    #[serde(default)]
+    pub start_jitter: Option<Duration>,
     #[serde(default)]
     pub stop: Option<Duration>,
     /// Listening port on `to`; assigned from 5001 up when unset.

@@ -32,10 +32,14 @@ pub struct ProbesSpec {
     /// Links whose queue lengths are sampled.
     #[serde(default)]
     pub queues: Vec<String>,
+    /// Bytes of each packet a pcap keeps (0 or unset: whole packets; 128
+    /// keeps IP and TCP headers with every option).
+    #[serde(default)]
+    pub snaplen: u32,
 }
 
 impl Default for ProbesSpec {
     fn default() -> Self {
-        ProbesSpec { interval: default_interval(), pcap: Vec::new(), cwnd: true, srtt: true, flows: None, queues: Vec::new() }
+        ProbesSpec { interval: default_interval(), pcap: Vec::new(), cwnd: true, srtt: true, flows: None, queues: Vec::new(), snaplen: 0 }
     }
 }

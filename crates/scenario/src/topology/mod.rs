@@ -31,7 +31,7 @@ use crate::schema::Generator;
 /// The generators by `kind`: a new one is its own file (a serde struct
 /// implementing [`Generator`]) plus one line here.
 pub const REGISTRY: &[GeneratorEntry] = &[
-    entry::<ParallelSpec>("parallel", "N disjoint paths between `client` and `server`, each through its own router"),
+    entry::<ParallelSpec>("parallel", "N disjoint paths between `client` and `server`, each a direct link of its own"),
     entry::<DumbbellSpec>("dumbbell", "N sender/receiver pairs sharing one bottleneck"),
     entry::<KhaliliSpec>("khalili", "the shared-bottleneck topology of Khalili et al. (OLIA) with its two user types"),
     entry::<FatTreeSpec>("fattree", "a k-ary fat tree (Al-Fares et al.) of k^3/4 hosts"),

@@ -37,6 +37,15 @@ impl World {
             let spec = &self.net.flows[fi];
             let sender = Self::sending_end(f);
             let ep = f.ends[sender].ep.as_ref();
+            // Several subflows, yet never two with room at once: the window
+            // (buffers, cwnds) decided where each chunk went, not the
+            // scheduler, so any scheduler gives this run.
+            if let (Some(0), true) = (ep.and_then(|e| e.scheduler_choices()), ep.is_some_and(|e| e.paths().len() > 1)) {
+                s.notes.push(format!(
+                    "flow {}: the packet scheduler never had a choice (no two subflows had window room at once): every scheduler gives the same run; smaller buffers (transport.tcp.snd_buf / rcv_buf) let it choose",
+                    spec.name
+                ));
+            }
             s.flows.push(summary::flow_summary(FlowOutcome {
                 spec,
                 start_s: f.start.as_secs_f64(),

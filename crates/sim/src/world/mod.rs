@@ -150,7 +150,9 @@ impl World {
     /// A network with a setting the simulator cannot honour
     /// ([`transport::unsupported`]) is refused here, never run with a
     /// substitute.
-    pub fn new(net: Network, pcap_dir: Option<PathBuf>) -> std::io::Result<World> {
+    pub fn new(mut net: Network, pcap_dir: Option<PathBuf>) -> std::io::Result<World> {
+        // Flows' random start times (a no-op when the caller drew them).
+        mplab_backend::workload::apply_start_jitter(&mut net);
         if let Some(u) = transport::unsupported(&net).into_iter().next() {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("flow {}: {}: {}", u.flow, u.field, u.message)));
         }
@@ -235,7 +237,7 @@ impl World {
             for p in &net.probes.pcap {
                 let node = &net.nodes[p.node];
                 let name = format!("{}-{}.pcap", node.name, node.interfaces[p.iface].name);
-                pcaps.insert((p.node, p.iface), Capture::create(&dir.join(name))?);
+                pcaps.insert((p.node, p.iface), Capture::create(&dir.join(name), net.probes.snaplen)?);
             }
         }
         let mut addr_idx = HashMap::default();

@@ -238,3 +238,30 @@ fn a_subflow_the_peer_closed_alone_is_closed_at_once() {
     let st = n.client.subflow_stats();
     assert!(st.iter().find(|x| x.local.ip() == ip(2, 1)).expect("still listed").closed, "{st:?}");
 }
+
+/// The client's first address has a `backup` endpoint (Wi-Fi + LTE with
+/// the default route over LTE): once the connection is fully established
+/// the initial subflow becomes a backup, the peer learns it by MP_PRIO, and
+/// the other endpoint's subflow carries the data (Linux 6.18 does the same).
+#[test]
+fn an_initial_subflow_on_a_backup_endpoint_becomes_a_backup() {
+    let (lte, wifi) = (ip(1, 1), ip(2, 1));
+    let mut n = Net::new(&[lte, wifi], &[ip(9, 1)], "default", 10, 10);
+    let mut c = cfg(&[lte, wifi], "default");
+    c.locals[0].backup = true;
+    c.locals[0].subflow = true;
+    c.locals[1].subflow = true;
+    n.client = Connection::connect(c, SocketAddr::new(lte, 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    n.to_send = 3_000_000;
+    n.run(30_000);
+    assert_eq!(n.received, 3_000_000);
+    assert_eq!(n.misplaced, 0);
+    let sf = n.client.subflows();
+    assert_eq!(sf.len(), 2, "the Wi-Fi endpoint's subflow joined");
+    assert!(sf[0].backup && !sf[1].backup);
+    let server = n.server.as_ref().unwrap();
+    assert!(server.subflows()[0].peer_backup, "the server got MP_PRIO");
+    let per = bytes_on(&n.client);
+    // Only the handshake's first data goes over LTE before MP_PRIO.
+    assert!(per[0] < 200_000 && per[1] > 2_700_000, "{per:?}");
+}

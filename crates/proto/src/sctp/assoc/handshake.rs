@@ -130,7 +130,7 @@ impl Association {
             return;
         }
         let local_tag = self.rng.nonzero_u32();
-        let local_tsn = self.rng.next() as u32;
+        let local_tsn = self.rng.next_u64() as u32;
         let preservative = init.params.iter().find_map(|p| match p {
             InitParam::CookiePreservative(ms) => Some(*ms),
             _ => None,

@@ -164,7 +164,7 @@ impl Association {
     /// A HEARTBEAT to destination `i`; its info carries the destination's
     /// index, a nonce and the time sent, checked when the ack returns.
     pub(super) fn heartbeat(&mut self, now: Instant, i: usize) -> Transmit {
-        let nonce = self.rng.next();
+        let nonce = self.rng.next_u64();
         let d = &mut self.dests[i];
         d.hb_pending = false;
         d.hb_outstanding = Some((nonce, now));
