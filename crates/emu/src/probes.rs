@@ -518,7 +518,9 @@ pub struct Capture {
 }
 
 impl Capture {
-    pub fn start(ns: &str, iface: &str, path: &Path, t0_realtime_ns: u64) -> Result<Capture, String> {
+    /// Captures `iface` in namespace `ns` into `path`, keeping `snaplen`
+    /// bytes of each packet (0: all).
+    pub fn start(ns: &str, iface: &str, path: &Path, t0_realtime_ns: u64, snaplen: u32) -> Result<Capture, String> {
         let ifn = iface.to_string();
         let sock = sys::in_netns(ns, move || {
             let s = sys::packet_socket(&ifn, true, 8 << 20)?;
@@ -532,7 +534,7 @@ impl Capture {
         let p = path.display().to_string();
         let handle = std::thread::Builder::new()
             .name("mplab-pcap".into())
-            .spawn(move || capture_loop(sock, file, t0_realtime_ns, &st).map_err(|e| format!("{p}: {e}")))
+            .spawn(move || capture_loop(sock, file, t0_realtime_ns, snaplen, &st).map_err(|e| format!("{p}: {e}")))
             .map_err(|e| e.to_string())?;
         Ok(Capture { stop, handle: Some(handle) })
     }
@@ -553,9 +555,11 @@ impl Drop for Capture {
     }
 }
 
-fn capture_loop(sock: OwnedFd, file: File, t0: u64, stop: &AtomicBool) -> Result<u64, String> {
+fn capture_loop(sock: OwnedFd, file: File, t0: u64, snaplen: u32, stop: &AtomicBool) -> Result<u64, String> {
     use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-    let header = PcapHeader { datalink: pcap_file::DataLink::RAW, ts_resolution: pcap_file::TsResolution::NanoSecond, ..Default::default() };
+    // 0: whole packets, under the header's default limit (as the simulator's pcaps).
+    let snaplen = if snaplen == 0 { PcapHeader::default().snaplen } else { snaplen };
+    let header = PcapHeader { datalink: pcap_file::DataLink::RAW, ts_resolution: pcap_file::TsResolution::NanoSecond, snaplen, ..Default::default() };
     let mut w = PcapWriter::with_header(BufWriter::new(file), header).map_err(|e| e.to_string())?;
     let fd = sock.as_raw_fd();
     let mut buf = vec![0u8; 65536];
@@ -601,7 +605,8 @@ fn capture_loop(sock: OwnedFd, file: File, t0: u64, stop: &AtomicBool) -> Result
             continue;
         }
         let ip = &buf[14..len];
-        w.write_packet(&PcapPacket::new(std::time::Duration::from_nanos(t - t0), ip.len() as u32, ip)).map_err(|e| e.to_string())?;
+        let kept = &ip[..ip.len().min(snaplen as usize)];
+        w.write_packet(&PcapPacket::new(std::time::Duration::from_nanos(t - t0), ip.len() as u32, kept)).map_err(|e| e.to_string())?;
         n_pkts += 1;
     }
     w.into_writer().into_inner().map_err(|e| e.to_string())?.sync_all().ok();

@@ -47,6 +47,17 @@ pub use stack::{HostStack, KernelStack};
 /// own, the userspace backend) and the rest on the kernel's; None runs
 /// every node on the kernel (the kernel backend).
 pub fn run(net: &Network, opts: &KernelOptions, mplab_stack: Option<Box<dyn HostStack>>) -> Result<KernelRun, KernelError> {
+    // Flows' random start times, drawn as every backend draws them (a
+    // caller that drew them already left nothing to draw).
+    let jittered;
+    let net = if net.flows.iter().any(|f| f.start_jitter_ns > 0) {
+        let mut n = net.clone();
+        mplab_backend::workload::apply_start_jitter(&mut n);
+        jittered = n;
+        &jittered
+    } else {
+        net
+    };
     let mplab = mplab_stack.as_ref().map_or_else(|| vec![false; net.nodes.len()], |s| s.nodes());
     setup::preflight()?;
     let plan = Plan::new(net, mplab)?;

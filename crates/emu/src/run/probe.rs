@@ -215,7 +215,7 @@ pub fn start_captures(plan: &Plan, dir: Option<&std::path::Path>, node_ns: &[Str
         std::fs::create_dir_all(dir).map_err(|e| KernelError::Failed(format!("{}: {e}", dir.display())))?;
         for c in &plan.net.probes.pcap {
             let path = dir.join(format!("{}-{}.pcap", c.node_name, c.iface_name));
-            captures.push(Capture::start(&node_ns[c.node], &c.iface_name, &path, t0_real).map_err(KernelError::Failed)?);
+            captures.push(Capture::start(&node_ns[c.node], &c.iface_name, &path, t0_real, plan.net.probes.snaplen).map_err(KernelError::Failed)?);
         }
     }
     Ok(captures)
