@@ -443,6 +443,19 @@ mod tests {
         assert_eq!(tick(2.5e6), "2.5e6");
     }
 
+    /// Categories (scheduler names) have no order: their points are drawn
+    /// alone, with no line between them.
+    #[test]
+    fn categorical_points_are_not_joined() {
+        let series = vec![Series { name: "goodput".into(), points: vec![(0.0, 1.0), (1.0, 3.0), (2.0, 2.0)], ..Default::default() }];
+        let cat = svg_string(&Plot::Line(LinePlot { series: series.clone(), categories: Some(vec!["minrtt".into(), "blest".into(), "ecf".into()]), ..Default::default() })).unwrap();
+        let num = svg_string(&Plot::Line(LinePlot { series, ..Default::default() })).unwrap();
+        // The numeric plot joins its points (and its legend shows a line):
+        // polylines the categorical one does not draw.
+        assert!(num.matches("<polyline").count() > cat.matches("<polyline").count(), "{cat}");
+        assert!(cat.matches("<circle").count() >= 3, "the three points are drawn");
+    }
+
     #[test]
     fn svg_has_title_axes_and_legend() {
         let p = Plot::Line(LinePlot {

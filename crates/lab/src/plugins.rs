@@ -66,4 +66,16 @@ mod tests {
         }
         assert!(s.contains("refused: resegmenting middleboxes are not available on the kernel backend"));
     }
+
+    /// The parallel generator's description matches what it builds: direct
+    /// links between client and server, no routers.
+    #[test]
+    fn parallel_paths_are_described_as_direct_links() {
+        let s = super::render();
+        let line = s.lines().find(|l| l.contains("parallel:")).expect("the parallel generator");
+        assert!(line.contains("direct link") && !line.contains("router"), "{line}");
+        let net = mplab_scenario::Scenario::from_str("name = \"p\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\ndelay = \"10ms\"\n", "p.toml").unwrap().resolve().unwrap();
+        assert_eq!(net.nodes.len(), 2, "client and server only");
+        assert_eq!(net.links.len(), 2);
+    }
 }

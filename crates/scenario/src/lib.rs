@@ -102,8 +102,13 @@ impl Scenario {
     /// (as comments): what a reader of a results directory recognises.
     pub fn source_text(&self) -> String {
         let mut s = String::new();
-        for o in &self.source.overrides {
-            s.push_str(&format!("# run with --set {}\n", o.arg));
+        // By path (stable: a path set twice keeps its order), so the same
+        // overrides given in another order (a sweep's Slurm task and its
+        // local run) head the file alike.
+        let mut args: Vec<&str> = self.source.overrides.iter().map(|o| o.arg.as_str()).collect();
+        args.sort_by_key(|a| a.split('=').next().unwrap_or(a));
+        for a in args {
+            s.push_str(&format!("# run with --set {a}\n"));
         }
         s.push_str(&self.source.text);
         s
