@@ -299,6 +299,15 @@ struct ValidateCmd {
     /// Output directory (default results/validate-<suite name>).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Instead of a suite file, N cases drawn from the space of networks
+    /// in docs/validation.md; their scenarios and suite file are written
+    /// to the output directory (default results/validate-random-SEED),
+    /// with random.md: the held-out error, scatter and CDF plots.
+    #[arg(long, value_name = "N", conflicts_with = "suite")]
+    random: Option<u32>,
+    /// The draw's seed (with --random).
+    #[arg(long, default_value_t = 1, requires = "random")]
+    seed: u64,
 }
 
 // `mplab attack`.
@@ -558,23 +567,51 @@ fn clean_cmd(force: bool) -> ExitCode {
 
 /// `mplab validate`.
 fn validate_cmd(c: ValidateCmd, quiet: bool) -> ExitCode {
-    let ValidateCmd { suite, backends, runs, cases, out } = c;
+    let ValidateCmd { suite, backends, runs, cases, out, random, seed } = c;
+    if let Some(n) = random {
+        if n == 0 {
+            return fail("validate", run::RunError::Usage("--random: at least 1 case".into()));
+        }
+        let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("validate-random-{seed}")));
+        let suite = match validate::random::write_suite(n, seed, runs.unwrap_or(3), &out) {
+            Ok(s) => s,
+            Err(e) => return fail("validate", run::RunError::Failed(e)),
+        };
+        let draws: Vec<_> = (0..u64::from(n)).map(|i| validate::random::draw_case(seed, i)).collect();
+        return validate_suite(&suite, &backends, runs, cases, out, quiet, Some((seed, draws)));
+    }
     let file = suite.unwrap_or_else(|| PathBuf::from("scenarios/validate/quick.toml"));
     let suite = match validate::suite::read(&file) {
         Ok(s) => s,
         Err(e) => return fail("validate", run::RunError::Usage(e)),
     };
-    let columns = match validate::columns(&backends) {
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("validate-{}", suite.name)));
+    validate_suite(&suite, &backends, runs, cases, out, quiet, None)
+}
+
+/// Runs a suite and writes its table (and, for drawn cases, the held-out
+/// error report).
+fn validate_suite(suite: &validate::suite::Suite, backends: &str, runs: Option<u32>, cases: Vec<String>, out: PathBuf, quiet: bool, random: Option<(u64, Vec<validate::random::CaseDraw>)>) -> ExitCode {
+    let columns = match validate::columns(backends) {
         Ok(c) => c,
         Err(e) => return fail("validate", run::RunError::Usage(e)),
     };
-    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("validate-{}", suite.name)));
     let opt = validate::Options { columns, runs, cases, out: out.clone(), quiet };
-    match validate::validate(&suite, &opt) {
+    match validate::validate(suite, &opt) {
         Ok(rows) => {
             let _ = write!(std::io::stdout(), "{}", validate::render(&rows));
-            if let Err(e) = validate::write(&rows, &suite, &out) {
+            if let Err(e) = validate::write(&rows, suite, &out) {
                 return fail("validate", run::RunError::Failed(format!("{}: {e}", out.display())));
+            }
+            if let Some((seed, draws)) = random {
+                let errs = validate::heldout::errors(&draws, &rows);
+                let md = validate::heldout::render(&errs, seed);
+                let json = serde_json::to_string_pretty(&errs).unwrap_or_default();
+                let written = std::fs::write(out.join("random.md"), &md).and_then(|()| std::fs::write(out.join("errors.json"), json)).and_then(|()| validate::heldout::plots(&errs, &out));
+                if let Err(e) = written {
+                    return fail("validate", run::RunError::Failed(format!("{}: {e}", out.display())));
+                }
+                let _ = write!(std::io::stdout(), "\n{}", md.split("\n| case |").next().unwrap_or_default());
             }
             let failed = rows.iter().filter(|r| r.verdict == "FAIL").count();
             if !quiet {

@@ -101,6 +101,35 @@ fn a_case_sets_its_own_number_of_runs() {
     assert_eq!(runs_of(&["--runs", "1"]), vec![("four".to_string(), "1".to_string()), ("two".to_string(), "1".to_string())]);
 }
 
+/// `--random`: the cases drawn from a seed are ordinary scenario files and
+/// an ordinary suite (with their roles), the same for the same seed; the
+/// simulator runs them and the report and its plots are written.
+#[test]
+fn random_cases_are_drawn_written_and_reported() {
+    let tmp = Scratch::new("validate-random");
+    let run = |out: &std::path::Path| mplab(&tmp.0, &["validate".as_ref(), "--random".as_ref(), "3".as_ref(), "--seed".as_ref(), "11".as_ref(), "--backends".as_ref(), "sim".as_ref(), "--runs".as_ref(), "1".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    let (a, b) = (tmp.join("a"), tmp.join("b"));
+    let o = run(&a);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    assert_eq!(run(&b).code, 0);
+    for f in ["random.toml", "cases/r11-000.toml", "cases/r11-002.toml"] {
+        assert!(std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(), "{f}: the same draw");
+    }
+    let suite = std::fs::read_to_string(a.join("random.toml")).unwrap();
+    assert_eq!(suite.matches("[[case]]").count(), 3);
+    assert!(suite.contains("role = \"held-out\"") || suite.contains("role = \"tuning\""), "{suite}");
+    for f in ["random.md", "errors.json", "scatter.svg", "scatter.png", "error-cdf.svg", "validate.csv"] {
+        assert!(a.join(f).exists(), "{f}");
+    }
+    // Without the kernel there is nothing to judge, and the report says so.
+    let md = std::fs::read_to_string(a.join("random.md")).unwrap();
+    assert!(md.contains("| held-out |") && md.contains("no verdict"), "{md}");
+    // A drawn case reruns from the written suite.
+    let o = mplab(&tmp.0, &["validate".as_ref(), a.join("random.toml").as_os_str(), "--case".as_ref(), "r11-001".as_ref(), "--backends".as_ref(), "sim".as_ref(), "--runs".as_ref(), "1".as_ref(), "--out".as_ref(), tmp.join("c").as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("r11-001"), "{}", o.stdout);
+}
+
 /// The quick suite against Linux: every case within its tolerance, three
 /// kernel runs each. Root only (CI is root); about five minutes.
 #[test]

@@ -2,7 +2,7 @@
 
 use mplab_sim::RunResults;
 
-use super::suite::Metric;
+use super::suite::{Metric, Subflows};
 
 /// The flow a metric names, or None for "every flow" (its summary index).
 fn flow_index(r: &RunResults, flow: &Option<String>) -> Result<Option<usize>, String> {
@@ -35,11 +35,23 @@ pub fn value(m: &Metric, r: &RunResults) -> Result<Option<f64>, String> {
             }
             Ok(Some(by_time.values().sum::<f64>() / by_time.len() as f64 / 1e6))
         }
-        Metric::Recovery { flow, subflow, after, threshold_mbps, .. } => {
+        Metric::Recovery { flow, on, after, threshold_mbps, .. } => {
             let idx = flow_index(r, flow)?.unwrap_or(0);
-            let name = &r.summary.flows.get(idx).ok_or("the run has no flows")?.name;
-            let sf = subflow.to_string();
-            let back = r.flows.iter().filter(|s| &s.flow == name && s.subflow == sf && s.time_s > *after && s.goodput_bps > threshold_mbps * 1e6).map(|s| s.time_s).next();
+            let f = r.summary.flows.get(idx).ok_or("the run has no flows")?;
+            // The subflow indices watched: the one named, or every subflow
+            // whose path label (`client:eth1 (path1)`) names the link.
+            let watched: Vec<String> = match on {
+                Subflows::Index(i) => vec![i.to_string()],
+                Subflows::Link(l) => {
+                    let tag = format!("({l})");
+                    f.subflows.iter().enumerate().filter(|(_, s)| s.path.as_deref().is_some_and(|p| p.contains(&tag))).map(|(i, _)| i.to_string()).collect()
+                }
+            };
+            let mut by_time: std::collections::BTreeMap<i64, f64> = std::collections::BTreeMap::new();
+            for s in r.flows.iter().filter(|s| s.flow == f.name && s.time_s > *after && watched.contains(&s.subflow)) {
+                *by_time.entry((s.time_s * 1e6).round() as i64).or_default() += s.goodput_bps;
+            }
+            let back = by_time.iter().find(|(_, g)| **g > threshold_mbps * 1e6).map(|(t, _)| *t as f64 / 1e6);
             Ok(back.map(|t| t - after))
         }
         Metric::Completion { flow, .. } => {

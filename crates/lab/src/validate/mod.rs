@@ -6,7 +6,9 @@
 //! beside them: where mplab's own stack differs from Linux, and by how
 //! much. docs/validation.md has the bundled suites' tables.
 
+pub mod heldout;
 pub mod metric;
+pub mod random;
 pub mod suite;
 
 use std::fmt::Write as _;

@@ -32,6 +32,38 @@ pub struct Case {
     /// case): a metric that reads the phase of a sawtooth at one instant
     /// needs more kernel runs before their spread says how far it varies.
     pub runs: Option<u32>,
+    /// Whether the stack profile may be tuned while looking at this case.
+    pub role: Role,
+}
+
+/// A case's part in keeping the model honest: the `linux` profile may be
+/// changed while looking at the fixed suite and the tuning cases; held-out
+/// cases are only run afterwards, and their error is what is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Role {
+    #[default]
+    Tuning,
+    HeldOut,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Tuning => "tuning",
+            Role::HeldOut => "held-out",
+        }
+    }
+}
+
+/// Which subflows a recovery metric watches.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subflows {
+    /// The subflow with this index in the results.
+    Index(u32),
+    /// Every subflow leaving over this link (its `path` label names it),
+    /// their goodput summed: how subflows are numbered differs between
+    /// stacks, the link they take does not.
+    Link(String),
 }
 
 /// What is measured on every run of a case.
@@ -40,9 +72,9 @@ pub enum Metric {
     /// Mean goodput (Mbit/s) of `flow` (all flows summed if None) over the
     /// samples in (from, to], or the whole run.
     Goodput { flow: Option<String>, window: Option<(f64, f64)>, tolerance: Tolerance },
-    /// Seconds from `after` until subflow `subflow` of `flow` carries more
+    /// Seconds from `after` until the subflows `on` of `flow` carry more
     /// than `threshold` Mbit/s again (a restored path back in use).
-    Recovery { flow: Option<String>, subflow: u32, after: f64, threshold_mbps: f64, tolerance: Tolerance },
+    Recovery { flow: Option<String>, on: Subflows, after: f64, threshold_mbps: f64, tolerance: Tolerance },
     /// Completion time (s) of a bounded transfer.
     Completion { flow: Option<String>, tolerance: Tolerance },
     /// 1 if the connection fell back to TCP, else 0; must be equal.
@@ -58,7 +90,8 @@ impl Metric {
                 Some((a, b)) => format!("goodput{} {a}-{b}s", flow(f)),
                 None => format!("goodput{}", flow(f)),
             },
-            Metric::Recovery { flow: f, subflow, after, .. } => format!("recovery{} sf{subflow} after {after}s", flow(f)),
+            Metric::Recovery { flow: f, on: Subflows::Index(i), after, .. } => format!("recovery{} sf{i} after {after}s", flow(f)),
+            Metric::Recovery { flow: f, on: Subflows::Link(l), after, .. } => format!("recovery{} {l} after {after}s", flow(f)),
             Metric::Completion { flow: f, .. } => format!("completion{}", flow(f)),
             Metric::Fallback { flow: f } => format!("fallback{}", flow(f)),
         }
@@ -133,6 +166,8 @@ struct CaseSpec {
     #[serde(default)]
     runs: Option<toml::Spanned<u32>>,
     #[serde(default)]
+    role: Option<toml::Spanned<String>>,
+    #[serde(default)]
     set: BTreeMap<String, toml::Value>,
     #[serde(rename = "metric")]
     metrics: Vec<MetricSpec>,
@@ -151,7 +186,10 @@ enum MetricSpec {
     Recovery {
         #[serde(default)]
         flow: Option<String>,
-        subflow: u32,
+        #[serde(default)]
+        subflow: Option<u32>,
+        #[serde(default)]
+        link: Option<String>,
         after: Duration,
         #[serde(default)]
         threshold: Option<Rate>,
@@ -227,9 +265,13 @@ pub fn read(path: &Path) -> Result<Suite, String> {
                     }
                     Metric::Goodput { flow, window, tolerance: tol(&tolerance, false)? }
                 }
-                MetricSpec::Recovery { flow, subflow, after, threshold, tolerance } => Metric::Recovery {
+                MetricSpec::Recovery { flow, subflow, link, after, threshold, tolerance } => Metric::Recovery {
                     flow,
-                    subflow,
+                    on: match (subflow, link) {
+                        (Some(i), None) => Subflows::Index(i),
+                        (None, Some(l)) => Subflows::Link(l),
+                        _ => return Err(at(c.name.span(), &format!("case[{i}].metric[{j}]"), "a recovery metric names `subflow` (an index) or `link`, one of them".into())),
+                    },
                     after: after.as_secs_f64(),
                     threshold_mbps: threshold.map_or(1.0, |r| r.bps() as f64 / 1e6),
                     tolerance: tol(&tolerance, true)?,
@@ -238,8 +280,13 @@ pub fn read(path: &Path) -> Result<Suite, String> {
                 MetricSpec::Fallback { flow } => Metric::Fallback { flow },
             });
         }
+        let role = match c.role.as_ref().map(|r| (r.get_ref().as_str(), r.span())) {
+            None | Some(("tuning", _)) => Role::Tuning,
+            Some(("held-out", _)) => Role::HeldOut,
+            Some((other, span)) => return Err(at(span, &format!("case[{i}].role"), format!("unknown role {other:?} (tuning, held-out)"))),
+        };
         let sets = c.set.iter().map(|(k, v)| (k.clone(), set_value(v))).collect();
-        cases.push(Case { name, description: c.description.unwrap_or_default(), scenario, sets, metrics, runs: c.runs.map(|r| *r.get_ref()) });
+        cases.push(Case { name, description: c.description.unwrap_or_default(), scenario, sets, metrics, runs: c.runs.map(|r| *r.get_ref()), role });
     }
     if cases.is_empty() {
         return Err(format!("{file}: no [[case]] in the suite"));
