@@ -379,8 +379,11 @@ impl Attacker {
         self.out[s.c_dir].push_back(Forged { dir: s.c_dir, seg: Seg { src: s.c.0, dst: s.s.0, tcp: h, payload_len: 0 }, claims: 0 });
     }
 
+    /// The attack cannot be mounted: nothing was forged, and the report
+    /// says why (never a verdict on the stack).
     fn nothing(&mut self, why: &str) {
         self.report.note = Some(why.to_string());
+        self.report.struck_ns = None;
     }
 
     fn strike(&mut self, now: Instant) {
@@ -399,17 +402,25 @@ impl Attacker {
                 self.forged_join(t, MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 7, token, nonce }), None);
             }
             AttackKind::JoinStolenToken => {
-                let Some(key) = self.keys[1] else { return self.nothing("no server key seen: no token to steal") };
+                // The token from the server's key (MP_CAPABLE seen on the
+                // initial subflow's link) or as a genuine MP_JOIN SYN
+                // carried it (on a joined subflow's link).
+                let seen_in_join = self.join_syn.as_ref().and_then(|(syn, _)| {
+                    syn.tcp.options.mptcp().find_map(|o| if let MptcpOption::MpJoin(MpJoin::Syn { token, .. }) = o { Some(*token) } else { None })
+                });
+                let Some(token) = self.keys[1].map(crypto::token).or(seen_in_join) else {
+                    return self.nothing("neither the server's key nor an MP_JOIN crossed the link: no token to steal");
+                };
                 let nonce = self.rng.next_u32();
                 let mut guess = [0u8; 20];
                 guess.iter_mut().for_each(|b| *b = self.rng.next_u32() as u8);
-                self.forged_join(t, MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 7, token: crypto::token(key), nonce }), Some(guess));
+                self.forged_join(t, MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 7, token, nonce }), Some(guess));
             }
             AttackKind::JoinReplayedHmac => {
                 let (Some((syn, _)), Some(hmac)) = (self.join_syn.clone(), self.join_ack_hmac) else {
                     return self.nothing("no genuine MP_JOIN handshake crossed the link to replay");
                 };
-                let Some(opt) = syn.tcp.options.mptcp().next().copied() else { return };
+                let Some(opt) = syn.tcp.options.mptcp().next().copied() else { return self.nothing("the MP_JOIN SYN seen carried no option to replay") };
                 self.forged_join(t, opt, Some(hmac));
             }
             AttackKind::JoinSynFlood => {
@@ -466,7 +477,7 @@ impl Attacker {
                 self.send_from(t, receiver, h, 0, 0);
             }
             AttackKind::InfiniteMapping | AttackKind::DssOverlap | AttackKind::DssOutOfWindow | AttackKind::DssBadChecksum => {
-                let Some(isn) = sub.isn[sender] else { return };
+                let Some(isn) = sub.isn[sender] else { return self.nothing("the data sender's initial sequence number was not seen") };
                 let Some(data_next) = sub.data_ack[receiver] else { return self.nothing("no DATA_ACK seen: the data level is unknown") };
                 let mut h = self.in_window(&sub, sender);
                 let ssn = h.seq.wrapping_sub(isn);

@@ -34,8 +34,9 @@ pub struct Cell {
     pub backend: String,
     /// What the victim did, in words.
     pub outcome: String,
-    /// "ok": as the RFCs require; "WEAKER": not; "n/a": the attack could
-    /// not be mounted (no genuine segment to replay), or the run failed.
+    /// "ok": as the RFCs require; "WEAKER": not; "not mounted": the attack
+    /// could not be mounted (nothing to replay, no token seen), with why;
+    /// "n/a": the run gave no attacker report.
     pub verdict: &'static str,
     pub completed: bool,
     pub verified: bool,
@@ -117,8 +118,8 @@ fn judge(k: AttackKind, backend: &str, s: &Summary, baseline: Option<f64>) -> Ce
         return c;
     };
     if a.struck_ns.is_none() {
-        c.outcome = format!("not mounted: {}", a.note.as_deref().unwrap_or("?"));
-        c.verdict = "n/a";
+        c.outcome = a.note.clone().unwrap_or_else(|| "the strike time never came".into());
+        c.verdict = "not mounted";
         return c;
     }
     let fake = mplab_backend::attack::FAKE_ADDR.to_string();

@@ -45,6 +45,32 @@ fn mplab_stack_on_the_simulator_does_what_the_rfcs_require() {
     assert_eq!(verdicts(&again), first);
 }
 
+/// The attacker on the joined subflow's link (wan2) instead of the initial
+/// one's: the forged DSS mappings over data already received or far out of
+/// the window change no byte the application reads (the simulator once
+/// flagged a forged segment as delivered although the first copy of each
+/// byte had won), the token is stolen from the MP_JOIN SYN seen there, and
+/// an attack with nothing to replay on that link says "not mounted", never
+/// a verdict on the stack.
+#[test]
+fn on_the_joined_subflows_link_no_forged_byte_is_delivered() {
+    let tmp = Scratch::new("attack-wan2");
+    let scen = repo().join("scenarios/attack.toml");
+    let out = tmp.join("m");
+    let rows = "dss-overlap,dss-out-of-window,join-stolen-token,add-addr-replayed";
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--link".as_ref(), "wan2".as_ref(), "--rows".as_ref(), rows.as_ref(), "--out".as_ref(), out.as_os_str()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let v = verdicts(&out);
+    let verdict = |a: &str| v.iter().find(|r| r.0 == a).map(|r| (r.2.clone(), r.3.clone())).unwrap();
+    for a in ["dss-overlap", "dss-out-of-window", "join-stolen-token"] {
+        assert_eq!(verdict(a).0, "ok", "{a}: {}", verdict(a).1);
+    }
+    let (h, csv) = read_csv(&out.join("attack.csv"));
+    let forged = |a: &str| csv.iter().find(|r| r[col(&h, "attack")] == a).map(|r| r[col(&h, "forged")].clone()).unwrap();
+    assert_ne!(forged("join-stolen-token"), "0", "the stolen-token attack was mounted");
+    assert_eq!(verdict("add-addr-replayed"), ("not mounted".to_string(), "no genuine ADD_ADDR crossed the link to replay".to_string()));
+}
+
 #[test]
 fn bad_attack_arguments_are_usage_errors() {
     let tmp = Scratch::new("attack-bad");

@@ -42,8 +42,15 @@ pub(crate) fn on_packet(conn: &mut Connection, scratch: &mut Vec<u8>, now: Insta
     let failures = conn.stats().checksum_failures;
     let held = conn.received_bytes();
     let placed = conn.handle_segment(now, local, remote, &pkt.tcp, pkt.payload_len, payload);
+    // The simulator regenerates payload from the stream offset a segment
+    // claims (`tag`): a segment placed elsewhere carries bytes that are not
+    // the stream's there. They reach the application only if the segment
+    // brought bytes the connection did not hold: the first copy of a data
+    // sequence number wins (RFC 8684 3.3), so a forged mapping over data
+    // already received changes nothing.
+    let brought_new = conn.received_bytes() > held;
     let misplaced = match &placed {
-        Some(r) if !r.is_empty() && pkt.payload_len > 0 => r.start != pkt.tag,
+        Some(r) if !r.is_empty() && pkt.payload_len > 0 => r.start != pkt.tag && brought_new,
         _ => false,
     };
     // Rewritten bytes reach the application unless the DSS checksum
@@ -53,7 +60,7 @@ pub(crate) fn on_packet(conn: &mut Connection, scratch: &mut Vec<u8>, now: Insta
     let discarded = conn.stats().checksum_failures > failures && conn.fallback().is_none();
     // Bytes the connection already held stay as they were (the first
     // copy wins): only a segment that brought new bytes can change any.
-    let corrupted = pkt.corrupted && placed.is_some_and(|r| !r.is_empty()) && !discarded && conn.received_bytes() > held;
+    let corrupted = pkt.corrupted && placed.is_some_and(|r| !r.is_empty()) && !discarded && brought_new;
     while let Some(e) = conn.poll_event() {
         let _: Event = e;
     }
