@@ -405,6 +405,16 @@ impl Connection {
             return; // DATA_FIN alone
         }
         let sub = self.sub_off_of_ssn(i, m.ssn);
+        if self.checksum && m.checksum.is_none() {
+            // RFC 8684 3.3: with checksums negotiated a mapping without one
+            // is not behaving as negotiated; Linux treats it as an invalid
+            // mapping, as a failed checksum (`validate_data_csum`,
+            // net/mptcp/subflow.c). Its bytes are never placed: MP_FAIL and
+            // fallback on the only subflow, else the subflow is reset.
+            self.stats.checksum_failures += 1;
+            self.on_checksum_failure(i, dsn);
+            return;
+        }
         if let (Some(c), Some(r), Some(p)) = (m.checksum, sub_range.as_ref(), payload) {
             // Verifiable here when this segment holds the whole mapping
             // (always so for mplab's and Linux's segments, which carry

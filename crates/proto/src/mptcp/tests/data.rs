@@ -36,6 +36,40 @@ fn dss_checksums_verify_and_catch_a_modified_payload() {
     assert_eq!(n.received, 8_000_000, "the byte stream goes on as TCP");
 }
 
+/// With checksums negotiated, a mapping that comes without one (an
+/// on-path attacker's, here one moving a joined subflow's genuine bytes
+/// 5000 bytes further in the data stream) places nothing: the subflow is
+/// reset, its data goes again on the other, and every byte arrives where
+/// the sender put it. Before, the bytes were placed where the forged
+/// mapping said.
+#[test]
+fn a_mapping_without_its_checksum_places_nothing() {
+    let client_locals = [ip(1, 1), ip(2, 1)];
+    let mut c = cfg(&client_locals, "fullmesh");
+    c.checksum = true;
+    let mut n = Net::new(&client_locals, &[ip(9, 1)], "fullmesh", 10, 10);
+    n.client = Connection::connect(c, SocketAddr::new(client_locals[0], 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    n.to_send = 2_000_000;
+    let mut moved = false;
+    n.mangle = Box::new(move |h, from_client| {
+        if moved || !from_client || h.src_port == 40000 {
+            return;
+        }
+        let Some(MptcpOption::Dss(mut d)) = h.options.mptcp().find(|o| matches!(o, MptcpOption::Dss(_))).copied() else { return };
+        let Some(m) = d.mapping.as_mut().filter(|m| m.data_len > 0 && m.ssn > 100_000) else { return };
+        m.dsn = m.dsn.wrapping_add(5000);
+        m.checksum = None;
+        moved = true;
+        h.options.clear_mptcp();
+        h.options.push_mptcp(MptcpOption::Dss(d)).unwrap();
+    });
+    n.run(60_000);
+    assert!(n.server().checksums());
+    assert_eq!(n.server().stats().checksum_failures, 1, "the mapping without its checksum was refused");
+    assert_eq!(n.misplaced, 0, "no byte placed where the forged mapping said");
+    assert_eq!(n.received, 2_000_000, "every byte, from the other subflow");
+}
+
 #[test]
 fn fastclose_with_the_wrong_key_is_ignored() {
     let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 5, 100);
