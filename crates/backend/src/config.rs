@@ -221,6 +221,7 @@ fn mptcp_defaults(f: &network::Flow) -> network::MptcpConfig {
         opportunistic_retransmit: false,
         penalize: false,
         profiles: f.tcp.profiles,
+        rejoin: network::Rejoin::Profile,
     }
 }
 
@@ -293,6 +294,13 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
     cfg.snd_autotune &= f.tcp.snd_buf.is_none();
     cfg.rcv_autotune &= f.tcp.rcv_buf.is_none();
     cfg.deny_join_initial = stateless_backend;
+    match m.rejoin {
+        network::Rejoin::Profile => {}
+        network::Rejoin::Never => cfg.rejoin = None,
+        network::Rejoin::After { first_ns, max_ns } => {
+            cfg.rejoin = cfg.rejoin.map(|_| mptcp::RejoinBackoff { first: std::time::Duration::from_nanos(first_ns), max: std::time::Duration::from_nanos(max_ns) });
+        }
+    }
     Ok(cfg)
 }
 

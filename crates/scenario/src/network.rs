@@ -475,6 +475,19 @@ pub struct MptcpConfig {
     pub penalize: bool,
     /// The stack profile of each end: `[from, to]`.
     pub profiles: [StackProfile; 2],
+    /// Re-creation of subflows that were reset or timed out.
+    pub rejoin: Rejoin,
+}
+
+/// Whether and when a subflow that was reset or timed out is opened again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Rejoin {
+    /// As the stack profile does (mplab: from 1 s to 30 s; Linux: never).
+    #[default]
+    Profile,
+    Never,
+    /// First wait and longest wait, in nanoseconds.
+    After { first_ns: u64, max_ns: u64 },
 }
 
 /// An SCTP flow's settings, `[transport.sctp]` with the flow's overrides.

@@ -113,6 +113,17 @@ fn check_mptcp(m: &MptcpSpec, path: &str) -> Result<(), Diag> {
         let field = if m.opportunistic_retransmit { "opportunistic_retransmit" } else { "penalize" };
         return diag(format!("{path}.{field}"), "Linux has no opportunistic retransmission or penalisation; profile = \"linux\" runs without them");
     }
+    if let Some(r) = &m.rejoin {
+        if m.profile == StackProfile::Linux && r.enabled {
+            return diag(format!("{path}.rejoin"), "Linux never opens a reset subflow again; profile = \"linux\" runs without `rejoin`");
+        }
+        if r.after.as_nanos() == 0 {
+            return diag(format!("{path}.rejoin.after"), "the first wait must be above zero");
+        }
+        if r.max < r.after {
+            return diag(format!("{path}.rejoin.max"), format!("the longest wait ({}) is below the first ({})", r.max, r.after));
+        }
+    }
     Ok(())
 }
 
@@ -427,6 +438,11 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
             opportunistic_retransmit: m.opportunistic_retransmit,
             penalize: m.penalize,
             profiles,
+            rejoin: match m.rejoin {
+                None => crate::network::Rejoin::Profile,
+                Some(r) if !r.enabled => crate::network::Rejoin::Never,
+                Some(r) => crate::network::Rejoin::After { first_ns: r.after.as_nanos(), max_ns: r.max.as_nanos() },
+            },
         }),
     ))
 }

@@ -67,6 +67,9 @@ pub struct MptcpConfig {
     /// `net.mptcp.allow_join_initial_addr_port = 0`. A load-balanced
     /// server sets it and announces an address of its own instead.
     pub deny_join_initial: bool,
+    /// A subflow that was reset or timed out is opened again after this
+    /// backoff ([`Profile::recreates_subflows`]); None: never (Linux).
+    pub rejoin: Option<super::RejoinBackoff>,
 }
 
 impl Default for MptcpConfig {
@@ -93,6 +96,7 @@ impl Default for MptcpConfig {
             write_wakeup_third: false,
             pm_id_order: false,
             deny_join_initial: false,
+            rejoin: Profile::Mplab.recreates_subflows(),
         }
     }
 }
@@ -111,6 +115,8 @@ impl MptcpConfig {
         self.subflows_share_snd_buf = p.subflows_share_a_set_send_buffer();
         self.write_wakeup_third = p.wakes_writer_at_a_third();
         self.pm_id_order = p.walks_endpoints_in_id_order();
+        // A backoff the scenario set stays; the profile says whether.
+        self.rejoin = p.recreates_subflows().map(|d| self.rejoin.unwrap_or(d));
         p.apply_to_tcp(&mut self.tcp);
         if !p.has_opportunistic_retransmit() {
             self.opportunistic_retransmit = false;

@@ -17,8 +17,9 @@ impl Connection {
         if let Some(a) = &mut self.autotune {
             a.on_read(now, self.read_off, rtt, self.cfg.rcv_buf);
         }
-        self.update_subflows();
+        self.update_subflows(now);
         self.arm_data_rto(now);
+        self.arm_idle_probe(now);
     }
 
     /// The round trip receive-buffer autotuning measures over: the slowest
@@ -40,7 +41,7 @@ impl Connection {
         }
     }
 
-    pub(super) fn update_subflows(&mut self) {
+    pub(super) fn update_subflows(&mut self, now: Instant) {
         let mut newly_established = false;
         let mut k = 0;
         while let Some(idx) = self.changed_at(k) {
@@ -52,7 +53,11 @@ impl Connection {
                 if s.origin == Origin::Initial && !self.established {
                     newly_established = true;
                 }
+                if !self.rejoins.is_empty() {
+                    self.rejoin_established(now, idx);
+                }
             }
+            let s = &mut self.subflows[idx];
             if self.cfg.snd_autotune && s.tcp.is_established() {
                 // The buffer an established subflow starts from
                 // (`tcp_init_buffer_space`): its initial window's worth.
@@ -90,6 +95,7 @@ impl Connection {
                 s.announced_down = true;
                 self.events.push_back(Event::SubflowClosed { index: idx });
                 self.reinject_sent_on(idx);
+                self.plan_rejoin(now, idx);
             }
         }
         let _ = newly_established;

@@ -32,6 +32,7 @@ mod input;
 mod lifecycle;
 mod output;
 pub mod path_manager;
+mod rejoin;
 pub mod profile;
 pub mod scheduler;
 mod scheduling;
@@ -53,6 +54,7 @@ use crate::time::Instant;
 
 pub use config::MptcpConfig;
 pub use profile::Profile;
+pub use rejoin::RejoinBackoff;
 pub use path_manager::{Endpoints, FullMesh, LocalAddr, Limits, NDiffPorts, PathManager, PmAction, PmChoice, PmView, RemoteAddr};
 pub use scheduler::{MinRtt, SchedContext, Scheduler, SchedulerChoice, SubflowInfo};
 pub use subflow::{Handshake, Origin, Subflow};
@@ -174,6 +176,11 @@ pub struct MptcpStats {
     /// every scheduler would have sent the same (each chunk had one
     /// subflow to go to).
     pub scheduler_choices: u64,
+    /// Subflows opened again after a reset or a timeout (`rejoin`).
+    pub subflows_recreated: u64,
+    /// Pure ACKs sent on subflows that had heard nothing for a probe
+    /// period while data arrived on others.
+    pub idle_probes: u64,
 }
 
 /// Address signals that ride on pure ACKs (see `add_signalling`).
@@ -297,6 +304,11 @@ pub struct Connection {
     add_addr_accepted: u32,
     /// Address signals waiting for a pure ACK to carry them.
     signals: PendingSignals,
+    /// Subflows to open again after a reset or timeout (`rejoin`).
+    rejoins: Vec<rejoin::Rejoin>,
+    /// The next look for subflows silent while data arrives on others,
+    /// and the data received by then (`rejoin.rs`).
+    idle_probe: Option<(Instant, u64)>,
     /// Our address ids withdrawn by `remove_local` (until `add_local`):
     /// the path manager does not see them.
     withdrawn: Vec<u8>,
@@ -394,6 +406,8 @@ impl Connection {
             peer_denies_initial: false,
             add_addr_accepted: 0,
             signals: PendingSignals { announces: Vec::new(), echoes: VecDeque::new(), remove_pending: Vec::new() },
+            rejoins: Vec::new(),
+            idle_probe: None,
             withdrawn: Vec::new(),
             fastclose_pending: false,
             rng,

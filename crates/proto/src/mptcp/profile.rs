@@ -45,6 +45,18 @@ impl Profile {
         }
     }
 
+    /// Whether a subflow that was reset or timed out is opened again, and
+    /// after what backoff (`rejoin.rs`). mplab: from 1 s, doubling to
+    /// 30 s. Linux 6.18: never; its in-kernel path manager creates
+    /// subflows only when the connection is established or an address is
+    /// announced or added (net/mptcp/pm_kernel.c).
+    pub fn recreates_subflows(self) -> Option<super::RejoinBackoff> {
+        match self {
+            Profile::Mplab => Some(super::RejoinBackoff::default()),
+            Profile::Linux => None,
+        }
+    }
+
     /// The scheduler `scheduler = "default"` means: minRTT in mplab;
     /// Linux's `mptcp_subflow_get_send` (least linger time) in Linux.
     pub fn default_scheduler(self) -> &'static str {

@@ -95,6 +95,8 @@ pub struct Subflow {
     /// the count started (the `linux` profile's staleness).
     pub stale_count: u32,
     pub stale_rx: u64,
+    /// Segments received when the idle probe last looked (`rejoin.rs`).
+    pub probe_rx: u64,
     /// Fast Open (initial subflow): bytes of our SYN the peer acknowledged,
     /// and bytes of the peer's SYN we took. They come before the data
     /// sequence space, and the relative subflow sequence numbers of DSS
@@ -134,6 +136,7 @@ impl Subflow {
             sndbuf: super::sndbuf::WMEM_DEFAULT,
             stale_count: 0,
             stale_rx: 0,
+            probe_rx: 0,
             syn_tx: 0,
             syn_rx: 0,
         }

@@ -67,7 +67,7 @@ impl Connection {
 
     pub fn poll_timeout(&self) -> Option<Instant> {
         // ADD_ADDR resends, then the connection's own timers.
-        let own = self.signals.announces.iter().map(|a| a.next_at).chain(self.timers.next()).min();
+        let own = self.signals.announces.iter().map(|a| a.next_at).chain(self.timers.next()).chain(self.rejoin_deadline()).min();
         let subs = if self.changes.timeouts_valid {
             self.changes.timeouts.iter().flatten().min().copied()
         } else {
@@ -113,8 +113,12 @@ impl Connection {
                 self.retransmit_head_on(p, r);
             }
         }
-        self.update_subflows();
+        if self.rejoin_deadline().is_some_and(|t| t <= now) {
+            self.run_rejoins(now);
+        }
+        self.update_subflows(now);
         self.arm_data_rto(now);
+        self.arm_idle_probe(now);
     }
 
     /// The subflow Linux sends the head of the unacknowledged data again on

@@ -54,7 +54,21 @@ impl Connection {
     pub fn handle_segment(&mut self, now: Instant, h: &TcpHeader, payload_len: u32) -> Option<Range<u64>> {
         self.stats.segments_received += 1;
         match self.state {
-            State::Closed => None,
+            State::Closed => {
+                // RFC 9293 3.10.7.1: no connection any more, so anything
+                // but a RST is answered with one (a peer that missed our
+                // reset learns the subflow is gone, as from a host with no
+                // socket for it). A connection that ended cleanly is in
+                // TIME-WAIT, not here, while the peer may still retransmit.
+                if !h.rst() && self.reset {
+                    self.rst_reply = Some(if h.ack_flag() {
+                        (h.ack, None)
+                    } else {
+                        (0, Some(h.seq.wrapping_add(payload_len).wrapping_add(u32::from(h.syn()) + u32::from(h.fin()))))
+                    });
+                }
+                None
+            }
             State::SynSent => {
                 self.on_syn_sent(now, h);
                 None

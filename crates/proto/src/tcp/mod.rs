@@ -218,6 +218,9 @@ pub struct Connection {
     syn_retransmitted: bool,
     syn_tries: u32,
     rst_due: bool,
+    /// The RST answering a segment that arrived after the connection
+    /// closed: (SEQ, ACK field if the RST carries ACK).
+    rst_reply: Option<(u32, Option<u32>)>,
     /// Fast Open: stream bytes our first SYN carried (offsets 0..syn_tx),
     /// how many of them the SYN-ACK acknowledged, and the bytes of the
     /// peer's SYN we took (acknowledged by our SYN-ACK).
@@ -318,6 +321,7 @@ impl Connection {
             syn_retransmitted: false,
             syn_tries: 0,
             rst_due: false,
+            rst_reply: None,
             syn_tx: 0,
             syn_tx_acked: 0,
             syn_rx: 0,

@@ -28,7 +28,21 @@ impl Connection {
                 t.header.options = TcpOptions::new();
                 return true;
             }
-            State::Closed => return false,
+            State::Closed => {
+                let Some((seq, ack)) = self.rst_reply.take() else { return false };
+                self.segment(now, self.snd_nxt, 0, flags::RST, false, t);
+                t.header.seq = seq;
+                t.header.options = TcpOptions::new();
+                t.header.window = 0;
+                match ack {
+                    Some(a) => {
+                        t.header.flags |= flags::ACK;
+                        t.header.ack = a;
+                    }
+                    None => t.header.ack = 0,
+                }
+                return true;
+            }
             State::SynSent | State::SynReceived if !self.synced => {
                 if self.syn_due {
                     self.syn_segment(now, t);

@@ -126,6 +126,32 @@ pub struct MptcpSpec {
     /// Per-host profiles, by node name, over `profile`.
     #[serde(default)]
     pub profiles: std::collections::BTreeMap<String, StackProfile>,
+    /// How a subflow that was reset or timed out is opened again (mplab
+    /// profile); unset: the profile's choice.
+    #[serde(default)]
+    pub rejoin: Option<RejoinSpec>,
+}
+
+/// `rejoin = { after = "1s", max = "30s" }`, or `{ enabled = false }`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RejoinSpec {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The first wait after a subflow went down.
+    #[serde(default = "rejoin_after")]
+    pub after: Duration,
+    /// The longest wait (each attempt that does not hold doubles it).
+    #[serde(default = "rejoin_max")]
+    pub max: Duration,
+}
+
+fn rejoin_after() -> Duration {
+    Duration::from_nanos(1_000_000_000)
+}
+
+fn rejoin_max() -> Duration {
+    Duration::from_nanos(30_000_000_000)
 }
 
 impl Default for MptcpSpec {
@@ -142,6 +168,7 @@ impl Default for MptcpSpec {
             penalize: false,
             profile: StackProfile::Mplab,
             profiles: std::collections::BTreeMap::new(),
+            rejoin: None,
         }
     }
 }

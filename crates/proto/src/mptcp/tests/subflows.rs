@@ -265,3 +265,83 @@ fn an_initial_subflow_on_a_backup_endpoint_becomes_a_backup() {
     // Only the handshake's first data goes over LTE before MP_PRIO.
     assert!(per[0] < 200_000 && per[1] > 2_700_000, "{per:?}");
 }
+
+/// An on-path RST resets the joined subflow mid-transfer. mplab's profile
+/// opens it again from the same address after its 1 s backoff, and the
+/// new subflow carries data; Linux's never re-creates it.
+fn reset_the_join_mid_transfer(profile: Profile) -> (Net<'static>, u64) {
+    let locals = [ip(1, 1), ip(2, 1)];
+    let mut n = Net::new(&locals, &[ip(9, 1)], "fullmesh", 10, 10);
+    n.client = Connection::connect(cfg(&locals, "fullmesh").with_profile(profile), SocketAddr::new(locals[0], 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    n.server_cfg = n.server_cfg.clone().with_profile(profile);
+    n.to_send = 6_000_000;
+    let mut seen = 0;
+    n.mangle = Box::new(move |h, from_client| {
+        // The 300th segment from the server on the joined subflow becomes
+        // a RST at the exact sequence number: what an on-path box sends.
+        if !from_client && h.dst_port != 40000 && !h.syn() {
+            seen += 1;
+            if seen == 300 {
+                h.flags = mplab_wire::tcp::flags::RST;
+                h.options.clear_mptcp();
+            }
+        }
+    });
+    n.run(60_000);
+    let from_second: u64 = n.client.subflows().iter().zip(bytes_on(&n.client)).filter(|(s, _)| s.local.ip() == ip(2, 1) && s.local.port() != 0).map(|(_, b)| b).sum();
+    (n, from_second)
+}
+
+#[test]
+fn a_reset_subflow_is_opened_again_after_its_backoff() {
+    let (n, _) = reset_the_join_mid_transfer(Profile::Mplab);
+    assert_eq!(n.received, 6_000_000, "every byte");
+    assert_eq!(n.client.stats().subflows_recreated, 1, "one re-creation, and it held");
+    let second: Vec<&Subflow> = n.client.subflows().iter().filter(|s| s.local.ip() == ip(2, 1)).collect();
+    assert_eq!(second.len(), 2, "the reset subflow and the one opened again");
+    let again = n.client.subflow_stats().into_iter().zip(n.client.subflows()).filter(|(_, s)| s.local.ip() == ip(2, 1)).map(|(st, _)| st.tcp.bytes_acked).last().unwrap();
+    assert!(again > 500_000, "the new subflow carried data: {again} bytes");
+
+    let (n, _) = reset_the_join_mid_transfer(Profile::Linux);
+    assert_eq!(n.received, 6_000_000);
+    assert_eq!(n.client.stats().subflows_recreated, 0, "Linux never re-creates a subflow");
+    assert_eq!(n.client.subflows().iter().filter(|s| s.local.ip() == ip(2, 1)).count(), 1);
+}
+
+/// A peer that refuses every join: the attempts back off from 1 s,
+/// doubling to the cap, so the effort stays one SYN per cap.
+#[test]
+fn refused_rejoins_back_off_to_the_cap() {
+    let locals = [ip(1, 1), ip(2, 1)];
+    let mut n = Net::new(&locals, &[ip(9, 1)], "fullmesh", 10, 10);
+    let mut c = cfg(&locals, "fullmesh");
+    c.rejoin = Some(RejoinBackoff { first: Duration::from_secs(1), max: Duration::from_secs(4) });
+    n.client = Connection::connect(c, SocketAddr::new(locals[0], 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    n.to_send = 100_000_000;
+    n.keep_open = true;
+    let mut seen = 0;
+    let mut refusing = false;
+    n.mangle = Box::new(move |h, from_client| {
+        if from_client || h.dst_port == 40000 {
+            return;
+        }
+        // The first join is reset mid-transfer; every later one is
+        // refused at its SYN/ACK.
+        if h.syn() && refusing {
+            h.flags = mplab_wire::tcp::flags::RST | mplab_wire::tcp::flags::ACK;
+            h.options.clear_mptcp();
+            return;
+        }
+        seen += 1;
+        if seen == 300 {
+            refusing = true;
+            h.flags = mplab_wire::tcp::flags::RST;
+            h.options.clear_mptcp();
+        }
+    });
+    n.run(40_000);
+    // Backoffs 1, 2, 4, 4, 4 ... s after the reset (at about 1 s): by
+    // 40 s at most 1 + 1 + (40 - 1 - 1 - 2 - 4) / 4 + 1 attempts.
+    let attempts = n.client.stats().subflows_recreated;
+    assert!((8..=11).contains(&attempts), "{attempts} attempts in 40 s");
+}
