@@ -265,3 +265,20 @@ fn an_initial_subflow_on_a_backup_endpoint_becomes_a_backup() {
     // Only the handshake's first data goes over LTE before MP_PRIO.
     assert!(per[0] < 200_000 && per[1] > 2_700_000, "{per:?}");
 }
+
+/// The test fixture path manager (path_manager/fixture_first_only.rs, one
+/// file plus its line in the `path_managers!` list), chosen by name as a
+/// scenario names a manager: two addresses on each end, and the connection
+/// keeps its first subflow only where fullmesh opens four.
+#[test]
+fn a_path_manager_added_by_one_file_is_chosen_by_its_name() {
+    let run = |pm: &str| {
+        let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(8, 1)], pm, 5, 100);
+        n.to_send = 500_000;
+        n.run(20_000);
+        assert_eq!((n.received, n.misplaced), (500_000, 0), "{pm}");
+        n.client.subflow_stats().len()
+    };
+    assert_eq!(run("fixture-first-only"), 1);
+    assert_eq!(run("fullmesh"), 4);
+}
