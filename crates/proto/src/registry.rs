@@ -6,8 +6,9 @@
 //! the registry (see `examples/my_scheduler.rs` and `examples/my_cc.rs`).
 //!
 //! Adding a built-in is one file (the algorithm) plus one [`Entry`] line in
-//! its axis' `REGISTRY` (`cc::REGISTRY`, `mptcp::scheduler::REGISTRY`,
-//! `mptcp::path_manager::REGISTRY`).
+//! its axis' `REGISTRY` (`cc::REGISTRY`, `mptcp::scheduler::REGISTRY`); a
+//! path manager's entry carries more facts and is its file's `ENTRIES`
+//! (`mptcp::path_manager::registry()`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -162,6 +163,8 @@ mod tests {
         }
         check(crate::cc::REGISTRY, "congestion control");
         check(crate::mptcp::scheduler::REGISTRY, "scheduler");
+        // Path managers' entries sit inside their `PmEntry`: copied into a
+        // slice of plain entries for the same checks.
         let pms: &'static [Entry<dyn crate::mptcp::PathManager>] = Box::leak(crate::mptcp::path_manager::registry().map(|e| Entry { ..e.entry }).collect::<Vec<_>>().into_boxed_slice());
         check(pms, "path manager");
     }
