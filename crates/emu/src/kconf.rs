@@ -491,6 +491,22 @@ mod tests {
         }
     }
 
+    /// The endpoints each manager's entry asks for: fullmesh's on every
+    /// client address and the server's other addresses, none for
+    /// `default`, the scenario's own for `endpoints`.
+    #[test]
+    fn plan_endpoints_come_from_the_path_manager_entry() {
+        let n = net("path_manager = \"fullmesh\"");
+        let f = &n.flows[0];
+        let plan = mptcp_plan(&n).unwrap();
+        let client = &plan[&f.from].endpoints;
+        assert_eq!(client.len(), 2, "{client:?}");
+        assert!(client.iter().all(|e| e.starts_with("endpoint add ") && e.ends_with(" subflow fullmesh")), "{client:?}");
+        assert_eq!(plan[&f.to].endpoints, vec![format!("endpoint add {} signal", n.nodes[f.to].interfaces.iter().find(|i| i.addr != f.dst).unwrap().addr)]);
+        let plan = mptcp_plan(&net("path_manager = \"default\"")).unwrap();
+        assert!(plan.values().all(|p| p.endpoints.is_empty()));
+    }
+
     #[test]
     fn limits_beyond_linux_are_refused_not_capped() {
         let e = mptcp_plan(&net("path_manager = \"fullmesh\"\nlimits = { subflows = 12, add_addr_accepted = 1 }")).unwrap_err();
