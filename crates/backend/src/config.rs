@@ -7,10 +7,10 @@
 use core::time::Duration;
 use std::net::Ipv4Addr;
 
-use mplab_proto::mptcp::{self, LocalAddr, MptcpConfig, PmChoice};
+use mplab_proto::mptcp::{self, path_manager, LocalAddr, MptcpConfig, PmChoice};
 use mplab_proto::sctp::{CmtMode, RtxPolicy, SctpConfig};
 use mplab_proto::tcp::TcpConfig;
-use mplab_scenario::network::{self, EndpointFlag, Network, PathManager};
+use mplab_scenario::network::{self, EndpointFlag, Network};
 
 use crate::apps::AppKind;
 use crate::link::{Jitter, LinkParams, LossModel, QueueConfig};
@@ -18,7 +18,7 @@ use crate::link::{Jitter, LinkParams, LossModel, QueueConfig};
 /// Linux's `ip mptcp limits` defaults: 2 extra subflows, no ADD_ADDR
 /// accepted (net/mptcp/pm_kernel.c). The kernel-like path managers start
 /// from these, on every backend.
-pub const LINUX_DEFAULT_LIMITS: mptcp::Limits = mptcp::Limits { subflows: 2, add_addr_accepted: 0 };
+pub const LINUX_DEFAULT_LIMITS: mptcp::Limits = mptcp::Limits::LINUX_DEFAULT;
 
 /// A scenario setting mplab's stack cannot honour (no backend substitutes
 /// silently): the flow, the field, and a message for the user.
@@ -43,6 +43,7 @@ pub fn unsupported(net: &Network) -> Vec<Unsupported> {
         check(f.id, "cc", mplab_proto::cc::lookup(&f.tcp.cc).map(drop));
         if let Some(m) = &f.mptcp {
             check(f.id, "scheduler", mplab_proto::mptcp::scheduler::lookup(&m.scheduler).map(drop));
+            check(f.id, "path_manager", path_manager::lookup(&path_manager(net, f, m).0).map(drop));
             if m.cc != f.tcp.cc {
                 check(f.id, "cc", mplab_proto::cc::lookup(&m.cc).map(drop));
             }
@@ -187,22 +188,21 @@ fn stack_profile(p: network::StackProfile) -> mptcp::Profile {
 
 /// The path manager of an MPTCP flow, by its registry name (`ndiffports:N`
 /// with its count), and the limits both of its ends use: what the scenario
-/// set, else the defaults of that manager. `ip mptcp limits` counts extra
-/// subflows; the scenario's `subflows` counts all of them, the first
-/// included.
+/// set, else the defaults of that manager (its registry entry's). `ip mptcp
+/// limits` counts extra subflows; the scenario's `subflows` counts all of
+/// them, the first included. A name the registry lacks keeps Linux's
+/// limits; [`unsupported`] and [`mptcp_config`] report it.
 pub fn path_manager(net: &Network, f: &network::Flow, m: &network::MptcpConfig) -> (String, mptcp::Limits) {
-    let n_local = net.nodes[f.from].interfaces.len() as u32;
-    let n_remote = net.nodes[f.to].interfaces.len() as u32;
-    let extra = m.subflows.map(|s| s.saturating_sub(1));
-    let (pm, dflt) = match m.path_manager {
-        PathManager::Default => ("default".to_string(), mptcp::Limits { subflows: extra.unwrap_or(LINUX_DEFAULT_LIMITS.subflows), ..LINUX_DEFAULT_LIMITS }),
-        PathManager::Endpoints => ("endpoints".to_string(), mptcp::Limits { subflows: extra.unwrap_or(LINUX_DEFAULT_LIMITS.subflows), ..LINUX_DEFAULT_LIMITS }),
-        // Every pair of addresses, and every address the server announces.
-        PathManager::Fullmesh => ("fullmesh".to_string(), mptcp::Limits { subflows: extra.unwrap_or((n_local * n_remote).saturating_sub(1)), add_addr_accepted: n_remote.saturating_sub(1) }),
-        PathManager::Ndiffports => {
-            let n = m.subflows.unwrap_or(2);
-            (format!("ndiffports:{n}"), mptcp::Limits { subflows: n.saturating_sub(1), add_addr_accepted: 0 })
-        }
+    let addrs = path_manager::AddrCounts { local: net.nodes[f.from].interfaces.len() as u32, remote: net.nodes[f.to].interfaces.len() as u32 };
+    let (pm, dflt) = match path_manager::entry(&m.path_manager) {
+        Some(e) => match e.subflows_param {
+            Some(default) => {
+                let n = m.subflows.unwrap_or(default);
+                (format!("{}:{n}", m.path_manager), (e.limits)(addrs, Some(n)))
+            }
+            None => (m.path_manager.clone(), (e.limits)(addrs, m.subflows)),
+        },
+        None => (m.path_manager.clone(), path_manager::linux_limits(addrs, m.subflows)),
     };
     let limits = mptcp::Limits { subflows: m.max_subflows.unwrap_or(dflt.subflows), add_addr_accepted: m.add_addr_accepted.unwrap_or(dflt.add_addr_accepted) };
     (pm, limits)
@@ -211,7 +211,7 @@ pub fn path_manager(net: &Network, f: &network::Flow, m: &network::MptcpConfig) 
 /// The MPTCP settings of a flow without a `[transport.mptcp]` of its own.
 fn mptcp_defaults(f: &network::Flow) -> network::MptcpConfig {
     network::MptcpConfig {
-        path_manager: PathManager::Default,
+        path_manager: "default".into(),
         subflows: None,
         checksum: false,
         scheduler: "default".into(),
@@ -267,7 +267,7 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
         }
     }
     let (pm, limits) = path_manager(net, f, &m);
-    let path_manager: PmChoice = mplab_proto::mptcp::path_manager::lookup(&pm)?;
+    let path_manager: PmChoice = path_manager::lookup(&pm)?;
     let profile = profile(f, &m, node);
     // `default` is the profile's default scheduler, on every backend.
     let scheduler = match (m.scheduler.as_str(), profile) {
@@ -451,5 +451,17 @@ mod tests {
         let n = net("ndiffports", "subflows = 5");
         let f = &n.flows[0];
         assert_eq!(path_manager(&n, f, f.mptcp.as_ref().unwrap()), ("ndiffports:5".to_string(), mptcp::Limits { subflows: 4, add_addr_accepted: 0 }));
+    }
+
+    /// An unknown path manager is reported as an unknown scheduler is: the
+    /// flow and the field, with the registry's names.
+    #[test]
+    fn an_unknown_path_manager_is_unsupported_by_name() {
+        let n = net("fullmess", "");
+        let u = unsupported(&n);
+        assert_eq!(u.len(), 1, "{u:?}");
+        assert_eq!((u[0].flow, u[0].field), (0, "path_manager"));
+        assert!(u[0].message.contains("unknown path manager \"fullmess\"") && u[0].message.contains("ndiffports[:N]"), "{}", u[0].message);
+        assert!(unsupported(&net("fullmesh", "")).is_empty());
     }
 }

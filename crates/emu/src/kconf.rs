@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use mplab_scenario::network::{App, EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, PathManager, Placement, TransportKind};
+use mplab_proto::mptcp::path_manager::{self, KernelEndpoints};
+use mplab_scenario::network::{App, EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, Placement, TransportKind};
 use mplab_scenario::plugins::{middleboxes, OnKernel};
 use mplab_scenario::Scenario;
 
@@ -184,7 +185,7 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
         // The path manager is the initiator's: a kernel server just accepts
         // the joins of an mplab client's ndiffports.
         let (pm, _) = mplab_backend::config::path_manager(net, f, m);
-        if let (Err(why), true) = (kernel_name(mplab_proto::mptcp::path_manager::REGISTRY, &pm), is_k(f.from)) {
+        if let (Some(KernelMap::Refuse(why)), true) = (path_manager::entry(&pm).map(|e| e.entry.kernel), is_k(f.from)) {
             err(&flow_path(sc, f, "path_manager", "transport.mptcp.path_manager"), why.into());
         }
         match kernel_name(mplab_proto::mptcp::scheduler::REGISTRY, &m.scheduler) {
@@ -279,28 +280,24 @@ pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, M
         let limits = Some((lim.subflows, lim.add_addr_accepted));
         let mut c = MptcpNode { limits, ..Default::default() };
         let mut servers: Vec<(usize, MptcpNode)> = f.servers.iter().map(|&n| (n, MptcpNode { limits, ..Default::default() })).collect();
-        match m.path_manager {
-            PathManager::Default | PathManager::Ndiffports => {}
-            PathManager::Fullmesh => {
-                // No `dev`: a subflow bound to a device only accepts
-                // segments arriving on it, and on direct parallel paths the
-                // replies of a cross subflow (eth0 -> the server's eth1
-                // address) come back on the other interface. The per-source
+        match path_manager::entry(&m.path_manager).map_or(KernelEndpoints::None, |e| e.kernel_endpoints) {
+            KernelEndpoints::None => {}
+            KernelEndpoints::EveryAddress { client, server } => {
+                // No `dev` (see the manager's entry): the per-source
                 // policy routes pick the interface.
                 for i in &cli.interfaces {
-                    c.endpoints.push(format!("endpoint add {} subflow fullmesh", i.addr));
+                    c.endpoints.push(format!("endpoint add {} {client}", i.addr));
                 }
                 for (srv, s) in servers.iter_mut() {
                     for i in net.nodes[*srv].interfaces.iter().filter(|i| i.addr != f.dst) {
-                        s.endpoints.push(format!("endpoint add {} signal", i.addr));
+                        s.endpoints.push(format!("endpoint add {} {server}", i.addr));
                     }
                 }
             }
-            PathManager::Endpoints => {
-                // No `dev` either, for the same reason as fullmesh: with it,
-                // a join from eth1 to the server's eth0 address is reset
-                // when its SYN/ACK comes back on eth0 (measured on four
-                // direct paths, docs/validation.md).
+            KernelEndpoints::Scenario => {
+                // No `dev` either: with it, a join from eth1 to the
+                // server's eth0 address is reset when its SYN/ACK comes
+                // back on eth0 (docs/validation.md).
                 for (node, plan) in std::iter::once((cli.id, &mut c)).chain(servers.iter_mut().map(|(n, s)| (*n, s))) {
                     for e in net.mptcp_endpoints.iter().filter(|e| e.node == node) {
                         plan.endpoints.push(format!("endpoint add {} id {} {}", e.addr, e.id, flags_str(&e.flags)));
@@ -492,6 +489,22 @@ mod tests {
                 assert_eq!(plan[&node].limits, Some((lim.subflows, lim.add_addr_accepted)), "{pm}");
             }
         }
+    }
+
+    /// The endpoints each manager's entry asks for: fullmesh's on every
+    /// client address and the server's other addresses, none for
+    /// `default`, the scenario's own for `endpoints`.
+    #[test]
+    fn plan_endpoints_come_from_the_path_manager_entry() {
+        let n = net("path_manager = \"fullmesh\"");
+        let f = &n.flows[0];
+        let plan = mptcp_plan(&n).unwrap();
+        let client = &plan[&f.from].endpoints;
+        assert_eq!(client.len(), 2, "{client:?}");
+        assert!(client.iter().all(|e| e.starts_with("endpoint add ") && e.ends_with(" subflow fullmesh")), "{client:?}");
+        assert_eq!(plan[&f.to].endpoints, vec![format!("endpoint add {} signal", n.nodes[f.to].interfaces.iter().find(|i| i.addr != f.dst).unwrap().addr)]);
+        let plan = mptcp_plan(&net("path_manager = \"default\"")).unwrap();
+        assert!(plan.values().all(|p| p.endpoints.is_empty()));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use mplab_scenario::plugins::{self, OnKernel};
 /// One row: axis, name with aliases and parameter, what the kernel backend does.
 type Row = (&'static str, String, String);
 
-fn proto_rows<T: ?Sized>(axis: &'static str, reg: &[Entry<T>]) -> Vec<Row> {
-    reg.iter()
+fn proto_rows<'r, T: ?Sized + 'r>(axis: &'static str, reg: impl IntoIterator<Item = &'r Entry<T>>) -> Vec<Row> {
+    reg.into_iter()
         .map(|e| {
             let mut name = e.name.to_string();
             if !e.params.is_empty() {
@@ -33,7 +33,7 @@ fn proto_rows<T: ?Sized>(axis: &'static str, reg: &[Entry<T>]) -> Vec<Row> {
 pub fn render() -> String {
     let mut rows = proto_rows("scheduler", mplab_proto::mptcp::scheduler::REGISTRY);
     rows.extend(proto_rows("congestion control", mplab_proto::cc::REGISTRY));
-    rows.extend(proto_rows("path manager", mplab_proto::mptcp::path_manager::REGISTRY));
+    rows.extend(proto_rows("path manager", mplab_proto::mptcp::path_manager::entries()));
     for (axis, a) in plugins::all() {
         let name = if a.params.is_empty() { a.name.to_string() } else { format!("{} ({})", a.name, a.params.join(", ")) };
         let kernel = match a.kernel {

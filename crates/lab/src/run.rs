@@ -130,12 +130,14 @@ fn unsupported_error(sc: &Scenario, net: &Network, u: &Unsupported) -> String {
     let own = idx.filter(|&i| match u.field {
         "cc" => sc.flows[i].cc.is_some(),
         "scheduler" => sc.flows[i].scheduler.is_some(),
+        "path_manager" => sc.flows[i].path_manager.is_some(),
         "transport" => true,
         _ => false,
     });
     let path = match (own, u.field) {
         (Some(i), f) => format!("flows[{i}].{f}"),
         (None, "scheduler") => "transport.mptcp.scheduler".to_string(),
+        (None, "path_manager") => "transport.mptcp.path_manager".to_string(),
         // An MPTCP flow's subflow congestion control comes from
         // [transport.mptcp] when set there.
         (None, "cc") if sc.transport.mptcp.cc.as_deref().is_some_and(|c| u.message.contains(&format!("{c:?}"))) => "transport.mptcp.cc".to_string(),

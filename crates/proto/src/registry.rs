@@ -6,8 +6,9 @@
 //! the registry (see `examples/my_scheduler.rs` and `examples/my_cc.rs`).
 //!
 //! Adding a built-in is one file (the algorithm) plus one [`Entry`] line in
-//! its axis' `REGISTRY` (`cc::REGISTRY`, `mptcp::scheduler::REGISTRY`,
-//! `mptcp::path_manager::REGISTRY`).
+//! its axis' `REGISTRY` (`cc::REGISTRY`, `mptcp::scheduler::REGISTRY`); a
+//! path manager's entry carries more facts and is its file's `ENTRIES`
+//! (`mptcp::path_manager::registry()`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -97,10 +98,20 @@ pub fn entry<'r, T: ?Sized>(registry: &'r [Entry<T>], spec: &str) -> Option<&'r 
     registry.iter().find(|e| e.answers_to(&base))
 }
 
+/// The name `spec` gives without its parameter, `_` read as `-`.
+pub fn base_name(spec: &str) -> String {
+    split(spec).0
+}
+
 /// Every name of a registry, for messages (`kbest[:K]`).
 pub fn names<T: ?Sized>(registry: &[Entry<T>]) -> String {
-    registry
-        .iter()
+    names_of(registry.iter())
+}
+
+/// [`names`] over entries held elsewhere (an axis whose entries carry
+/// more than an [`Entry`]).
+pub fn names_of<'r, T: ?Sized + 'r>(entries: impl Iterator<Item = &'r Entry<T>>) -> String {
+    entries
         .flat_map(|e| std::iter::once(e.name).chain(e.aliases.iter().copied()).map(move |n| if e.params.is_empty() { n.to_string() } else { format!("{n}[:{}]", e.params) }))
         .collect::<Vec<_>>()
         .join(", ")
@@ -111,6 +122,12 @@ pub fn lookup<T: ?Sized + 'static>(registry: &'static [Entry<T>], what: &str, sp
     let Some(e) = entry(registry, spec) else {
         return Err(format!("unknown {what} {spec:?} (mplab's stack has {})", names(registry)));
     };
+    choose(e, what, spec)
+}
+
+/// The choice `spec` makes of entry `e` (found by its name): one that
+/// builds, or an error about its parameter.
+pub fn choose<T: ?Sized + 'static>(e: &'static Entry<T>, what: &str, spec: &str) -> Result<Choice<T>, String> {
     let param = split(spec).1.map(str::to_string);
     if (e.build)(param.as_deref()).is_none() {
         return Err(format!("invalid parameter in {what} {spec:?}{}", if e.params.is_empty() { " (it takes none)".to_string() } else { format!(" (expected {}:{})", e.name, e.params) }));
@@ -146,7 +163,10 @@ mod tests {
         }
         check(crate::cc::REGISTRY, "congestion control");
         check(crate::mptcp::scheduler::REGISTRY, "scheduler");
-        check(crate::mptcp::path_manager::REGISTRY, "path manager");
+        // Path managers' entries sit inside their `PmEntry`: copied into a
+        // slice of plain entries for the same checks.
+        let pms: &'static [Entry<dyn crate::mptcp::PathManager>] = Box::leak(crate::mptcp::path_manager::registry().map(|e| Entry { ..e.entry }).collect::<Vec<_>>().into_boxed_slice());
+        check(pms, "path manager");
     }
 
     #[test]

@@ -165,6 +165,12 @@ impl Scenario {
         self.source.error(Diag::new(path, message))
     }
 
+    /// A plug-in's error about its table ([`plugins::fields::PluginError`]),
+    /// located in the file like every other scenario error.
+    pub fn plugin_error(&self, e: &plugins::fields::PluginError) -> ScenarioError {
+        self.error_at(&e.path, e.message.clone())
+    }
+
     /// Expands generators, assigns addresses, computes routes and resolves
     /// flows, events, middleboxes and probes.
     pub fn resolve(&self) -> Result<Network, ScenarioError> {

@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 
 pub use crate::attack::AttackKind;
 
-pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn, TransportKind};
+pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn, TransportKind};
 
 pub type NodeId = usize;
 pub type LinkId = usize;
@@ -461,7 +461,9 @@ pub struct TcpConfig {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MptcpConfig {
-    pub path_manager: PathManager,
+    /// The path manager's name as the scenario gave it; the backend looks
+    /// it up (`mplab_proto::mptcp::path_manager`).
+    pub path_manager: String,
     pub subflows: Option<u32>,
     pub checksum: bool,
     pub scheduler: String,

@@ -111,20 +111,6 @@ impl TransportKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PathManager {
-    /// The backend's stock behaviour.
-    #[default]
-    Default,
-    /// A subflow between every pair of local and remote addresses.
-    Fullmesh,
-    /// `subflows` subflows over the same address pair, different ports.
-    Ndiffports,
-    /// Exactly what `[[transport.mptcp.endpoints]]` says (`ip mptcp endpoint`).
-    Endpoints,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndpointFlag {

@@ -12,7 +12,7 @@ use crate::network::{
 };
 use crate::network::Flow;
 use crate::schema::{
-    Direction, EventAction, FlowSpec, MptcpSpec, StackProfile, NodeKind, PathManager, Spec, TcpSpec, TransportKind,
+    Direction, EventAction, FlowSpec, MptcpSpec, StackProfile, NodeKind, Spec, TcpSpec, TransportKind,
 };
 use crate::units::Duration;
 
@@ -65,6 +65,15 @@ fn check_scheduler(s: &str, path: &str) -> Result<(), Diag> {
     Ok(())
 }
 
+/// Path manager names: a name (letters, digits, '_' or '-'); the backend
+/// knows which exist.
+fn check_path_manager(s: &str, path: &str) -> Result<(), Diag> {
+    if s.is_empty() || !s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
+        return diag(path, format!("invalid path manager {s:?}: expected a name like \"fullmesh\" (lower-case letters, digits, '_', '-')"));
+    }
+    Ok(())
+}
+
 fn check_buf(b: Option<crate::units::Size>, path: &str) -> Result<(), Diag> {
     if b.is_some_and(|b| b.bytes() == 0) {
         return diag(path, "must be greater than 0 (leave it out to let the stack autotune)");
@@ -105,6 +114,7 @@ fn check_tcp(t: &TcpSpec, path: &str) -> Result<(), Diag> {
 
 fn check_mptcp(m: &MptcpSpec, path: &str) -> Result<(), Diag> {
     check_scheduler(&m.scheduler, &format!("{path}.scheduler"))?;
+    check_path_manager(&m.path_manager, &format!("{path}.path_manager"))?;
     if let Some(cc) = &m.cc {
         check_ident(cc, &format!("{path}.cc"), "congestion control")?;
     }
@@ -387,6 +397,9 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
     if let Some(s) = &f.scheduler {
         check_scheduler(s, &format!("{path}.scheduler"))?;
     }
+    if let Some(pm) = &f.path_manager {
+        check_path_manager(pm, &format!("{path}.path_manager"))?;
+    }
     let tcp = TcpConfig {
         cc: f.cc.clone().unwrap_or_else(|| t.cc.clone()),
         rcv_buf: f.rcv_buf.or(t.rcv_buf).map(|b| b.bytes()),
@@ -417,13 +430,10 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
     }
     // A per-flow cc is the flow's subflow cc too; otherwise mptcp.cc, else tcp.cc.
     let cc = f.cc.clone().or_else(|| m.cc.clone()).unwrap_or_else(|| t.cc.clone());
-    let path_manager = f.path_manager.unwrap_or(m.path_manager);
+    let path_manager = f.path_manager.clone().unwrap_or_else(|| m.path_manager.clone());
+    // What `subflows` means (a cap, or ndiffports' count and its default)
+    // is the path manager's: the backend's translation applies it.
     let subflows = f.subflows.or(m.subflows);
-    let subflows = match (path_manager, subflows) {
-        // ndiffports without a count opens 2 subflows, like the out-of-tree kernel.
-        (PathManager::Ndiffports, None) => Some(2),
-        (_, n) => n,
-    };
     let profiles = tcp.profiles;
     Ok((
         tcp,

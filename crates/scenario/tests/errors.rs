@@ -68,8 +68,12 @@ fn unknown_field_points_at_the_key() {
 
 #[test]
 fn unknown_enum_value_inside_dotted_table() {
-    let e = error("name = \"x\"\n\n[transport.mptcp]\npath_manager = \"fullmess\"\n");
-    assert_eq!(e, "scenario.toml:4:16: transport.mptcp.path_manager: unknown variant `fullmess`, expected one of `default`, `fullmesh`, `ndiffports`, `endpoints`");
+    let e = error("name = \"x\"\n\n[transport.mptcp]\nprofile = \"linuxx\"\n");
+    assert_eq!(e, "scenario.toml:4:11: transport.mptcp.profile: unknown variant `linuxx`, expected `mplab` or `linux`");
+    // Path managers are a registry of the backends (like schedulers): the
+    // file format checks the name's shape, a backend whether it exists.
+    let e = error("name = \"x\"\n\n[transport.mptcp]\npath_manager = \"Full mesh\"\n");
+    assert!(e.starts_with("scenario.toml:4:16: transport.mptcp.path_manager: invalid path manager \"Full mesh\""), "{e}");
 }
 
 #[test]

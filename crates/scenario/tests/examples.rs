@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use mplab_scenario::network::{App, NodeKind, PathManager, TransportKind};
+use mplab_scenario::network::{App, NodeKind, TransportKind};
 use mplab_scenario::Scenario;
 
 fn root() -> PathBuf {
@@ -43,7 +43,7 @@ fn two_paths() {
     assert!(net.links.iter().all(|l| l.ab.rate_bps == 10_000_000 && l.ba.delay_ns == 10_000_000));
     let f = &net.flows[0];
     assert_eq!(f.transport, TransportKind::Mptcp);
-    assert_eq!(f.mptcp.as_ref().unwrap().path_manager, PathManager::Fullmesh);
+    assert_eq!(f.mptcp.as_ref().unwrap().path_manager, "fullmesh");
     assert_eq!((f.src.to_string(), f.dst.to_string()), ("10.0.0.2".into(), "10.0.0.1".into()));
     assert_eq!(net.probes.pcap.len(), 2);
     assert!(net.nodes.iter().all(|n| n.kind == NodeKind::Host));

@@ -10,9 +10,14 @@
 //! turns them into the validated value the backends receive
 //! ([`crate::network::App`], [`crate::network::Queue`],
 //! [`crate::network::MiddleboxAction`]). `mplab plugins` lists them all.
+//!
+//! An axis whose entries live in a crate below the scenario's users (a
+//! backend) keeps its table generic instead ([`fields::PluginTable`]) and
+//! lets the entry read it with [`fields::Fields`].
 
 mod about;
 pub mod apps;
+pub mod fields;
 pub mod middleboxes;
 pub mod queues;
 

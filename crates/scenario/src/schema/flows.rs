@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Duration, Rate, Size};
-use crate::vocab::{PathManager, StackProfile, TransportKind};
+use crate::vocab::{StackProfile, TransportKind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -135,7 +135,7 @@ pub struct FlowSpec {
     #[serde(default)]
     pub snd_buf: Option<Size>,
     #[serde(default)]
-    pub path_manager: Option<PathManager>,
+    pub path_manager: Option<String>,
     #[serde(default)]
     pub subflows: Option<u32>,
     #[serde(default)]

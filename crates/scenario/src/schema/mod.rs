@@ -31,7 +31,7 @@ pub use routes::{RouteSpec, TableRef};
 pub(crate) use topology::Generator;
 pub use topology::Topology;
 pub use transport::{EndpointSpec, MptcpLimits, MptcpSpec, SctpSpec, TcpSpec, TransportSpec};
-pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, PathManager, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn, TransportKind};
+pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn, TransportKind};
 
 use serde::Deserialize;
 

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Duration, Size};
-use crate::vocab::{BufferSplitting, CmtVariant, EndpointFlag, PathManager, SctpProfile, SctpRtxPolicy, StackProfile};
+use crate::vocab::{BufferSplitting, CmtVariant, EndpointFlag, SctpProfile, SctpRtxPolicy, StackProfile};
 
 fn yes() -> bool {
     true
@@ -89,11 +89,17 @@ fn default_scheduler() -> String {
     "default".to_string()
 }
 
+fn default_path_manager() -> String {
+    "default".to_string()
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MptcpSpec {
-    #[serde(default)]
-    pub path_manager: PathManager,
+    /// Path manager name (`"default"`, `"fullmesh"`, `"ndiffports"`,
+    /// `"endpoints"`, ...), validated by the backend.
+    #[serde(default = "default_path_manager")]
+    pub path_manager: String,
     /// ndiffports: how many subflows to open; other path managers: the most
     /// subflows a connection may have.
     #[serde(default)]
@@ -157,7 +163,7 @@ fn rejoin_max() -> Duration {
 impl Default for MptcpSpec {
     fn default() -> Self {
         MptcpSpec {
-            path_manager: PathManager::Default,
+            path_manager: default_path_manager(),
             subflows: None,
             checksum: false,
             scheduler: default_scheduler(),

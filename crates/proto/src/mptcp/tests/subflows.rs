@@ -345,3 +345,20 @@ fn refused_rejoins_back_off_to_the_cap() {
     let attempts = n.client.stats().subflows_recreated;
     assert!((8..=11).contains(&attempts), "{attempts} attempts in 40 s");
 }
+
+/// The test fixture path manager (path_manager/fixture_first_only.rs, one
+/// file plus its line in the `path_managers!` list), chosen by name as a
+/// scenario names a manager: two addresses on each end, and the connection
+/// keeps its first subflow only where fullmesh opens four.
+#[test]
+fn a_path_manager_added_by_one_file_is_chosen_by_its_name() {
+    let run = |pm: &str| {
+        let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1), ip(8, 1)], pm, 5, 100);
+        n.to_send = 500_000;
+        n.run(20_000);
+        assert_eq!((n.received, n.misplaced), (500_000, 0), "{pm}");
+        n.client.subflow_stats().len()
+    };
+    assert_eq!(run("fixture-first-only"), 1);
+    assert_eq!(run("fullmesh"), 4);
+}

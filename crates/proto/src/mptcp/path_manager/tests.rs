@@ -1,0 +1,117 @@
+use super::*;
+use std::net::Ipv4Addr;
+
+fn ip(a: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, a, 1))
+}
+fn sa(a: u8, p: u16) -> SocketAddr {
+    SocketAddr::new(ip(a), p)
+}
+
+#[test]
+fn fullmesh_pairs_every_local_with_every_remote() {
+    let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
+    let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+    let subflows = [(sa(1, 1000), sa(9, 80))];
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: false };
+    let mut out = vec![];
+    FullMesh.on_established(&v, &mut out);
+    assert_eq!(out, vec![PmAction::Open { local: ip(2), remote: remotes[0], backup: false }]);
+    let mut out = vec![];
+    FullMesh.on_add_addr(&v, RemoteAddr { id: 1, addr: sa(8, 80) }, &mut out);
+    assert_eq!(out.len(), 2, "both locals to the new address");
+}
+
+#[test]
+fn limits_cap_extra_subflows() {
+    let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2)), LocalAddr::plain(2, ip(3))];
+    let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+    let subflows = [(sa(1, 1000), sa(9, 80))];
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 0 }, id_order: false };
+    let mut out = vec![];
+    FullMesh.on_established(&v, &mut out);
+    assert_eq!(out.len(), 1);
+}
+
+#[test]
+fn a_capped_mesh_spreads_over_unused_interfaces_first() {
+    // Two interfaces, room for one more subflow, the peer's second
+    // address announced before anything else was opened: the subflow
+    // goes from the interface without one, not from the busy one.
+    let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
+    let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+    let subflows = [(sa(1, 1000), sa(9, 80))];
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 1 }, id_order: false };
+    let mut out = vec![];
+    let announced = RemoteAddr { id: 1, addr: sa(8, 80) };
+    FullMesh.on_add_addr(&v, announced, &mut out);
+    assert_eq!(out, vec![PmAction::Open { local: ip(2), remote: announced, backup: false }]);
+    // Linux walks its endpoints in id order: the busy interface first.
+    let v = PmView { id_order: true, ..v };
+    let mut out = vec![];
+    FullMesh.on_add_addr(&v, announced, &mut out);
+    assert_eq!(out, vec![PmAction::Open { local: ip(1), remote: announced, backup: false }]);
+}
+
+/// An announced address is joined from every local address in id
+/// order under `id_order`: the subflow list the kernel builds for two
+/// interfaces (initial, then 1 -> announced, 2 -> announced; the
+/// kernel's subflow ids on the `two-paths` scenario).
+#[test]
+fn id_order_joins_an_announced_address_from_the_first_interface_first() {
+    let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
+    let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+    let subflows = [(sa(1, 1000), sa(9, 80))];
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: true };
+    let announced = RemoteAddr { id: 1, addr: sa(8, 80) };
+    let mut out = vec![];
+    FullMesh.on_add_addr(&v, announced, &mut out);
+    let from: Vec<IpAddr> = out.iter().map(|a| match a { PmAction::Open { local, .. } => *local, _ => unreachable!() }).collect();
+    assert_eq!(from, vec![ip(1), ip(2)]);
+    let mut out = vec![];
+    FullMesh.on_add_addr(&PmView { id_order: false, ..v }, announced, &mut out);
+    assert!(matches!(out[0], PmAction::Open { local, .. } if local == ip(2)), "mplab: the unused interface first");
+}
+
+#[test]
+fn ndiffports_opens_n_minus_one_more() {
+    let locals = [LocalAddr::plain(0, ip(1))];
+    let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+    let subflows = [(sa(1, 1000), sa(9, 80))];
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 0 }, id_order: false };
+    let mut out = vec![];
+    NDiffPorts { n: 4 }.on_established(&v, &mut out);
+    assert_eq!(out.len(), 3);
+}
+
+#[test]
+fn default_joins_an_announced_address_within_limits() {
+    let locals = [LocalAddr::plain(0, ip(1))];
+    let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+    let subflows = [(sa(1, 1000), sa(9, 80))];
+    let mut v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 2, add_addr_accepted: 2 }, id_order: false };
+    let mut out = vec![];
+    Endpoints.on_add_addr(&v, RemoteAddr { id: 1, addr: sa(8, 80) }, &mut out);
+    assert_eq!(out.len(), 1);
+    v.limits.subflows = 0;
+    let mut out = vec![];
+    Endpoints.on_add_addr(&v, RemoteAddr { id: 1, addr: sa(8, 80) }, &mut out);
+    assert!(out.is_empty());
+}
+
+/// Every manager's facts are its entry's: limits from the addresses and
+/// `subflows`, `subflows` as ndiffports' count, what the kernel configures.
+#[test]
+fn entries_carry_their_limits_and_kernel_setup() {
+    let a = AddrCounts { local: 2, remote: 2 };
+    let e = |n: &str| entry(n).unwrap_or_else(|| panic!("{n}"));
+    assert_eq!((e("default").limits)(a, None), Limits::LINUX_DEFAULT);
+    assert_eq!((e("endpoints").limits)(a, Some(4)), Limits { subflows: 3, add_addr_accepted: 0 });
+    assert_eq!((e("fullmesh").limits)(a, None), Limits { subflows: 3, add_addr_accepted: 1 });
+    assert_eq!((e("ndiffports:5").limits)(a, Some(5)), Limits { subflows: 4, add_addr_accepted: 0 });
+    assert_eq!(e("ndiffports").subflows_param, Some(2));
+    assert_eq!(e("endpoints").kernel_endpoints, KernelEndpoints::Scenario);
+    assert!(matches!(e("fullmesh").kernel_endpoints, KernelEndpoints::EveryAddress { .. }));
+    assert!(lookup("fixture-first-only").is_ok(), "the test fixture is registered by its one line");
+    assert!(lookup("fullmess").unwrap_err().contains("unknown path manager"));
+}
