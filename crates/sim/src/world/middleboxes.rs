@@ -12,7 +12,7 @@ use super::*;
 
 /// One box and where it sits.
 pub(super) struct BoxRt {
-    mb: Box<dyn Middlebox>,
+    mb: Box<dyn Middlebox<Packet>>,
     place: Place,
     /// The time its timer event is queued for, if one is.
     armed: Option<Instant>,
@@ -63,13 +63,13 @@ impl Boxes {
     }
 
     /// Adds a box after those already at `place`, acting for the whole run.
-    pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox>) -> u32 {
+    pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox<Packet>>) -> u32 {
         self.insert_window(place, mb, 0, None)
     }
 
     /// Adds a box after those already at `place`, acting from `from_ns`
     /// until `until_ns`.
-    fn insert_window(&mut self, place: Place, mb: Box<dyn Middlebox>, from_ns: u64, until_ns: Option<u64>) -> u32 {
+    fn insert_window(&mut self, place: Place, mb: Box<dyn Middlebox<Packet>>, from_ns: u64, until_ns: Option<u64>) -> u32 {
         let id = self.all.len() as u32;
         self.all.push(BoxRt { mb, place, armed: None, from_ns, until_ns });
         self.partner.push(None);
@@ -158,7 +158,7 @@ impl World {
     /// Places a middlebox of the caller's own (one the scenario format does
     /// not know) after the scenario's boxes at `place`; call it before the
     /// run starts.
-    pub fn add_middlebox(&mut self, place: Place, mb: Box<dyn Middlebox>) {
+    pub fn add_middlebox(&mut self, place: Place, mb: Box<dyn Middlebox<Packet>>) {
         // A box with a deadline of its own (one that injects packets) gets
         // its timer now, not when a first packet passes it.
         let id = self.boxes.insert(place, mb);

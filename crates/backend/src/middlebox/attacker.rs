@@ -1,16 +1,17 @@
-//! The adversarial matrix's attacker on a simulated link: one
-//! `mplab_backend::attack::Attacker` shared by the link's two directions
+//! The adversarial matrix's attacker as a box on a link: one
+//! [`crate::attack::Attacker`] shared by the link's two directions
 //! (a box per direction, as every link box), so that what it learns from
 //! one direction shapes what it forges into the other.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use mplab_backend::attack::{AttackReport, Attacker, Seg};
 use mplab_proto::Instant;
 
-use super::{resize, split::Split, Hook, Middlebox};
-use crate::packet::Packet;
+use super::element::{Hook, Middlebox};
+use super::segment::ModelPacket;
+use super::split::Split;
+use crate::attack::{AttackReport, Attacker, Seg};
 
 pub struct AttackerBox {
     pub shared: Rc<RefCell<Attacker>>,
@@ -26,30 +27,31 @@ impl AttackerBox {
     }
 }
 
-impl Middlebox for AttackerBox {
+impl<P: ModelPacket> Middlebox<P> for AttackerBox {
     fn kind(&self) -> &'static str {
         "attacker"
     }
 
-    fn process(&mut self, now: Instant, at: Hook, mut p: Packet, out: &mut Vec<Packet>) {
+    fn process(&mut self, now: Instant, at: Hook, mut p: P, out: &mut Vec<P>) {
         if !matches!(at, Hook::Link) {
             out.push(p);
             return;
         }
-        let mut seg = Seg { src: p.src, dst: p.dst, tcp: p.tcp, payload_len: p.payload_len };
+        let mut seg = Seg { src: p.src(), dst: p.dst(), tcp: *p.tcp(), payload_len: p.payload_len() };
         let t = self.shared.borrow_mut().on_segment(now, self.dir, &mut seg);
         if t.drop {
             return;
         }
         if t.header {
-            p.src = seg.src;
-            p.dst = seg.dst;
-            p.tcp = seg.tcp;
-            resize(&mut p);
+            p.set_src(seg.src);
+            p.set_dst(seg.dst);
+            *p.tcp_mut() = seg.tcp;
+            p.resize();
         }
-        p.corrupted |= t.corrupt;
+        let c = p.corrupted() | t.corrupt;
+        p.set_corrupted(c);
         match t.split_at {
-            Some(n) if p.tail.is_none() && n > 0 => Split { size: n.max(p.payload_len - n) }.process(now, at, p, out),
+            Some(n) if p.tail().is_none() && n > 0 => Split { size: n.max(p.payload_len() - n) }.process(now, at, p, out),
             _ => out.push(p),
         }
     }
@@ -58,12 +60,12 @@ impl Middlebox for AttackerBox {
         self.shared.borrow().next_deadline(self.dir)
     }
 
-    fn on_timer(&mut self, now: Instant, out: &mut Vec<Packet>) {
+    fn on_timer(&mut self, now: Instant, out: &mut Vec<P>) {
         let mut a = self.shared.borrow_mut();
         while let Some(f) = a.poll_forged(now, self.dir) {
-            let mut p = Packet::new(f.seg.src, f.seg.dst, f.seg.tcp, f.seg.payload_len, f.claims);
+            let mut p = P::new_segment(f.seg.src, f.seg.dst, f.seg.tcp, f.seg.payload_len, f.claims);
             // The attacker's bytes are not the sender's.
-            p.corrupted = f.seg.payload_len > 0;
+            p.set_corrupted(f.seg.payload_len > 0);
             out.push(p);
         }
     }
