@@ -16,6 +16,8 @@ pub mod nat;
 pub mod rewrite;
 pub mod split;
 pub mod strip;
+#[cfg(test)]
+pub mod fixture;
 
 pub use element::{Hook, Middlebox};
 pub use segment::{ModelPacket, Segment};
