@@ -82,7 +82,7 @@ impl<P: ModelPacket> Coalescer<P> {
     }
 
     /// Releases, in slot order, every held segment whose time has come.
-    pub fn expire(&mut self, now: u64, out: &mut Vec<P>) {
+    fn expire(&mut self, now: u64, out: &mut Vec<P>) {
         for h in self.held.iter_mut() {
             if h.as_ref().is_some_and(|h| h.deadline <= now) {
                 out.extend(h.take().map(|h| h.pkt));

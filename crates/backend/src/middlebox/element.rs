@@ -2,6 +2,7 @@
 //! at a [`Hook`], packets out, and one optional timer.
 
 use mplab_proto::Instant;
+use mplab_scenario::network::{MiddleboxAction, Network};
 
 use crate::attack::AttackReport;
 use crate::balancer::BalancerStats;
@@ -20,6 +21,31 @@ pub enum Hook {
     /// At a node: a packet leaving by `iface`, after routing; `local` when
     /// the node itself sent it.
     Egress { iface: usize, local: bool },
+}
+
+/// Where a box sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A link direction, `2 * link + dir`.
+    Link(usize),
+    Node(usize),
+}
+
+/// The boxes a kind builds for one scenario middlebox at one place.
+pub enum Built<P> {
+    One(Box<dyn Middlebox<P>>),
+    /// A box whose two link directions share one state (an attacker sees
+    /// both ways of its link): the box for a→b, then b→a, which a backend
+    /// runs as partners. Built once for the link, whatever its place.
+    Pair([Box<dyn Middlebox<P>>; 2]),
+}
+
+/// A middlebox kind: the name scenario files use and how it builds its
+/// boxes from the scenario's resolved middlebox (`net` and the place give
+/// what a router's box needs: its interfaces, routes and the seed).
+pub struct Kind<P> {
+    pub name: &'static str,
+    pub build: fn(&MiddleboxAction, &Network, Place) -> Built<P>,
 }
 
 /// A middlebox over packets of type `P` (the simulator's modelled packet,

@@ -7,6 +7,7 @@
 //! modelled packets, the link emulator over Ethernet frames.
 
 mod element;
+mod registry;
 mod segment;
 
 pub mod attacker;
@@ -19,5 +20,6 @@ pub mod strip;
 #[cfg(test)]
 pub mod fixture;
 
-pub use element::{Hook, Middlebox};
+pub use element::{Built, Hook, Kind, Middlebox, Place};
+pub use registry::{build, kinds, places};
 pub use segment::{ModelPacket, Segment};

@@ -7,10 +7,10 @@
 use std::net::Ipv4Addr;
 
 use mplab_proto::Instant;
-use mplab_scenario::network::{Network, Prefix};
+use mplab_scenario::network::{MiddleboxAction, Network, Prefix};
 use rustc_hash::FxHashMap;
 
-use super::element::{Hook, Middlebox};
+use super::element::{Built, Hook, Kind, Middlebox, Place};
 use super::segment::ModelPacket;
 
 #[derive(Debug)]
@@ -93,3 +93,13 @@ impl Nat {
     }
 }
 
+/// `nat`: source NAT on a router.
+pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
+    Kind {
+        name: "nat",
+        build: |a, net, place| match (a, place) {
+            (MiddleboxAction::Nat { addr }, Place::Node(n)) => Built::One(Box::new(Nat::new(net, n, *addr))),
+            _ => unreachable!("built by the kind of its action, where its registry entry says it may sit (the simulator's transport::unsupported_middleboxes checks)"),
+        },
+    }
+}

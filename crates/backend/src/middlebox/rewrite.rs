@@ -3,8 +3,9 @@
 //! the TCP checksum up, so only MPTCP's DSS checksum can notice.
 
 use mplab_proto::Instant;
+use mplab_scenario::network::MiddleboxAction;
 
-use super::element::{Hook, Middlebox};
+use super::element::{Built, Hook, Kind, Middlebox};
 use super::segment::ModelPacket;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,5 +38,16 @@ impl<P: ModelPacket> Middlebox<P> for Rewrite {
             p.set_corrupted(true);
         }
         out.push(p);
+    }
+}
+
+/// `rewrite`: damages a byte every `every` bytes of the stream.
+pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
+    Kind {
+        name: "rewrite",
+        build: |a, _, _| match *a {
+            MiddleboxAction::Rewrite { every } => Built::One(Box::new(Rewrite { every: every.max(1) })),
+            _ => unreachable!("built by the kind of its action"),
+        },
     }
 }

@@ -3,8 +3,9 @@
 //! simulator and the kernel backend's link emulator run this one box.
 
 use mplab_proto::Instant;
+use mplab_scenario::network::{MiddleboxAction, StripOn};
 
-use super::element::{Hook, Middlebox};
+use super::element::{Built, Hook, Kind, Middlebox};
 use super::segment::Segment;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,5 +23,16 @@ impl<P: Segment> Middlebox<P> for StripMptcp {
             p.strip_mptcp();
         }
         out.push(p);
+    }
+}
+
+/// `strip_mptcp`: every segment, or SYNs only.
+pub fn kind<P: Segment + 'static>() -> Kind<P> {
+    Kind {
+        name: "strip_mptcp",
+        build: |a, _, _| match *a {
+            MiddleboxAction::StripMptcp { on } => Built::One(Box::new(StripMptcp { syn_only: on == StripOn::Syn })),
+            _ => unreachable!("built by the kind of its action"),
+        },
     }
 }

@@ -5,7 +5,7 @@
 use mplab_proto::Instant;
 use mplab_scenario::network::{Network, Placement};
 
-use crate::middlebox::{self, Hook, Middlebox, Place};
+use crate::middlebox::{self, Built, Hook, Middlebox, Place};
 use crate::packet::Packet;
 
 use super::*;
@@ -35,7 +35,7 @@ pub(super) struct Boxes {
     pub(super) any_on_links: bool,
     pub(super) any_on_nodes: bool,
     /// The box sharing state with each box, if any (see
-    /// `middlebox::build_pair`).
+    /// `middlebox::Built::Pair`).
     partner: Vec<Option<u32>>,
     /// Emptied packet vectors, reused so a packet through a box costs no
     /// allocation.
@@ -46,17 +46,20 @@ impl Boxes {
     pub(super) fn new(net: &Network) -> Boxes {
         let mut b = Boxes { on_link: vec![Vec::new(); 2 * net.links.len()], on_node: vec![Vec::new(); net.nodes.len()], ..Default::default() };
         for m in &net.middleboxes {
-            if let Placement::Link { link, .. } = m.placement {
-                if let Some([ab, ba]) = middlebox::build_pair(&m.action, net, link) {
-                    let x = b.insert_window(Place::Link(2 * link), ab, m.from_ns, m.until_ns);
-                    let y = b.insert_window(Place::Link(2 * link + 1), ba, m.from_ns, m.until_ns);
-                    b.partner[x as usize] = Some(y);
-                    b.partner[y as usize] = Some(x);
-                    continue;
-                }
-            }
             for place in middlebox::places(&m.placement) {
-                b.insert_window(place, middlebox::build(&m.action, net, place), m.from_ns, m.until_ns);
+                match middlebox::build::<Packet>(&m.action, net, place) {
+                    Built::One(mb) => {
+                        b.insert_window(place, mb, m.from_ns, m.until_ns);
+                    }
+                    Built::Pair([ab, ba]) => {
+                        let Placement::Link { link, .. } = m.placement else { unreachable!("a pair sits on a link") };
+                        let x = b.insert_window(Place::Link(2 * link), ab, m.from_ns, m.until_ns);
+                        let y = b.insert_window(Place::Link(2 * link + 1), ba, m.from_ns, m.until_ns);
+                        b.partner[x as usize] = Some(y);
+                        b.partner[y as usize] = Some(x);
+                        break;
+                    }
+                }
             }
         }
         b
