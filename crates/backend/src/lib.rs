@@ -15,6 +15,10 @@
 //!   computation every backend feeds;
 //! * [`balancer`]: the load balancer's decisions (modes, tables), which
 //!   the simulator's middlebox and the kernel backend's forwarder share;
+//! * [`middlebox`]: the middlebox kinds (option stripping, NAT,
+//!   resegmenting, rewriting, the load balancer and the attacker as boxes),
+//!   each written once over a packet view the simulator's packets and the
+//!   link emulator's frames provide;
 //! * [`call_quality`]: what a real-time datagram stream experienced (loss,
 //!   lateness, delay, jitter, interruptions, E-model R and MOS);
 //! * [`host`]: the sans-IO host stack of mplab's own TCP and MPTCP
@@ -32,6 +36,7 @@ pub mod convert;
 pub mod datagram;
 pub mod host;
 pub mod link;
+pub mod middlebox;
 pub mod quic;
 pub mod results;
 pub mod rng;

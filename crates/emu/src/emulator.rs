@@ -31,7 +31,7 @@ use mplab_backend::attack::{AttackReport, Attacker, Seg, FORGED_PAYLOAD};
 use mplab_scenario::attack::AttackKind;
 use mplab_wire::packet::{build_ip_tcp, Datalink, TcpPacket};
 
-use crate::strip::strip_mptcp;
+use crate::frame::strip_mptcp;
 use crate::sys;
 
 /// One scenario link as the emulator runs it.

@@ -36,7 +36,7 @@ impl Forger {
     }
 }
 
-impl Middlebox for Forger {
+impl Middlebox<Packet> for Forger {
     fn kind(&self) -> &'static str {
         "forger"
     }

@@ -18,7 +18,7 @@ struct DelayLine {
     released: u64,
 }
 
-impl Middlebox for DelayLine {
+impl Middlebox<Packet> for DelayLine {
     fn kind(&self) -> &'static str {
         "delay-line"
     }

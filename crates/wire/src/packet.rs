@@ -328,14 +328,26 @@ pub fn build_ip_tcp(src: IpAddr, dst: IpAddr, ttl: u8, ip_id: u16, tcp: &TcpHead
 /// Verifies the TCP checksum of a raw IPv4/IPv6 packet; `None` when the
 /// packet is not complete IP/TCP.
 pub fn tcp_checksum_ok(src: IpAddr, dst: IpAddr, tcp_segment: &[u8]) -> bool {
-    let len = tcp_segment.len() as u32;
-    let mut acc = match (src, dst) {
+    pseudo_header_sum(src, dst, tcp_segment.len()).is_some_and(|acc| finish(sum16(acc, tcp_segment)) == 0)
+}
+
+/// The checksum to store in a raw TCP segment whose checksum field reads
+/// zero: what a box that changed the segment's bytes in place writes back.
+/// None for mixed IPv4/IPv6 addresses.
+pub fn tcp_checksum(src: IpAddr, dst: IpAddr, tcp_segment: &[u8]) -> Option<u16> {
+    pseudo_header_sum(src, dst, tcp_segment.len()).map(|acc| finish(sum16(acc, tcp_segment)))
+}
+
+/// The one's-complement sum of the TCP pseudo-header (RFC 9293 3.1,
+/// RFC 8200 8.1).
+fn pseudo_header_sum(src: IpAddr, dst: IpAddr, tcp_len: usize) -> Option<u32> {
+    let len = tcp_len as u32;
+    let acc = match (src, dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => sum16(sum16(0, &s.octets()), &d.octets()),
         (IpAddr::V6(s), IpAddr::V6(d)) => sum16(sum16(0, &s.octets()), &d.octets()),
-        _ => return false,
+        _ => return None,
     };
-    acc += 6 + (len & 0xffff) + (len >> 16);
-    finish(sum16(acc, tcp_segment)) == 0
+    Some(acc + 6 + (len & 0xffff) + (len >> 16))
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! Middlebox kinds (`[[middleboxes]] kind = ...`): what a box on a link or
-//! a router does to the packets passing it. The boxes themselves are the
-//! simulator's `Middlebox` instances (crates/sim/src/middlebox/, one file
-//! each) and, where the kernel backend runs a kind, iptables/nftables rules
-//! or mplab's link emulator; this registry checks the fields and says where
-//! a kind may sit.
+//! a router does to the packets passing it. The boxes themselves are
+//! mplab-backend's `middlebox` kinds (crates/backend/src/middlebox/, one
+//! file each, run by the simulator and, for link-placed option stripping,
+//! by the link emulator) and, where the kernel backend runs a kind on a
+//! router, iptables/nftables rules; this registry checks the fields and
+//! says where a kind may sit.
 
 use super::about::{only_its_fields, About, OnKernel};
 use crate::error::{diag, Diag};

@@ -5,14 +5,14 @@
 use mplab_proto::Instant;
 use mplab_scenario::network::{Network, Placement};
 
-use crate::middlebox::{self, Hook, Middlebox, Place};
+use crate::middlebox::{self, Built, Hook, Middlebox, Place};
 use crate::packet::Packet;
 
 use super::*;
 
 /// One box and where it sits.
 pub(super) struct BoxRt {
-    mb: Box<dyn Middlebox>,
+    mb: Box<dyn Middlebox<Packet>>,
     place: Place,
     /// The time its timer event is queued for, if one is.
     armed: Option<Instant>,
@@ -35,7 +35,7 @@ pub(super) struct Boxes {
     pub(super) any_on_links: bool,
     pub(super) any_on_nodes: bool,
     /// The box sharing state with each box, if any (see
-    /// `middlebox::build_pair`).
+    /// `middlebox::Built::Pair`).
     partner: Vec<Option<u32>>,
     /// Emptied packet vectors, reused so a packet through a box costs no
     /// allocation.
@@ -46,30 +46,33 @@ impl Boxes {
     pub(super) fn new(net: &Network) -> Boxes {
         let mut b = Boxes { on_link: vec![Vec::new(); 2 * net.links.len()], on_node: vec![Vec::new(); net.nodes.len()], ..Default::default() };
         for m in &net.middleboxes {
-            if let Placement::Link { link, .. } = m.placement {
-                if let Some([ab, ba]) = middlebox::build_pair(&m.action, net, link) {
-                    let x = b.insert_window(Place::Link(2 * link), ab, m.from_ns, m.until_ns);
-                    let y = b.insert_window(Place::Link(2 * link + 1), ba, m.from_ns, m.until_ns);
-                    b.partner[x as usize] = Some(y);
-                    b.partner[y as usize] = Some(x);
-                    continue;
-                }
-            }
             for place in middlebox::places(&m.placement) {
-                b.insert_window(place, middlebox::build(&m.action, net, place), m.from_ns, m.until_ns);
+                match middlebox::build::<Packet>(&m.action, net, place) {
+                    Built::One(mb) => {
+                        b.insert_window(place, mb, m.from_ns, m.until_ns);
+                    }
+                    Built::Pair([ab, ba]) => {
+                        let Placement::Link { link, .. } = m.placement else { unreachable!("a pair sits on a link") };
+                        let x = b.insert_window(Place::Link(2 * link), ab, m.from_ns, m.until_ns);
+                        let y = b.insert_window(Place::Link(2 * link + 1), ba, m.from_ns, m.until_ns);
+                        b.partner[x as usize] = Some(y);
+                        b.partner[y as usize] = Some(x);
+                        break;
+                    }
+                }
             }
         }
         b
     }
 
     /// Adds a box after those already at `place`, acting for the whole run.
-    pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox>) -> u32 {
+    pub(super) fn insert(&mut self, place: Place, mb: Box<dyn Middlebox<Packet>>) -> u32 {
         self.insert_window(place, mb, 0, None)
     }
 
     /// Adds a box after those already at `place`, acting from `from_ns`
     /// until `until_ns`.
-    fn insert_window(&mut self, place: Place, mb: Box<dyn Middlebox>, from_ns: u64, until_ns: Option<u64>) -> u32 {
+    fn insert_window(&mut self, place: Place, mb: Box<dyn Middlebox<Packet>>, from_ns: u64, until_ns: Option<u64>) -> u32 {
         let id = self.all.len() as u32;
         self.all.push(BoxRt { mb, place, armed: None, from_ns, until_ns });
         self.partner.push(None);
@@ -158,7 +161,7 @@ impl World {
     /// Places a middlebox of the caller's own (one the scenario format does
     /// not know) after the scenario's boxes at `place`; call it before the
     /// run starts.
-    pub fn add_middlebox(&mut self, place: Place, mb: Box<dyn Middlebox>) {
+    pub fn add_middlebox(&mut self, place: Place, mb: Box<dyn Middlebox<Packet>>) {
         // A box with a deadline of its own (one that injects packets) gets
         // its timer now, not when a first packet passes it.
         let id = self.boxes.insert(place, mb);

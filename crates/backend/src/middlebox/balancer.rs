@@ -1,16 +1,16 @@
 //! The load balancer on a router: segments to its VIP go to the backend
-//! the shared balancer core picks (mplab-backend's `balancer`), by setting
+//! the shared balancer core picks ([`crate::balancer`]), by setting
 //! the packet's egress interface as a fwmark rule would on Linux; replies
 //! from a backend that pass it teach the token mode the server's key.
 
 use std::net::Ipv4Addr;
 
-use mplab_backend::balancer::{Balancer, BalancerConfig, BalancerStats, FlowKey, MptcpSeen, Segment, Verdict};
 use mplab_proto::Instant;
-use mplab_scenario::network::{BalancerMode, Network};
+use mplab_scenario::network::{BalancerMode, MiddleboxAction, Network};
 
-use super::{Hook, Middlebox};
-use crate::packet::Packet;
+use super::element::{Built, Hook, Kind, Middlebox, Place};
+use super::segment::ModelPacket;
+use crate::balancer::{Balancer, BalancerConfig, BalancerStats, FlowKey, MptcpSeen, Segment as Seen, Verdict};
 
 /// Idle entries are swept every this many segments (bounded work each).
 const SWEEP_EVERY: u64 = 1024;
@@ -59,41 +59,42 @@ impl LoadBalancer {
     }
 }
 
-fn segment(p: &Packet) -> Segment {
-    Segment {
-        key: FlowKey { src: p.src, dst: p.dst, sport: p.tcp.src_port, dport: p.tcp.dst_port },
-        syn: p.tcp.syn(),
-        ack: p.tcp.ack_flag(),
-        mptcp: MptcpSeen::from_options(&p.tcp.options),
+fn segment<P: ModelPacket>(p: &P) -> Seen {
+    let t = p.tcp();
+    Seen {
+        key: FlowKey { src: p.src(), dst: p.dst(), sport: t.src_port, dport: t.dst_port },
+        syn: t.syn(),
+        ack: t.ack_flag(),
+        mptcp: MptcpSeen::from_options(&t.options),
     }
 }
 
-impl Middlebox for LoadBalancer {
+impl<P: ModelPacket> Middlebox<P> for LoadBalancer {
     fn kind(&self) -> &'static str {
         "load_balancer"
     }
 
-    fn process(&mut self, now: Instant, at: Hook, mut pkt: Packet, out: &mut Vec<Packet>) {
+    fn process(&mut self, now: Instant, at: Hook, mut pkt: P, out: &mut Vec<P>) {
         let Hook::Ingress { iface } = at else {
             out.push(pkt);
             return;
         };
         let t = now.as_nanos();
-        if pkt.dst == self.vip {
+        if pkt.dst() == self.vip {
             self.seen += 1;
             if self.seen % SWEEP_EVERY == 0 {
                 self.lb.housekeeping(t);
             }
             match self.lb.forward(t, &segment(&pkt)) {
                 Verdict::Backend(b) => {
-                    pkt.via = Some(self.iface_of[b]);
+                    pkt.set_egress(self.iface_of[b]);
                     out.push(pkt);
                 }
                 Verdict::Drop => {}
             }
             return;
         }
-        if pkt.src == self.vip {
+        if pkt.src() == self.vip {
             if let Some(b) = self.backend_at.get(iface).copied().flatten() {
                 self.lb.observe_reply(t, b, &segment(&pkt));
             }
@@ -131,5 +132,16 @@ impl Middlebox for LoadBalancer {
 
     fn balancer_stats(&self) -> Option<BalancerStats> {
         Some(self.lb.stats())
+    }
+}
+
+/// `load_balancer`: on a router.
+pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
+    Kind {
+        name: "load_balancer",
+        build: |a, net, place| match (a, place) {
+            (MiddleboxAction::LoadBalancer { mode, vip, backends, table, idle_ns }, Place::Node(n)) => Built::One(Box::new(LoadBalancer::new(net, n, *mode, *vip, backends, *table, *idle_ns))),
+            _ => unreachable!("the scenario puts a load balancer on a router"),
+        },
     }
 }

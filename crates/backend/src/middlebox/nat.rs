@@ -7,11 +7,11 @@
 use std::net::Ipv4Addr;
 
 use mplab_proto::Instant;
-use mplab_scenario::network::{Network, Prefix};
+use mplab_scenario::network::{MiddleboxAction, Network, Prefix};
 use rustc_hash::FxHashMap;
 
-use super::{Hook, Middlebox};
-use crate::packet::Packet;
+use super::element::{Built, Hook, Kind, Middlebox, Place};
+use super::segment::ModelPacket;
 
 #[derive(Debug)]
 pub struct Nat {
@@ -34,21 +34,26 @@ impl Nat {
         let by_route = n.routing.main.iter().find(|r| r.dst == Prefix::DEFAULT).and_then(|r| r.nexthops.first()).map(|h| h.iface);
         let outside = by_addr.or(by_route).unwrap_or(n.interfaces.len().saturating_sub(1));
         let a = addr.or_else(|| n.interfaces.get(outside).map(|i| i.addr)).unwrap_or(Ipv4Addr::UNSPECIFIED);
-        Nat { outside, addr: a, next_port: 20000, out: FxHashMap::default(), back: FxHashMap::default() }
+        Nat::at(outside, a)
+    }
+
+    /// A NAT whose outside is interface `outside`, translating to `addr`.
+    pub fn at(outside: usize, addr: Ipv4Addr) -> Nat {
+        Nat { outside, addr, next_port: 20000, out: FxHashMap::default(), back: FxHashMap::default() }
     }
 }
 
-impl Middlebox for Nat {
+impl<P: ModelPacket> Middlebox<P> for Nat {
     fn kind(&self) -> &'static str {
         "nat"
     }
 
     /// Inside hosts' packets leaving by the outside get the NAT's address;
     /// replies to it arriving there go back to the inside host.
-    fn process(&mut self, _now: Instant, at: Hook, mut p: Packet, out: &mut Vec<Packet>) {
+    fn process(&mut self, _now: Instant, at: Hook, mut p: P, out: &mut Vec<P>) {
         match at {
             Hook::Egress { iface, local: false } if iface == self.outside => self.outbound(&mut p),
-            Hook::Ingress { iface } if iface == self.outside && p.dst == self.addr => {
+            Hook::Ingress { iface } if iface == self.outside && p.dst() == self.addr => {
                 self.inbound(&mut p);
             }
             _ => {}
@@ -59,28 +64,28 @@ impl Middlebox for Nat {
 
 impl Nat {
     /// A packet leaving through the outside from inside: rewrite its source.
-    pub fn outbound(&mut self, p: &mut Packet) {
-        let key = (p.src, p.tcp.src_port, p.dst, p.tcp.dst_port);
+    pub fn outbound<P: ModelPacket>(&mut self, p: &mut P) {
+        let key = (p.src(), p.tcp().src_port, p.dst(), p.tcp().dst_port);
         let port = match self.out.get(&key) {
             Some(&port) => port,
             None => {
                 let port = self.next_port;
                 self.next_port = if self.next_port == u16::MAX { 20000 } else { self.next_port + 1 };
                 self.out.insert(key, port);
-                self.back.insert((port, p.dst, p.tcp.dst_port), (p.src, p.tcp.src_port));
+                self.back.insert((port, p.dst(), p.tcp().dst_port), (p.src(), p.tcp().src_port));
                 port
             }
         };
-        p.src = self.addr;
-        p.tcp.src_port = port;
+        p.set_src(self.addr);
+        p.tcp_mut().src_port = port;
     }
 
     /// A packet to the NAT's address: back to the inside host, if mapped.
-    pub fn inbound(&self, p: &mut Packet) -> bool {
-        match self.back.get(&(p.tcp.dst_port, p.src, p.tcp.src_port)) {
+    pub fn inbound<P: ModelPacket>(&self, p: &mut P) -> bool {
+        match self.back.get(&(p.tcp().dst_port, p.src(), p.tcp().src_port)) {
             Some(&(addr, port)) => {
-                p.dst = addr;
-                p.tcp.dst_port = port;
+                p.set_dst(addr);
+                p.tcp_mut().dst_port = port;
                 true
             }
             None => false,
@@ -88,24 +93,13 @@ impl Nat {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mplab_wire::TcpHeader;
-
-    #[test]
-    fn translates_out_and_back() {
-        let mut n = Nat { outside: 1, addr: [192, 0, 2, 1].into(), next_port: 20000, out: Default::default(), back: Default::default() };
-        let h = TcpHeader { src_port: 40000, dst_port: 80, ..Default::default() };
-        let mut p = Packet::new([10, 0, 0, 2].into(), [198, 51, 100, 7].into(), h, 0, 0);
-        n.outbound(&mut p);
-        assert_eq!((p.src, p.tcp.src_port), ([192, 0, 2, 1].into(), 20000));
-        let h = TcpHeader { src_port: 80, dst_port: 20000, ..Default::default() };
-        let mut r = Packet::new([198, 51, 100, 7].into(), [192, 0, 2, 1].into(), h, 0, 0);
-        assert!(n.inbound(&mut r));
-        assert_eq!((r.dst, r.tcp.dst_port), ([10, 0, 0, 2].into(), 40000));
-        let h = TcpHeader { src_port: 81, dst_port: 20000, ..Default::default() };
-        let mut stray = Packet::new([198, 51, 100, 7].into(), [192, 0, 2, 1].into(), h, 0, 0);
-        assert!(!n.inbound(&mut stray), "only the peer the mapping was made for");
+/// `nat`: source NAT on a router.
+pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
+    Kind {
+        name: "nat",
+        build: |a, net, place| match (a, place) {
+            (MiddleboxAction::Nat { addr }, Place::Node(n)) => Built::One(Box::new(Nat::new(net, n, *addr))),
+            _ => unreachable!("built by the kind of its action, where its registry entry says it may sit (the simulator's transport::unsupported_middleboxes checks)"),
+        },
     }
 }

@@ -1,0 +1,167 @@
+//! A test-only kind: drops every `n`th TCP segment passing it on a link
+//! or through a router. It exists to show (and test) that a kind is one
+//! file over a packet view plus its line in the registry (and its `mod`).
+
+use mplab_proto::Instant;
+
+use super::element::{Built, Hook, Kind, Middlebox};
+use super::segment::Segment;
+
+/// Every third segment. No scenario syntax names it yet: the scenario's
+/// middlebox tables are typed per kind until they become generic tables
+/// the kinds read themselves.
+pub fn kind<P: Segment + 'static>() -> Kind<P> {
+    Kind { name: "fixture-drop-every-nth", build: |_, _, _| Built::One(Box::new(DropEveryNth::new(3))) }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DropEveryNth {
+    pub n: u64,
+    seen: u64,
+    pub dropped: u64,
+}
+
+impl DropEveryNth {
+    pub fn new(n: u64) -> Self {
+        DropEveryNth { n: n.max(1), seen: 0, dropped: 0 }
+    }
+}
+
+impl<P: Segment> Middlebox<P> for DropEveryNth {
+    fn kind(&self) -> &'static str {
+        "fixture-drop-every-nth"
+    }
+
+    fn process(&mut self, _now: Instant, at: Hook, p: P, out: &mut Vec<P>) {
+        if matches!(at, Hook::Link | Hook::Forward) {
+            self.seen += 1;
+            if self.seen % self.n == 0 {
+                self.dropped += 1;
+                return;
+            }
+        }
+        out.push(p);
+    }
+
+    fn note(&self, at: &str) -> Option<String> {
+        Some(format!("fixture at {at}: {} of {} segments dropped", self.dropped, self.seen))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use mplab_wire::{MptcpOption, TcpHeader};
+
+    use super::super::registry::{build, kinds, places};
+    use super::super::segment::ModelPacket;
+    use super::*;
+
+    /// A packet with what [`ModelPacket`] asks for and nothing else.
+    #[derive(Debug, Clone)]
+    struct Pkt {
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        tcp: TcpHeader,
+        len: u32,
+        tag: u64,
+        tail: Option<(u32, u64)>,
+        corrupted: bool,
+    }
+
+    impl Segment for Pkt {
+        fn src(&self) -> Ipv4Addr {
+            self.src
+        }
+        fn dst(&self) -> Ipv4Addr {
+            self.dst
+        }
+        fn tcp(&self) -> &TcpHeader {
+            &self.tcp
+        }
+        fn payload_len(&self) -> u32 {
+            self.len
+        }
+        fn strip_mptcp(&mut self) {
+            self.tcp.options.clear_mptcp();
+        }
+    }
+
+    impl ModelPacket for Pkt {
+        fn new_segment(src: Ipv4Addr, dst: Ipv4Addr, tcp: TcpHeader, len: u32, tag: u64) -> Self {
+            Pkt { src, dst, tcp, len, tag, tail: None, corrupted: false }
+        }
+        fn set_src(&mut self, a: Ipv4Addr) {
+            self.src = a;
+        }
+        fn set_dst(&mut self, a: Ipv4Addr) {
+            self.dst = a;
+        }
+        fn tcp_mut(&mut self) -> &mut TcpHeader {
+            &mut self.tcp
+        }
+        fn set_payload_len(&mut self, n: u32) {
+            self.len = n;
+        }
+        fn tag(&self) -> u64 {
+            self.tag
+        }
+        fn set_tag(&mut self, tag: u64) {
+            self.tag = tag;
+        }
+        fn tail(&self) -> Option<(u32, u64)> {
+            self.tail
+        }
+        fn set_tail(&mut self, tail: Option<(u32, u64)>) {
+            self.tail = tail;
+        }
+        fn corrupted(&self) -> bool {
+            self.corrupted
+        }
+        fn set_corrupted(&mut self, c: bool) {
+            self.corrupted = c;
+        }
+        fn set_egress(&mut self, _iface: u16) {}
+        fn resize(&mut self) {}
+    }
+
+    /// A scenario's option-stripping box on a link, then the fixture found
+    /// in the registry by its name, run the way a backend runs a place's
+    /// chain: what one box pushes goes through the next.
+    #[test]
+    fn the_fixture_runs_from_the_registry_behind_a_scenarios_box() {
+        let toml = "name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 1\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"path0\"\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\napp = \"bulk\"\n";
+        let net = mplab_scenario::Scenario::from_str(toml, "t.toml").unwrap_or_else(|e| panic!("{e}")).resolve().unwrap_or_else(|e| panic!("{e}"));
+        let m = &net.middleboxes[0];
+        let place = places(&m.placement)[0];
+        let fixture = kinds::<Pkt>().into_iter().find(|k| k.name == "fixture-drop-every-nth").expect("registered under cfg(test)");
+        let mut chain: Vec<Box<dyn Middlebox<Pkt>>> = Vec::new();
+        for built in [build::<Pkt>(&m.action, &net, place), (fixture.build)(&m.action, &net, place)] {
+            let Built::One(b) = built else { panic!("one box per place") };
+            chain.push(b);
+        }
+        let mut delivered = Vec::new();
+        for seq in 0..9u32 {
+            let mut tcp = TcpHeader { seq, ..Default::default() };
+            tcp.options.push_mptcp(MptcpOption::MpPrio { backup: true, addr_id: None }).unwrap();
+            let mut here = vec![Pkt::new_segment([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), tcp, 100, 0)];
+            for mb in chain.iter_mut() {
+                let mut next = Vec::new();
+                for p in here {
+                    mb.process(Instant(0), Hook::Link, p, &mut next);
+                }
+                here = next;
+            }
+            delivered.extend(here);
+        }
+        assert_eq!(chain.iter().map(|b| b.kind()).collect::<Vec<_>>(), ["strip_mptcp", "fixture-drop-every-nth"]);
+        assert_eq!(delivered.iter().map(|p| p.tcp.seq).collect::<Vec<_>>(), [0, 1, 3, 4, 6, 7]);
+        assert!(delivered.iter().all(|p| !p.tcp.options.has_mptcp()));
+        assert_eq!(chain[1].note("l0").as_deref(), Some("fixture at l0: 3 of 9 segments dropped"));
+        // At a router's interfaces it lets everything by.
+        let mut out = Vec::new();
+        Middlebox::<Pkt>::process(&mut DropEveryNth::new(1), Instant(0), Hook::Ingress { iface: 0 }, delivered.remove(0), &mut out);
+        assert_eq!(out.len(), 1);
+    }
+}
