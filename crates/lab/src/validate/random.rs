@@ -137,10 +137,12 @@ pub fn draw_case(seed: u64, i: u64) -> CaseDraw {
     let download = d.chance(0.5);
     let cut = d.chance(0.25).then(|| d.below(n as u64) as usize);
     // Sized transfers only without a cut (the cut needs traffic at 20 s):
-    // 0.5 to 20 MB, at most what the paths carry in 8 s.
+    // 0.5 to 20 MB, at most what the paths carry in 5 s, a lossy path
+    // counted at 1 Mbit/s at most (cubic and reno at a few per cent loss),
+    // so that the transfer ends within the run's 30 s.
     let bytes = (cut.is_none() && d.chance(1.0 / 3.0)).then(|| {
-        let rate: f64 = paths.iter().map(|p| if download { p.down_mbps } else { p.up_mbps }).sum();
-        let cap = rate * 1e6 / 8.0 * 8.0;
+        let rate: f64 = paths.iter().map(|p| if download { p.down_mbps } else { p.up_mbps }.min(if p.loss > 0.0 { 1.0 } else { f64::MAX })).sum();
+        let cap = rate * 1e6 / 8.0 * 5.0;
         d.log_uniform(0.5e6, 20e6).min(cap).max(100e3).round() as u64
     });
     let buf_bytes = d.chance(0.5).then(|| (d.log_uniform(64e3, 4e6) / 1e3).round() as u64 * 1000);
@@ -207,6 +209,11 @@ impl CaseDraw {
             let _ = writeln!(s, "rcv_buf = \"{}KB\"\nsnd_buf = \"{}KB\"", b / 1000, b / 1000);
         }
         let _ = writeln!(s, "\n[transport.mptcp]\npath_manager = {:?}\ncc = {:?}", self.path_manager, self.cc);
+        if self.path_manager == "fullmesh" {
+            // Every pair, within Linux's limit of 8 extra subflows.
+            let n = self.paths.len() as u32;
+            let _ = writeln!(s, "limits = {{ subflows = {}, add_addr_accepted = {} }}", (n * n - 1).min(8), n - 1);
+        }
         if self.path_manager == "endpoints" {
             // The client's other interfaces are subflow endpoints, the
             // server's other addresses are announced: one subflow a path.
