@@ -39,6 +39,12 @@ fn cell(row: &Row, column: &str) -> Option<(f64, f64, f64)> {
     Some((c.mean?, c.min?, c.max?))
 }
 
+/// A backend ran the case and never reached the metric in any run (a
+/// transfer that did not complete in the run's time).
+fn never_reached(row: &Row, column: &str) -> bool {
+    row.cells.iter().find(|c| c.column == column).is_some_and(|c| c.missing.is_none() && !c.values.is_empty() && c.values.iter().all(Option::is_none))
+}
+
 /// The per-case errors, from the validation rows of the drawn cases.
 pub fn errors(draws: &[CaseDraw], rows: &[Row]) -> Vec<CaseError> {
     let mut out = Vec::new();
@@ -70,6 +76,10 @@ pub fn errors(draws: &[CaseDraw], rows: &[Row]) -> Vec<CaseError> {
                     e.verdict.push_str(" (kernel spread above the target)");
                 }
             }
+            // One completed in every run, the other in none: the widest
+            // disagreement there is, counted as an unbounded error.
+            (None, Some(_)) if never_reached(main, "kernel") => e.verdict = "outside: the kernel never completed in the run's time, the simulator did".into(),
+            (Some(_), None) if never_reached(main, "sim linux") => e.verdict = "outside: the simulator never completed in the run's time, the kernel did".into(),
             _ => e.verdict = format!("no verdict: {}", main.verdict),
         }
         if let Some(rec) = mine.iter().find(|r| r.metric.starts_with("recovery")) {
@@ -106,7 +116,8 @@ fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
 
 pub fn summarise(errs: &[CaseError], role: Role) -> Summary {
     let mine: Vec<&CaseError> = errs.iter().filter(|e| e.role == role.name()).collect();
-    let mut abs: Vec<(f64, &str)> = mine.iter().filter_map(|e| e.error.map(|x| (x.abs(), e.case.as_str()))).collect();
+    // A case one backend never completed counts as an unbounded error.
+    let mut abs: Vec<(f64, &str)> = mine.iter().filter_map(|e| e.error.map(f64::abs).or_else(|| e.verdict.starts_with("outside").then_some(f64::INFINITY)).map(|x| (x, e.case.as_str()))).collect();
     abs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let vals: Vec<f64> = abs.iter().map(|a| a.0).collect();
     let mut rec: Vec<f64> = mine.iter().filter_map(|e| e.recovery_error_s.map(f64::abs)).collect();
@@ -126,7 +137,11 @@ pub fn summarise(errs: &[CaseError], role: Role) -> Summary {
 }
 
 fn pct(v: Option<f64>) -> String {
-    v.map(|v| format!("{:.1} %", v * 100.0)).unwrap_or_else(|| "-".into())
+    match v {
+        Some(v) if v.is_infinite() => "unbounded".into(),
+        Some(v) => format!("{:.1} %", v * 100.0),
+        None => "-".into(),
+    }
 }
 
 /// random.md: the summary per role, then every case.
@@ -135,7 +150,7 @@ pub fn render(errs: &[CaseError], seed: u64) -> String {
     s.push_str("| role | cases | judged | within | median | p90 | worst | cut cases: recovery error median / worst |\n|---|---|---|---|---|---|---|---|\n");
     for role in [Role::HeldOut, Role::Tuning] {
         let m = summarise(errs, role);
-        let worst = m.worst.as_ref().map(|(c, v)| format!("{:.1} % ({c})", v * 100.0)).unwrap_or_else(|| "-".into());
+        let worst = m.worst.as_ref().map(|(c, v)| format!("{} ({c})", pct(Some(*v)))).unwrap_or_else(|| "-".into());
         let rec = match (m.recovery_median_s, m.recovery_worst_s) {
             (Some(a), Some(b)) => format!("{a:.1} s / {b:.1} s ({} cases)", m.recovery_cases),
             _ => "-".into(),
@@ -187,6 +202,44 @@ pub fn plots(errs: &[CaseError], dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use super::super::{Cell, Column};
+
+    fn row(case: &str, kernel: Vec<Option<f64>>, sim: Vec<Option<f64>>) -> Row {
+        Row {
+            case: case.into(),
+            description: String::new(),
+            metric: "completion".into(),
+            unit: "s",
+            cells: vec![Cell::new(Column::SimLinux, sim, None), Cell::new(Column::Kernel, kernel, None)],
+            diff: None,
+            tolerance: None,
+            tolerance_from: String::new(),
+            verdict: String::new(),
+        }
+    }
+
+    /// A sized transfer: completion times become goodput; one the kernel
+    /// never completed while the simulator did is outside, and counts as
+    /// the worst error of its role.
+    #[test]
+    fn completion_errors_and_a_transfer_one_backend_never_ended() {
+        let mut a = super::super::random::draw_case(1, 0);
+        a.bytes = Some(1_000_000);
+        a.role = Role::HeldOut;
+        a.name = "a".into();
+        let mut b = a.clone();
+        b.name = "b".into();
+        let rows = vec![row("a", vec![Some(2.0), Some(2.2)], vec![Some(2.0), Some(2.0)]), row("b", vec![None, None], vec![Some(5.0), Some(5.0)])];
+        let e = errors(&[a, b], &rows);
+        // 1 MB in 2.1 s (kernel) and 2.0 s (sim): 3.81 and 4.00 Mbit/s.
+        assert!((e[0].error.unwrap() - 0.05).abs() < 1e-9, "{:?}", e[0]);
+        assert!(e[0].verdict.starts_with("within"));
+        assert!(e[1].verdict.starts_with("outside: the kernel never completed"), "{:?}", e[1]);
+        let m = summarise(&e, Role::HeldOut);
+        assert_eq!((m.judged, m.within), (2, 1));
+        assert_eq!(m.worst.map(|w| w.0), Some("b".to_string()));
+    }
 
     #[test]
     fn nearest_rank_quantiles() {
