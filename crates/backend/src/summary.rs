@@ -95,7 +95,7 @@ pub fn completed(app: &network::App, delivered: u64, requests_done: u64) -> bool
     }
 }
 
-pub fn transport_name(t: network::TransportKind) -> &'static str {
+pub fn transport_name(t: network::Transport) -> &'static str {
     t.name()
 }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant as Wall};
 
-use mplab_scenario::network::{App, Flow, TransportKind};
+use mplab_scenario::network::{App, Flow, Transport};
 use mplab_backend::apps::{pattern_byte, pattern_mismatch, App as BackendApp, StreamSocket};
 
 use crate::sys;
@@ -94,7 +94,7 @@ fn configure(fd: RawFd, f: &Flow) -> std::io::Result<()> {
 }
 
 fn new_socket(f: &Flow) -> std::io::Result<OwnedFd> {
-    let proto = if f.transport == TransportKind::Mptcp { IPPROTO_MPTCP } else { libc::IPPROTO_TCP };
+    let proto = if f.transport == Transport::MPTCP { IPPROTO_MPTCP } else { libc::IPPROTO_TCP };
     // SAFETY: plain socket call.
     let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, proto) };
     if fd < 0 {
@@ -437,7 +437,7 @@ fn is_mptcp(fd: RawFd) -> Option<bool> {
 
 /// Checks the client socket for a fallback to TCP.
 pub fn check_fallback(f: &Flow, st: &FlowState) {
-    if f.transport != TransportKind::Mptcp || !st.connected.load(Ordering::Relaxed) {
+    if f.transport != Transport::MPTCP || !st.connected.load(Ordering::Relaxed) {
         return;
     }
     if let Some(c) = st.client.get() {

@@ -24,7 +24,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use mplab_backend::convert::{self, ConverterSummary, Decision, Policy, Reply, ServerOptions};
-use mplab_scenario::network::{App, Flow, Network, NodeKind, TransportKind};
+use mplab_scenario::network::{App, Flow, Network, NodeKind, Transport};
 use mplab_wire::convert::{ConvertMessage, ErrorTlv, HEADER_LEN};
 
 use crate::apps::{Clock, FlowState};
@@ -116,7 +116,7 @@ pub fn prepare(net: &Network, f: &Flow, cpe_ns: &str, hag_ns: &str, mplab: Mplab
         nft(&format!("add rule ip mplab_convert pre iifname != {{ {} }} ip daddr != {{ {} }} meta l4proto tcp {p}redirect to :{}", access.join(", "), own.join(", "), f.dport))?;
     }
     let mut lan = f.clone();
-    lan.transport = TransportKind::Tcp;
+    lan.transport = Transport::TCP;
     lan.mptcp = None;
     let cpe_sock = crate::apps::listen(cpe_ns, &lan).map_err(|e| format!("converter listener on {}: {e}", cpe.name))?;
     let hag = match mplab.hag {
@@ -128,7 +128,7 @@ pub fn prepare(net: &Network, f: &Flow, cpe_ns: &str, hag_ns: &str, mplab: Mplab
         }
     };
     let own = [f.from, f.to].iter().flat_map(|&n| net.nodes[n].interfaces.iter().map(|i| i.addr)).collect();
-    let servers = net.flows.iter().filter(|g| net.nodes[g.to].kind == NodeKind::Host && matches!(g.transport, TransportKind::Tcp | TransportKind::Mptcp)).cloned().collect();
+    let servers = net.flows.iter().filter(|g| net.nodes[g.to].kind == NodeKind::Host && g.transport.over_tcp()).cloned().collect();
     Ok(Converter { fast_open: *fast_open, f: f.clone(), cpe_ns: cpe_ns.into(), hag_ns: hag_ns.into(), cpe: cpe_sock, hag, dialer: mplab.cpe, policy: Policy { refuse: refuse.clone(), own }, servers })
 }
 
@@ -295,7 +295,7 @@ fn serve_hag(c: &Converter, down: OwnedFd, st: &FlowState, clk: &Clock) {
 /// there is none.
 fn connect_server(c: &Converter, dst: SocketAddrV4, clk: &Clock) -> Result<(OwnedFd, ServerOptions), ErrorTlv> {
     let mut f = c.servers.iter().find(|g| g.dst == *dst.ip() && g.dport == dst.port()).cloned().unwrap_or_else(|| c.f.clone());
-    f.transport = TransportKind::Tcp;
+    f.transport = Transport::TCP;
     f.mptcp = None;
     f.src = Ipv4Addr::UNSPECIFIED;
     f.sport = 0;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use mplab_proto::mptcp::path_manager::{self, KernelEndpoints};
-use mplab_scenario::network::{App, EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, Placement, TransportKind};
+use mplab_scenario::network::{App, EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, Placement, Transport};
 use mplab_scenario::plugins::{middleboxes, OnKernel};
 use mplab_scenario::Scenario;
 
@@ -150,7 +150,7 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             err(&format!("flows[{}].app", f.id), format!("app = {:?}: {why}", f.app.name()));
             continue;
         }
-        if matches!(f.transport, TransportKind::Udp | TransportKind::Quic) {
+        if f.transport.over_udp() {
             // Kernel UDP sockets (datagrams.rs, quic.rs); mplab's userspace
             // hosts carry TCP and MPTCP only.
             if !is_k(f.from) || !is_k(f.to) {
@@ -266,7 +266,7 @@ pub fn mptcp_plan(net: &Network) -> Result<BTreeMap<usize, MptcpNode>, String> {
 /// configure their own connections, so their flows may disagree.
 pub fn mptcp_plan_on(net: &Network, kernel: &[bool]) -> Result<BTreeMap<usize, MptcpNode>, String> {
     let mut plan: BTreeMap<usize, (MptcpNode, String)> = BTreeMap::new();
-    for f in net.flows.iter().filter(|f| f.transport == TransportKind::Mptcp) {
+    for f in net.flows.iter().filter(|f| f.transport == Transport::MPTCP) {
         let Some(m) = &f.mptcp else { continue };
         let cli = &net.nodes[f.from];
         // The limits every backend uses for this flow (mplab_backend::config).

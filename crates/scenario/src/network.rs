@@ -12,7 +12,8 @@ use serde::{Serialize, Serializer};
 
 pub use crate::attack::AttackKind;
 
-pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn, TransportKind};
+pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn};
+pub use crate::plugins::transports::Transport;
 
 pub type NodeId = usize;
 pub type LinkId = usize;
@@ -327,7 +328,7 @@ pub const DEFAULT_MTU: u32 = 1500;
 pub struct Flow {
     pub id: FlowId,
     pub name: String,
-    pub transport: TransportKind,
+    pub transport: Transport,
     pub from: NodeId,
     pub from_name: String,
     pub to: NodeId,

@@ -73,43 +73,7 @@ pub enum Direction {
     Both,
 }
 
-// -------------------------------------------------------------- transport
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TransportKind {
-    Tcp,
-    Mptcp,
-    /// SCTP (RFC 9260): multihomed, new data to the primary destination.
-    Sctp,
-    /// SCTP with Concurrent Multipath Transfer over every destination.
-    #[serde(rename = "cmt-sctp", alias = "cmt_sctp")]
-    CmtSctp,
-    /// UDP datagrams (RFC 768), for the real-time applications (`voip`,
-    /// `game`): no connection, no retransmission, no congestion control.
-    Udp,
-    /// QUIC (RFC 9000) over UDP, quinn's stack: a byte stream each way for
-    /// the stream applications, with QUIC's own congestion control and
-    /// loss recovery.
-    Quic,
-}
-
-impl TransportKind {
-    /// The name scenario files use.
-    pub fn name(self) -> &'static str {
-        match self {
-            TransportKind::Tcp => "tcp",
-            TransportKind::Mptcp => "mptcp",
-            TransportKind::Sctp => "sctp",
-            TransportKind::CmtSctp => "cmt-sctp",
-            TransportKind::Udp => "udp",
-            TransportKind::Quic => "quic",
-        }
-    }
-    pub fn is_sctp(self) -> bool {
-        matches!(self, TransportKind::Sctp | TransportKind::CmtSctp)
-    }
-}
+// ------------------------------------------------------------------ mptcp
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]

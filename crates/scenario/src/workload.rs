@@ -12,7 +12,7 @@ use crate::network::{
 };
 use crate::network::Flow;
 use crate::schema::{
-    Direction, EventAction, FlowSpec, MptcpSpec, StackProfile, NodeKind, Spec, TcpSpec, TransportKind,
+    Direction, EventAction, FlowSpec, MptcpSpec, StackProfile, NodeKind, Spec, TcpSpec, Transport,
 };
 use crate::units::Duration;
 
@@ -238,7 +238,7 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         if tunnel && !net.links.iter().any(|l| [l.a.node, l.b.node] == [from.id, to.id] || [l.b.node, l.a.node] == [from.id, to.id]) {
             return diag(format!("{path}.to"), format!("a tunnel's gateways are joined by the access links: {} and {} share none", from.name, to.name));
         }
-        if service.is_some() && matches!(f.transport, TransportKind::Udp | TransportKind::Quic) {
+        if service.is_some() && f.transport.over_udp() {
             return diag(format!("{path}.to"), format!("{} is a load balancer, which balances TCP and MPTCP connections, not UDP or QUIC", f.to));
         }
         let servers = service.as_ref().map_or_else(|| vec![to.id], |(_, b)| b.clone());
@@ -349,7 +349,7 @@ fn flow_sctp(spec: &Spec, f: &FlowSpec, path: &str) -> Result<Option<SctpFlowCon
     };
     const DEFAULT_BUF: u64 = 256 * 1024;
     Ok(Some(SctpFlowConfig {
-        cmt: (f.transport == TransportKind::CmtSctp).then_some(s.cmt),
+        cmt: (f.transport == Transport::CMT_SCTP).then_some(s.cmt),
         dac: s.dac,
         nr_sack: s.nr_sack,
         buffer_splitting: s.buffer_splitting,
@@ -375,18 +375,19 @@ fn balanced_service(spec: &Spec, net: &Network, name: &str) -> Option<(Ipv4Addr,
 fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Result<(TcpConfig, Option<MptcpConfig>), Diag> {
     let t = &spec.transport.tcp;
     let m = &spec.transport.mptcp;
-    if f.transport == TransportKind::Udp {
-        let stream_only = [("cc", f.cc.is_some()), ("rcv_buf", f.rcv_buf.is_some()), ("snd_buf", f.snd_buf.is_some())];
-        if let Some((field, _)) = stream_only.iter().find(|(_, set)| *set) {
-            return diag(format!("{path}.{field}"), "does not apply to transport = \"udp\" (no congestion control, no buffers)");
-        }
-    }
-    if f.transport == TransportKind::Quic {
-        let tcp_only = [("cc", f.cc.is_some()), ("rcv_buf", f.rcv_buf.is_some()), ("snd_buf", f.snd_buf.is_some())];
-        if let Some((field, _)) = tcp_only.iter().find(|(_, set)| *set) {
-            return diag(format!("{path}.{field}"), "does not apply to transport = \"quic\" (quinn's own congestion control and flow control)");
-        }
-    }
+    f.transport.check_fields(
+        &[
+            ("cc", f.cc.is_some()),
+            ("rcv_buf", f.rcv_buf.is_some()),
+            ("snd_buf", f.snd_buf.is_some()),
+            ("path_manager", f.path_manager.is_some()),
+            ("subflows", f.subflows.is_some()),
+            ("scheduler", f.scheduler.is_some()),
+            ("checksum", f.checksum.is_some()),
+            ("profile", f.profile.is_some()),
+        ],
+        path,
+    )?;
     if let Some(cc) = &f.cc {
         check_ident(cc, &format!("{path}.cc"), "congestion control")?;
     }
@@ -413,19 +414,7 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
         // The flow's own, else the host's, else every host's.
         profiles: ends.map(|n| f.profile.or_else(|| m.profiles.get(n).copied()).unwrap_or(m.profile)),
     };
-    if f.transport != TransportKind::Mptcp {
-        let mptcp_only = [
-            ("path_manager", f.path_manager.is_some()),
-            ("subflows", f.subflows.is_some()),
-            ("scheduler", f.scheduler.is_some()),
-            ("checksum", f.checksum.is_some()),
-        ];
-        if let Some((field, _)) = mptcp_only.iter().find(|(_, set)| *set) {
-            return diag(format!("{path}.{field}"), "only applies to transport = \"mptcp\"");
-        }
-        if f.profile.is_some() && f.transport != TransportKind::Tcp {
-            return diag(format!("{path}.profile"), "only applies to transport = \"mptcp\" or \"tcp\"");
-        }
+    if f.transport != Transport::MPTCP {
         return Ok((tcp, None));
     }
     // A per-flow cc is the flow's subflow cc too; otherwise mptcp.cc, else tcp.cc.

@@ -399,6 +399,13 @@ fn udp_flows_and_datagram_apps() {
     assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\ncc = \"reno\"\n")), r#"scenario.toml:19:6: flows[0].cc: does not apply to transport = "udp" (no congestion control, no buffers)"#);
     assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\nscheduler = \"redundant\"\n")), r#"scenario.toml:19:13: flows[0].scheduler: only applies to transport = "mptcp""#);
     assert_eq!(error(&flow("transport = \"tcp\"\npacket_size = \"100B\"\n")), r#"scenario.toml:18:15: flows[0].packet_size: does not apply to app = "bulk""#);
+    // The transport registry: an unknown name lists the known ones, and a
+    // field of another transport names the ones that take it.
+    assert_eq!(
+        error(&flow("transport = \"tcpp\"\n")),
+        "scenario.toml:17:13: flows[0].transport: unknown transport `tcpp`, expected one of `mptcp`, `tcp`, `sctp`, `cmt-sctp`, `udp`, `quic`"
+    );
+    assert_eq!(error(&flow("transport = \"sctp\"\ncc = \"reno\"\n")), r#"scenario.toml:18:6: flows[0].cc: only applies to transport = "mptcp" or "tcp""#);
     let ok = common::net(&flow("transport = \"udp\"\napp = \"game\"\npacket_size = \"100B\"\ninterval = \"15ms\"\n"));
     assert_eq!(ok.flows[0].app, mplab_scenario::network::App::Game { packet_bytes: 100, interval_ns: 15_000_000 });
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use mplab_scenario::network::{App, NodeKind, TransportKind};
+use mplab_scenario::network::{App, NodeKind, Transport};
 use mplab_scenario::Scenario;
 
 fn root() -> PathBuf {
@@ -31,7 +31,7 @@ fn tcp_single() {
     assert_eq!(net.links.len(), 1);
     assert_eq!((net.links[0].ab.rate_bps, net.links[0].ab.delay_ns), (10_000_000, 20_000_000));
     let f = &net.flows[0];
-    assert_eq!((f.transport, &f.app), (TransportKind::Tcp, &App::Bulk { bytes: None }));
+    assert_eq!((f.transport, &f.app), (Transport::TCP, &App::Bulk { bytes: None }));
     assert_eq!((f.src.to_string(), f.dst.to_string(), f.dport), ("10.0.0.1".into(), "10.0.0.2".into(), 5001));
     assert_eq!(net.probes.interval_ns, 100_000_000);
 }
@@ -42,7 +42,7 @@ fn two_paths() {
     assert_eq!(net.links.len(), 2);
     assert!(net.links.iter().all(|l| l.ab.rate_bps == 10_000_000 && l.ba.delay_ns == 10_000_000));
     let f = &net.flows[0];
-    assert_eq!(f.transport, TransportKind::Mptcp);
+    assert_eq!(f.transport, Transport::MPTCP);
     assert_eq!(f.mptcp.as_ref().unwrap().path_manager, "fullmesh");
     assert_eq!((f.src.to_string(), f.dst.to_string()), ("10.0.0.2".into(), "10.0.0.1".into()));
     assert_eq!(net.probes.pcap.len(), 2);

@@ -22,12 +22,7 @@ pub mod endpoint;
 pub mod event;
 pub mod hugepages;
 pub mod middlebox;
-pub mod mptcp_endpoint;
 pub mod packet;
-pub mod quic_endpoint;
-pub mod sctp_endpoint;
-pub mod tcp_endpoint;
-pub mod udp_endpoint;
 // The pieces every backend shares live in crates/backend; the simulator
 // reaches them under its own paths too.
 pub use mplab_backend::{apps, config, link, results, rng, summary};
@@ -35,7 +30,8 @@ pub mod transport;
 pub mod world;
 
 pub use results::{RunResults, Summary};
-pub use transport::{unsupported, unsupported_middleboxes, Unsupported};
+pub use middlebox::unsupported_middleboxes;
+pub use transport::{unsupported, Unsupported};
 pub use world::{RunStats, World};
 
 /// Runs `net` to its end on the simulator (no captures): the one call

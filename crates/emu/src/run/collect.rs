@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use mplab_backend::results::{AttackSummary, BalancerSummary, RunResults, ServerSummary, Summary, TunnelSummary};
 use mplab_backend::summary::{self, FlowOutcome, PathStats};
-use mplab_scenario::network::{App, MiddleboxAction, Placement, TransportKind};
+use mplab_scenario::network::{App, MiddleboxAction, Placement, Transport};
 
 use super::middleboxes::BalancerOutcome;
 use super::options::KernelRun;
@@ -178,7 +178,7 @@ fn flows(plan: &Plan, e: &Ending, tracks: &[FlowTrack], s: &mut Summary) {
         }
         let backups = plan.mptcp.get(&f.from).map(|p| p.backup_addrs.clone()).unwrap_or_default();
         let kernel_sender = plan.on_kernel[if matches!(f.app, App::Download { .. }) { f.to } else { f.from }];
-        if f.transport == TransportKind::Mptcp && kernel_sender && !st.fell_back && tr.subs.iter().any(|x| x.backup.is_none()) {
+        if f.transport == Transport::MPTCP && kernel_sender && !st.fell_back && tr.subs.iter().any(|x| x.backup.is_none()) {
             s.notes.push(format!("flow {}: the kernel did not report subflow flags (sock_diag); `backup` comes from the endpoint flags", f.name));
         }
         let stack_backups = &st.stack_backups;
@@ -245,7 +245,7 @@ fn notes(plan: &Plan, e: &Ending, s: &mut Summary) {
     if report.tx_errors + report.rx_dropped > 0 {
         s.notes.push(format!("kernel backend: {} frames lost outside the link model (emulator send errors or full buffers)", report.tx_errors + report.rx_dropped));
     }
-    if net.flows.iter().any(|f| f.transport == TransportKind::Mptcp) {
+    if net.flows.iter().any(|f| f.transport == Transport::MPTCP) {
         s.notes.push("kernel backend: per-subflow goodput is bytes acknowledged on the subflow".into());
     }
     if net.flows.iter().any(|f| f.transport.is_sctp()) {
@@ -284,7 +284,7 @@ fn meta(plan: &Plan, e: &Ending, tracks: &[FlowTrack], stacks: &[Box<dyn HostSta
         },
         "pcap_packets": e.pcap_packets,
         // Where each MPTCP flow's subflow ids and flags came from.
-        "subflow_probes": plan.net.flows.iter().zip(tracks).filter(|(f, _)| f.transport == TransportKind::Mptcp).map(|(f, t)| {
+        "subflow_probes": plan.net.flows.iter().zip(tracks).filter(|(f, _)| f.transport == Transport::MPTCP).map(|(f, t)| {
             (f.name.clone(), serde_json::json!({"mptcp_full_info": t.full_info, "sock_diag_flags": t.diag_flags, "ids": t.subs.iter().map(|x| x.id).collect::<Vec<_>>()}))
         }).collect::<serde_json::Map<_, _>>(),
         "mptcp_counters": e.netstat.0,

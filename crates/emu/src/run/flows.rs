@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
-use mplab_scenario::network::{Flow, TransportKind};
+use mplab_scenario::network::{Flow, Transport};
 
 use super::options::KernelError;
 use super::plan::{FlowKind, Plan};
@@ -157,7 +157,7 @@ impl Flows {
             let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
             let name = format!("{}-{}", if client { "cli" } else { "srv" }, ff.name);
             let seed = net.seed ^ (0x155_0000 + 2 * fi as u64 + u64::from(!client));
-            threads.push(if ff.transport == TransportKind::Quic {
+            threads.push(if ff.transport == Transport::QUIC {
                 spawn(name, move || crate::quic::run(ff, sock, client, seed, st, c))?
             } else {
                 spawn(name, move || crate::datagrams::run(ff, sock, client, st, c))?

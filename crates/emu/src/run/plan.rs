@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mplab_scenario::network::{App, Direction, Flow, MiddleboxAction, Network, NodeKind, Placement, TransportKind};
+use mplab_scenario::network::{App, Direction, Flow, MiddleboxAction, Network, NodeKind, Placement};
 
 use super::options::KernelError;
 use crate::emulator::{EmuConfig, EmuEvent, EmuLink, StripRule};
@@ -40,7 +40,7 @@ impl FlowKind {
     pub fn of(f: &Flow) -> FlowKind {
         match (&f.app, f.transport) {
             (_, t) if t.is_sctp() => FlowKind::Sctp,
-            (_, TransportKind::Udp | TransportKind::Quic) => FlowKind::Datagram,
+            (_, t) if t.over_udp() => FlowKind::Datagram,
             (App::Tunnel { .. }, _) => FlowKind::Tunnel,
             (App::Converter { .. }, _) => FlowKind::Converter,
             _ => FlowKind::Stream,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Wall};
 
 use mplab_backend::results::{FlowSample, InterfaceSample, RunResults, SendBufferSample};
-use mplab_scenario::network::{Flow, TransportKind};
+use mplab_scenario::network::{Flow, Transport};
 
 use super::flows::SctpPaths;
 use super::plan::Plan;
@@ -164,7 +164,7 @@ impl<'a> Probes<'a> {
             state: None,
         });
         tr.last_delivered = d;
-        if f.transport == TransportKind::Mptcp && st.connected.load(Ordering::Relaxed) {
+        if f.transport == Transport::MPTCP && st.connected.load(Ordering::Relaxed) {
             let stack = st.stack_send_buffer.lock().ok().and_then(|g| *g);
             if let Some((buf, queued)) = stack.or_else(|| track::sender_fd(f, st).and_then(probes::send_buffer)) {
                 results.send_buffers.push(SendBufferSample { row: results.flows.len() - 1, buffer_bytes: buf, queued_bytes: queued });
@@ -186,7 +186,7 @@ impl<'a> Probes<'a> {
                 tr.srtt_n += 1;
             }
         }
-        if f.transport == TransportKind::Mptcp {
+        if f.transport == Transport::MPTCP {
             for (si, s) in tr.subs.iter_mut().enumerate() {
                 let acked = s.info.bytes_acked;
                 results.flows.push(FlowSample {

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
 use mplab_backend::results::SubflowState;
-use mplab_scenario::network::{self, App, TransportKind};
+use mplab_scenario::network::{self, App, Transport};
 
 use super::plan::Plan;
 use crate::apps::{self, FlowState};
@@ -57,7 +57,7 @@ pub fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack, tick: u64)
     if !st.connected.load(Ordering::Relaxed) {
         return None;
     }
-    if tr.diag.is_none() && f.transport == TransportKind::Mptcp {
+    if tr.diag.is_none() && f.transport == Transport::MPTCP {
         if let Some(ns) = st.server_node.get().and_then(|n| tr.diag_at.iter().find(|(k, _)| k == n)).map(|(_, ns)| ns.clone()) {
             tr.diag = probes::SockDiag::open(&ns).ok().map(|d| Rc::new(SharedDiag::new(d)));
             tr.diag_at.clear();
@@ -72,8 +72,8 @@ pub fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack, tick: u64)
     } else {
         let fd = sender_fd(f, st)?;
         apps::check_fallback(f, st);
-        match (f.transport, probes::mptcp_subflows(fd)) {
-            (TransportKind::Mptcp, Some(mut v)) if !v.is_empty() => {
+        match (f.transport == Transport::MPTCP, probes::mptcp_subflows(fd)) {
+            (true, Some(mut v)) if !v.is_empty() => {
                 tr.full_info |= v.iter().any(|s| s.id.is_some());
                 // Backup and the other subflow flags are not in
                 // MPTCP_FULL_INFO: the kernel reports them per TCP subflow
@@ -110,7 +110,7 @@ pub fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack, tick: u64)
         first.get_or_insert(info);
         // A plain TCP connection is one "subflow" (its addresses may read
         // as 0.0.0.0:0 once the peer has gone).
-        let tcp = f.transport == TransportKind::Tcp || st.fell_back.load(Ordering::Relaxed);
+        let tcp = f.transport == Transport::TCP || st.fell_back.load(Ordering::Relaxed);
         // The kernel's id tells a new subflow from an old one that used
         // the same addresses and ports; without ids, the addresses.
         let known = if tcp && !tr.subs.is_empty() {
@@ -155,7 +155,7 @@ pub fn observe(f: &network::Flow, st: &FlowState, tr: &mut FlowTrack, tick: u64)
 pub fn trackers(plan: &Plan, node_ns: &[String]) -> (BTreeMap<usize, Rc<SharedDiag>>, Vec<FlowTrack>) {
     let net = plan.net;
     let mut diags: BTreeMap<usize, Rc<SharedDiag>> = BTreeMap::new();
-    for f in net.flows.iter().filter(|f| f.transport == TransportKind::Mptcp) {
+    for f in net.flows.iter().filter(|f| f.transport == Transport::MPTCP) {
         let sender = Plan::sender(f);
         if plan.on_kernel[sender] && !(f.servers.len() > 1 && sender != f.from) && !diags.contains_key(&sender) {
             if let Ok(d) = probes::SockDiag::open(&node_ns[sender]) {
@@ -173,7 +173,7 @@ pub fn trackers(plan: &Plan, node_ns: &[String]) -> (BTreeMap<usize, Rc<SharedDi
                 let diag_at = f.servers.iter().filter(|&&n| plan.on_kernel[n]).map(|&n| (n, node_ns[n].clone())).collect();
                 return FlowTrack { diag_at, ..Default::default() };
             }
-            let diag = (f.transport == TransportKind::Mptcp && plan.on_kernel[sender]).then(|| diags.get(&sender).cloned()).flatten();
+            let diag = (f.transport == Transport::MPTCP && plan.on_kernel[sender]).then(|| diags.get(&sender).cloned()).flatten();
             FlowTrack { diag, ..Default::default() }
         })
         .collect();

@@ -2,7 +2,7 @@
 //! gateway flows end in it. The backend's checks, the run's plan and the
 //! TUN set-up all read this; it reads only the scenario.
 
-use mplab_scenario::network::{App, Network, NodeKind, TransportKind};
+use mplab_scenario::network::{App, Network, NodeKind};
 
 /// Which nodes run mplab's stack under the userspace backend: every host
 /// whose `stack` is unset or `"mplab"`, and the gateway routers of the
@@ -18,5 +18,5 @@ pub fn mplab_nodes(net: &Network) -> Vec<bool> {
 /// still forwards with Linux; a datagram-mode tunnel has no connection
 /// (kernel UDP).
 pub fn on_gateway_stack(f: &mplab_scenario::network::Flow) -> bool {
-    matches!(f.app, App::Tunnel { datagram: false, .. } | App::Converter { .. }) && matches!(f.transport, TransportKind::Tcp | TransportKind::Mptcp)
+    matches!(f.app, App::Tunnel { datagram: false, .. } | App::Converter { .. }) && f.transport.over_tcp()
 }

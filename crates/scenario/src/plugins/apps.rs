@@ -85,7 +85,7 @@ pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
         ("fast_open", f.fast_open.is_some()),
     ];
     only_its_fields(&e.about, &given, path, "app")?;
-    let udp = f.transport == crate::schema::TransportKind::Udp;
+    let udp = f.transport.delivery() == super::transports::Delivery::Datagrams;
     if e.datagram && !udp {
         return diag(format!("{path}.transport"), format!("app = {name:?} sends datagrams: give transport = \"udp\""));
     }
@@ -169,7 +169,7 @@ fn tunnel(f: &FlowSpec, path: &str) -> Result<App, Diag> {
     if !(68..=65_535).contains(&mtu) {
         return diag(format!("{path}.mtu"), format!("must be between 68 and 65535, got {mtu}"));
     }
-    if !matches!(f.transport, crate::schema::TransportKind::Tcp | crate::schema::TransportKind::Mptcp) {
+    if !f.transport.over_tcp() {
         return diag(format!("{path}.transport"), "a tunnel rides a TCP or MPTCP connection");
     }
     let datagram = match f.mode.as_deref() {
@@ -181,7 +181,7 @@ fn tunnel(f: &FlowSpec, path: &str) -> Result<App, Diag> {
 }
 
 fn converter(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    if !matches!(f.transport, crate::schema::TransportKind::Tcp | crate::schema::TransportKind::Mptcp) {
+    if !f.transport.over_tcp() {
         return diag(format!("{path}.transport"), "converters talk over a TCP or MPTCP connection");
     }
     let class = traffic_class(f.carries.as_deref().unwrap_or("tcp"), &format!("{path}.carries"))?;

@@ -1,5 +1,5 @@
 //! The registries of the plug-in axes a scenario file names by `kind`:
-//! applications, queue disciplines, middleboxes (and topology generators,
+//! transports (their facts), applications, queue disciplines, middleboxes (and topology generators,
 //! in [`crate::topology::REGISTRY`]). Schedulers, congestion controls and
 //! path managers are registries of crates/proto, looked up when a backend
 //! translates the scenario.
@@ -20,6 +20,7 @@ pub mod apps;
 pub mod fields;
 pub mod middleboxes;
 pub mod queues;
+pub mod transports;
 
 pub use about::{About, OnKernel};
 
@@ -27,6 +28,7 @@ pub use about::{About, OnKernel};
 pub fn all() -> Vec<(&'static str, About)> {
     let mut v = Vec::new();
     v.extend(crate::topology::REGISTRY.iter().map(|e| ("topology", About { name: e.name, params: &[], what: e.about, kernel: OnKernel::Runs("the same nodes and links in network namespaces") })));
+    v.extend(transports::REGISTRY.iter().map(|e| ("transport", e.about)));
     v.extend(apps::REGISTRY.iter().map(|e| ("application", e.about)));
     v.extend(queues::REGISTRY.iter().map(|e| ("queue", e.about)));
     v.extend(middleboxes::REGISTRY.iter().map(|e| ("middlebox", e.about)));

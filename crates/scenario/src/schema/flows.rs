@@ -6,7 +6,8 @@ use std::net::Ipv4Addr;
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Duration, Rate, Size};
-use crate::vocab::{StackProfile, TransportKind};
+use crate::plugins::transports::Transport;
+use crate::vocab::StackProfile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -76,7 +77,7 @@ pub struct FlowSpec {
     pub from_addr: Option<Ipv4Addr>,
     #[serde(default)]
     pub to_addr: Option<Ipv4Addr>,
-    pub transport: TransportKind,
+    pub transport: Transport,
     #[serde(default)]
     pub app: AppKind,
     #[serde(default)]

@@ -31,7 +31,8 @@ pub use routes::{RouteSpec, TableRef};
 pub(crate) use topology::Generator;
 pub use topology::Topology;
 pub use transport::{EndpointSpec, MptcpLimits, MptcpSpec, SctpSpec, TcpSpec, TransportSpec};
-pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn, TransportKind};
+pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn};
+pub use crate::plugins::transports::Transport;
 
 use serde::Deserialize;
 

@@ -10,5 +10,23 @@ pub use mplab_backend::middlebox::{build, places, Built, Hook, Middlebox, ModelP
 
 mod view;
 pub use view::resize;
+
+use mplab_scenario::network::{Network, Placement};
+
+/// Middleboxes placed where their kind cannot sit (a Network built by
+/// code, not from a scenario file, which checks it): (index, why).
+pub fn unsupported_middleboxes(net: &Network) -> Vec<(usize, String)> {
+    net.middleboxes
+        .iter()
+        .filter_map(|m| {
+            let e = mplab_scenario::plugins::middleboxes::of(&m.action);
+            match m.placement {
+                Placement::Link { .. } if !e.on_link => Some((m.id, format!("a {} middlebox sits on a router: give it `node`, not `link`", e.about.name))),
+                Placement::Node { .. } if !e.on_router => Some((m.id, format!("a {} middlebox sits on a link: give it `link`, not `node`", e.about.name))),
+                _ => None,
+            }
+        })
+        .collect()
+}
 #[cfg(test)]
 mod tests;

@@ -130,7 +130,7 @@ impl World {
         }
         let seed = self.rng.stream(0x155_0000 + 2 * user as u64 + 1).next_u64();
         let mut lan = self.net.flows[user].clone();
-        lan.transport = network::TransportKind::Tcp;
+        lan.transport = network::Transport::TCP;
         lan.mptcp = None;
         lan.to = node;
         let ep = self.factory.accept(&self.net, &lan, dst, src, &self.pool.pkts[id as usize], seed, self.now)?;
@@ -377,7 +377,7 @@ impl World {
         let src = node.lookup(None, *dst.ip()).and_then(|r| r.nexthops.first().map(|h| node.interfaces[h.iface].addr)).unwrap_or(node.interfaces[0].addr);
         let mut f = self.net.flows[c.user].clone();
         f.name = format!("{}~server", f.name);
-        f.transport = network::TransportKind::Tcp;
+        f.transport = network::Transport::TCP;
         f.mptcp = None;
         f.from = hag;
         f.src = src;

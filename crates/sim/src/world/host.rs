@@ -189,7 +189,7 @@ impl World {
         let pkt = &self.pool.pkts[id as usize];
         let &flow = self.listeners.get(&(node as u32, pkt.tcp.dst_port))?;
         let f = &self.net.flows[flow as usize];
-        if !matches!(f.transport, network::TransportKind::Udp | network::TransportKind::Quic) {
+        if !f.transport.over_udp() {
             return None;
         }
         if self.flows[flow as usize].ends[1].ep.is_none() {

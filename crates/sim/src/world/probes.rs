@@ -98,7 +98,7 @@ impl World {
             }
             f.last_path_acked.resize(paths.len(), 0);
             f.closed_sampled.resize(paths.len(), false);
-            if paths.len() > 1 || self.net.flows[fi].transport == network::TransportKind::Mptcp {
+            if paths.len() > 1 || self.net.flows[fi].transport == network::Transport::MPTCP {
                 for (i, p) in paths.iter().enumerate() {
                     let gp = (p.bytes_acked - f.last_path_acked[i].min(p.bytes_acked)) as f64 * 8.0 / secs;
                     f.last_path_acked[i] = p.bytes_acked;

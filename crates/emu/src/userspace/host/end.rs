@@ -12,7 +12,7 @@ use mplab_backend::apps::{App as BackendApp, StreamSocket};
 use mplab_proto::mptcp::MptcpConfig;
 use mplab_proto::tcp::TcpConfig;
 use mplab_proto::Instant;
-use mplab_scenario::network::{App, Flow, Network, TransportKind};
+use mplab_scenario::network::{App, Flow, Network, Transport};
 
 use super::counters::{HostCounters, Role};
 use super::rx_ring::RxRing;
@@ -60,7 +60,7 @@ pub(super) fn new_end(net: &Network, node: usize, f: &Flow, role: Role, st: &Arc
     // end's configuration does not translate.
     const CHECKED: &str = "configuration checked by config::unsupported";
     let cfg = mplab_backend::config::mptcp_config(net, &fc, node, first).expect(CHECKED);
-    let tcp_cfg = (f.transport == TransportKind::Tcp).then(|| mplab_backend::config::flow_tcp_end_config(net, &fc, node).expect(CHECKED));
+    let tcp_cfg = (f.transport == Transport::TCP).then(|| mplab_backend::config::flow_tcp_end_config(net, &fc, node).expect(CHECKED));
     // Sending stops at the flow's stop or the end of the run.
     let stop = Instant(f.stop_ns.min(clk.end_ns));
     let app = BackendApp::new(mplab_backend::config::app_kind(&f.app), role == Role::Client, Some(stop));

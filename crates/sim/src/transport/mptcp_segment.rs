@@ -1,5 +1,5 @@
 //! What is MPTCP's own in a simulator endpoint (see
-//! [`crate::tcp_endpoint::StreamEndpoint`]): one endpoint, many 4-tuples
+//! [`super::stream::StreamEndpoint`]): one endpoint, many 4-tuples
 //! (its subflows). Payload bytes are never stored: when DSS checksums are
 //! on, the bytes of a segment are regenerated from its data-level offset
 //! (the stream pattern), with the damage a middlebox did applied, so a
@@ -110,3 +110,4 @@ pub(crate) fn set_addr_in_service(conn: &mut Connection, addr: Ipv4Addr, in_serv
         conn.remove_local(id);
     }
 }
+

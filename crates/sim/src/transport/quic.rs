@@ -12,6 +12,9 @@ use mplab_proto::Instant;
 use crate::apps::StreamSocket;
 use crate::endpoint::{Endpoint, PathStats, Progress};
 use crate::packet::Packet;
+use mplab_scenario::network::{Flow, Network};
+
+use super::Engine;
 use crate::results::SubflowState;
 
 pub struct QuicEndpoint {
@@ -99,5 +102,22 @@ impl Endpoint for QuicEndpoint {
             state: if self.q.closed.is_some() { SubflowState::Closed } else { SubflowState::Established },
             hystart: Default::default(),
         }]
+    }
+}
+
+/// `transport = "quic"`: quinn's connection ends (crates/backend `quic`).
+pub(super) struct Quic;
+
+impl Engine for Quic {
+    /// A configuration quinn refuses would be a bug of ours: no end.
+    fn connect(&self, _: &Network, f: &Flow, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>> {
+        let q = QuicEnd::client(SocketAddr::new(f.src.into(), f.sport), SocketAddr::new(f.dst.into(), f.dport), seed, now.0).ok()?;
+        Some(Box::new(QuicEndpoint::new(q, (f.src, f.sport))))
+    }
+
+    /// The client's Initial reaches the server once it is handed over.
+    fn accept(&self, _: &Network, _: &Flow, local: Ipv4Addr, _remote: Ipv4Addr, first: &Packet, seed: u64, _now: Instant) -> Option<Box<dyn Endpoint>> {
+        let q = QuicEnd::server(SocketAddr::new(local.into(), first.tcp.dst_port), seed).ok()?;
+        Some(Box::new(QuicEndpoint::new(q, (local, first.tcp.dst_port))))
     }
 }

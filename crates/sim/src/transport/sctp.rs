@@ -14,6 +14,10 @@ use mplab_wire::sctp::Packet as SctpPacket;
 use crate::apps::{fill_pattern, StreamSocket};
 use crate::endpoint::{Endpoint, PathStats, Progress};
 use crate::packet::Packet;
+use crate::config::{sctp_addrs, sctp_config, sctp_mtu};
+use mplab_scenario::network::{Flow, Network};
+
+use super::{Engine, CHECKED};
 use crate::results::SubflowState;
 
 pub struct SctpEndpoint {
@@ -176,5 +180,27 @@ impl Endpoint for SctpEndpoint {
     fn reorder_probe(&self, now: Instant) -> Option<(u64, u64)> {
         let (bytes, wait) = self.assoc.reorder_probe(now);
         Some((bytes, wait.as_nanos() as u64))
+    }
+}
+
+/// `transport = "sctp"` and `"cmt-sctp"`: proto's association, the flow's
+/// settings choosing CMT or not.
+pub(super) struct Sctp;
+
+/// The flow's association settings, with the host's MTU.
+fn flow_config(net: &Network, f: &Flow, node: usize) -> SctpConfig {
+    let mut cfg = sctp_config(f.sctp.as_ref().expect(CHECKED));
+    cfg.mtu = sctp_mtu(net, node);
+    cfg
+}
+
+impl Engine for Sctp {
+    fn connect(&self, net: &Network, f: &Flow, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>> {
+        Some(Box::new(SctpEndpoint::connect(flow_config(net, f, f.from), sctp_addrs(net, f.from, f.src), f.sport, f.dst, f.dport, seed, now)))
+    }
+
+    /// The association answers the INIT itself, once it is handed over.
+    fn accept(&self, net: &Network, f: &Flow, local: Ipv4Addr, _remote: Ipv4Addr, _init: &Packet, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>> {
+        Some(Box::new(SctpEndpoint::listen(flow_config(net, f, f.to), sctp_addrs(net, f.to, local), f.dport, seed, now)))
     }
 }

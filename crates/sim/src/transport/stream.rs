@@ -1,7 +1,8 @@
 //! crates/proto's TCP and MPTCP connections as simulator endpoints: one
 //! [`StreamEndpoint`] over the backends' shared [`StreamConn`] (which is
-//! also the application's stream socket); what is MPTCP's own is in
-//! [`crate::mptcp_endpoint`].
+//! also the application's stream socket), for the `tcp` and `mptcp`
+//! engines; what is MPTCP's own in handling a segment is in
+//! [`super::mptcp_segment`].
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -11,12 +12,8 @@ use mplab_proto::tcp::{TcpConfig, Transmit};
 use mplab_proto::Instant;
 
 use crate::endpoint::{Endpoint, PathStats, Progress};
-use crate::mptcp_endpoint as mp;
+use super::mptcp_segment as mp;
 use crate::packet::Packet;
-
-/// The endpoints' former names: one type runs both engines now.
-pub type TcpEndpoint = StreamEndpoint;
-pub type MptcpEndpoint = StreamEndpoint;
 
 pub struct StreamEndpoint {
     conn: StreamConn,
@@ -179,3 +176,4 @@ pub fn tcp_state(s: mplab_proto::tcp::State) -> crate::results::SubflowState {
         TimeWait | Closed => S::Closed,
     }
 }
+

@@ -13,6 +13,9 @@ use mplab_proto::Instant;
 use crate::apps::StreamSocket;
 use crate::endpoint::{Endpoint, PathStats, Progress};
 use crate::packet::Packet;
+use mplab_scenario::network::{Flow, Network};
+
+use super::{Engine, CHECKED};
 
 pub struct UdpEndpoint {
     app: DatagramApp,
@@ -83,5 +86,21 @@ impl Endpoint for UdpEndpoint {
 
     fn datagram_app(&self) -> Option<&DatagramApp> {
         Some(&self.app)
+    }
+}
+
+/// `transport = "udp"`: a socket with the flow's datagram application.
+pub(super) struct Udp;
+
+impl Engine for Udp {
+    fn connect(&self, _: &Network, f: &Flow, _seed: u64, now: Instant) -> Option<Box<dyn Endpoint>> {
+        let app = DatagramApp::new(&f.app, true, now, Instant(f.stop_ns)).expect(CHECKED);
+        Some(Box::new(UdpEndpoint::new(app, (f.src, f.sport), Some((f.dst, f.dport)))))
+    }
+
+    /// The socket was bound from the start; this is its first datagram.
+    fn accept(&self, _: &Network, f: &Flow, local: Ipv4Addr, remote: Ipv4Addr, first: &Packet, _seed: u64, now: Instant) -> Option<Box<dyn Endpoint>> {
+        let app = DatagramApp::new(&f.app, false, now, Instant(f.stop_ns)).expect(CHECKED);
+        Some(Box::new(UdpEndpoint::new(app, (local, first.tcp.dst_port), Some((remote, first.tcp.src_port)))))
     }
 }
