@@ -405,7 +405,7 @@ fn udp_flows_and_datagram_apps() {
         error(&flow("transport = \"tcpp\"\n")),
         "scenario.toml:17:13: flows[0].transport: unknown transport `tcpp`, expected one of `mptcp`, `tcp`, `sctp`, `cmt-sctp`, `udp`, `quic`"
     );
-    assert_eq!(error(&flow("transport = \"sctp\"\ncc = \"reno\"\n")), r#"scenario.toml:18:6: flows[0].cc: only applies to transport = "mptcp" or "tcp""#);
+    assert_eq!(error(&flow("transport = \"sctp\"\ncc = \"reno\"\n")), r#"scenario.toml:18:6: flows[0].cc: does not apply to transport = "sctp" (see [transport.sctp])"#);
     let ok = common::net(&flow("transport = \"udp\"\napp = \"game\"\npacket_size = \"100B\"\ninterval = \"15ms\"\n"));
     assert_eq!(ok.flows[0].app, mplab_scenario::network::App::Game { packet_bytes: 100, interval_ns: 15_000_000 });
 }

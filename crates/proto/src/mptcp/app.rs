@@ -30,7 +30,9 @@ impl Connection {
     /// Bytes the application wrote that the peer has not DATA_ACKed: what
     /// the send buffer holds (Linux: `write_seq - snd_una`, SIOCOUTQ).
     pub fn send_queued(&self) -> u64 {
-        self.app_end - self.data_una
+        // Once the DATA_FIN is DATA_ACKed, data_una is one past app_end:
+        // the DATA_FIN takes a sequence number but holds no byte.
+        self.app_end.saturating_sub(self.data_una)
     }
 
     /// The connection's send buffer: `snd_buf`, or under send-buffer

@@ -47,6 +47,9 @@ pub struct TransportEntry {
     /// Why the stream fields (`cc`, `rcv_buf`, `snd_buf`) do not apply to
     /// it, when it has its own answer to what they set.
     pub own_control: Option<&'static str>,
+    /// The scenario table holding its transport-wide settings, where a
+    /// user looking for a per-flow knob it does not take should look.
+    pub settings: Option<&'static str>,
 }
 
 /// The per-flow fields whose meaning depends on the transport, in the
@@ -66,6 +69,7 @@ pub static MPTCP: TransportEntry = TransportEntry {
     carrier: Carrier::Tcp,
     delivery: Delivery::Stream,
     own_control: None,
+    settings: None,
 };
 
 pub static TCP: TransportEntry = TransportEntry {
@@ -79,6 +83,7 @@ pub static TCP: TransportEntry = TransportEntry {
     carrier: Carrier::Tcp,
     delivery: Delivery::Stream,
     own_control: None,
+    settings: None,
 };
 
 pub static SCTP: TransportEntry = TransportEntry {
@@ -93,6 +98,7 @@ pub static SCTP: TransportEntry = TransportEntry {
     carrier: Carrier::Sctp,
     delivery: Delivery::Stream,
     own_control: None,
+    settings: Some("[transport.sctp]"),
 };
 
 pub static CMT_SCTP: TransportEntry = TransportEntry {
@@ -106,6 +112,7 @@ pub static CMT_SCTP: TransportEntry = TransportEntry {
     carrier: Carrier::Sctp,
     delivery: Delivery::Stream,
     own_control: None,
+    settings: Some("[transport.sctp]"),
 };
 
 pub static UDP: TransportEntry = TransportEntry {
@@ -119,6 +126,7 @@ pub static UDP: TransportEntry = TransportEntry {
     carrier: Carrier::Udp,
     delivery: Delivery::Datagrams,
     own_control: Some("no congestion control, no buffers"),
+    settings: None,
 };
 
 pub static QUIC: TransportEntry = TransportEntry {
@@ -132,6 +140,7 @@ pub static QUIC: TransportEntry = TransportEntry {
     carrier: Carrier::Udp,
     delivery: Delivery::Stream,
     own_control: Some("quinn's own congestion control and flow control"),
+    settings: None,
 };
 
 /// Every transport by name; one line each.
@@ -201,6 +210,9 @@ impl Transport {
             }
             if let (Some(why), true) = (self.0.own_control, STREAM.contains(&field)) {
                 return diag(format!("{path}.{field}"), format!("does not apply to transport = {:?} ({why})", self.name()));
+            }
+            if let Some(table) = self.0.settings {
+                return diag(format!("{path}.{field}"), format!("does not apply to transport = {:?} (see {table})", self.name()));
             }
             let takers: Vec<String> = REGISTRY.iter().filter(|e| e.about.params.contains(&field)).map(|e| format!("{:?}", e.about.name)).collect();
             return diag(format!("{path}.{field}"), format!("only applies to transport = {}", takers.join(" or ")));

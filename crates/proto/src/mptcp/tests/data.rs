@@ -162,3 +162,16 @@ fn change_tracking_matches_full_sweeps_with(rcv_buf: u64) {
     }
     assert_eq!(inc.len(), full.len());
 }
+
+/// The DATA_FIN takes a data sequence number but holds no byte: once it is
+/// DATA_ACKed the send buffer is empty, not one byte short of empty.
+#[test]
+fn nothing_is_queued_once_the_data_fin_is_data_acked() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.to_send = 200_000;
+    n.run(30_000);
+    assert_eq!(n.received, 200_000);
+    assert!(n.client.all_done(), "the DATA_FIN was DATA_ACKed");
+    assert!(n.client.acked_offset() > 200_000, "data_una is past the DATA_FIN");
+    assert_eq!(n.client.send_queued(), 0);
+}
