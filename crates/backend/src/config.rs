@@ -11,6 +11,7 @@ use mplab_proto::mptcp::{self, path_manager, LocalAddr, MptcpConfig, PmChoice};
 use mplab_proto::sctp::{CmtMode, RtxPolicy, SctpConfig};
 use mplab_proto::tcp::TcpConfig;
 use mplab_scenario::network::{self, EndpointFlag, Network};
+use mplab_scenario::plugins::fields::PluginError;
 
 use crate::apps::AppKind;
 use crate::link::{Jitter, LinkParams, LossModel, QueueConfig};
@@ -344,21 +345,12 @@ pub fn loss_model(p: f64, ge: Option<&network::GilbertElliott>) -> LossModel {
     }
 }
 
-/// One direction of a scenario link as the link model wants it.
-pub fn link_params(d: &network::LinkDirection) -> LinkParams {
-    let queue = match d.queue {
-        network::Queue::Droptail { limit: network::QueueLimit::Packets(n) } => QueueConfig::DropTailPackets(n as usize),
-        network::Queue::Droptail { limit: network::QueueLimit::Bytes(n) } => QueueConfig::DropTailBytes(n),
-        network::Queue::Red { min_th_bytes, max_th_bytes, limit_bytes, max_p, weight, gentle } => QueueConfig::Red {
-            min_th_bytes,
-            max_th_bytes,
-            max_p,
-            weight,
-            limit_bytes,
-            gentle,
-        },
-    };
-    LinkParams {
+/// One direction of a scenario link as the link model wants it. Its
+/// queue table is read by the registry of disciplines (an error names the
+/// field; `plugins::resolve` has located it in the file at load time).
+pub fn link_params(d: &network::LinkDirection) -> Result<LinkParams, PluginError> {
+    let queue = QueueConfig::of(&d.queue)?;
+    Ok(LinkParams {
         rate_bps: d.rate_bps,
         delay: Duration::from_nanos(d.delay_ns),
         jitter: jitter_with(d.jitter_ns, d.jitter_distribution),
@@ -366,7 +358,7 @@ pub fn link_params(d: &network::LinkDirection) -> LinkParams {
         queue,
         allow_reorder: d.reorder,
         duplicate: d.duplicate,
-    }
+    })
 }
 
 pub fn app_kind(a: &network::App) -> AppKind {

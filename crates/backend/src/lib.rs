@@ -19,6 +19,9 @@
 //!   resegmenting, rewriting, the load balancer and the attacker as boxes),
 //!   each written once over a packet view the simulator's packets and the
 //!   link emulator's frames provide;
+//! * [`plugins`]: loading a scenario for a run with the plug-in tables
+//!   whose registries live here (queue disciplines) checked, and the
+//!   listing of every registry scenario files name;
 //! * [`call_quality`]: what a real-time datagram stream experienced (loss,
 //!   lateness, delay, jitter, interruptions, E-model R and MOS);
 //! * [`host`]: the sans-IO host stack of mplab's own TCP and MPTCP
@@ -37,6 +40,7 @@ pub mod datagram;
 pub mod host;
 pub mod link;
 pub mod middlebox;
+pub mod plugins;
 pub mod quic;
 pub mod results;
 pub mod rng;

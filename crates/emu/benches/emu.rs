@@ -39,7 +39,7 @@ fn main() {
     }
     let toml = "name = \"bench\"\nduration = \"60s\"\n[[nodes]]\nname = \"a\"\n[[nodes]]\nname = \"b\"\n[[links]]\na = \"a\"\nb = \"b\"\nrate = \"1000Gbit\"\ndelay = \"1ms\"\nqueue = { kind = \"droptail\", packets = 100000 }\n";
     let sc = mplab_scenario::Scenario::from_str(toml, "bench.toml").expect("scenario");
-    let net = sc.resolve().expect("resolve");
+    let net = mplab_backend::plugins::resolve(&sc).expect("resolve");
     let prefix = topo::run_prefix();
     let topo = topo::Topology::build(&net, &prefix).expect("topology");
     let l = &net.links[0];
@@ -48,7 +48,7 @@ fn main() {
         links: vec![EmuLink {
             name: l.name.clone(),
             ends: [topo::wire_end(0, 0), topo::wire_end(0, 1)],
-            params: [mplab_backend::config::link_params(&l.ab), mplab_backend::config::link_params(&l.ba)],
+            params: [mplab_backend::config::link_params(&l.ab).expect("checked"), mplab_backend::config::link_params(&l.ba).expect("checked")],
             up: true,
             strip: [None, None],
             attack: None,

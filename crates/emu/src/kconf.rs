@@ -210,6 +210,24 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
     if let Err(m) = mptcp_plan_on(net, kernel) {
         err("transport.mptcp", m);
     }
+    // Queue disciplines run in mplab's link emulator: a table no
+    // discipline reads is refused at its field, a discipline by its reason
+    // (once per table: a generator's serves many links).
+    let mut queues: Vec<&mplab_scenario::network::Queue> = Vec::new();
+    for q in net.links.iter().flat_map(|l| [&l.ab.queue, &l.ba.queue]) {
+        if queues.contains(&q) {
+            continue;
+        }
+        queues.push(q);
+        match mplab_backend::link::QueueConfig::of(q) {
+            Err(e) => err(&e.path, e.message),
+            Ok(c) => {
+                if let OnKernel::Refuses(why) = c.about().kernel {
+                    err(&format!("{}.kind", q.path), why.into());
+                }
+            }
+        }
+    }
     for (i, mb) in net.middleboxes.iter().enumerate() {
         if let OnKernel::Refuses(why) = middleboxes::of(&mb.action).about.kernel {
             err(&format!("middleboxes[{i}].kind"), why.into());

@@ -10,7 +10,7 @@
 //! ```no_run
 //! use mplab_scenario::Scenario;
 //! let sc = Scenario::from_file("scenarios/two-paths.toml")?;
-//! let net = sc.resolve()?;
+//! let net = mplab_backend::plugins::resolve(&sc)?;
 //! let errors = mplab_emu::kconf::unsupported(&sc, &net);
 //! assert!(errors.is_empty(), "{errors:?}");
 //! let run = mplab_emu::kernel::run(&net, &mplab_emu::kernel::KernelOptions::default())?;

@@ -74,7 +74,7 @@ fn run_on(opt: &Options, backend: &str, attack: Option<AttackKind>, dir: &Path) 
         sets.extend(extra_sets(k));
     }
     sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
-    let net = sc.resolve().map_err(|e| e.to_string())?;
+    let net = mplab_backend::plugins::resolve(&sc).map_err(|e| e.to_string())?;
     let r = match backend {
         "sim" => run::simulate(&sc, net, dir, false, None),
         "kernel" | "userspace" => real_unless_stalled(backend, &sc, &net, dir),

@@ -127,7 +127,7 @@ pub fn load(backend: &str, idle: u64, active: u64, seed: u64, out: &Path) -> Res
     std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     std::fs::write(out.join("load.toml"), &toml).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     let sc = Scenario::from_str(&toml, "load.toml").map_err(|e| RunError::Usage(e.to_string()))?;
-    let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+    let net = mplab_backend::plugins::resolve(&sc).map_err(|e| RunError::Usage(e.to_string()))?;
     let duration_s = net.duration_ns / 1_000_000_000;
 
     let t0 = Instant::now();

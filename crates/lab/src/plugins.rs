@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use mplab_proto::registry::{Entry, KernelMap};
-use mplab_scenario::plugins::{self, OnKernel};
+use mplab_scenario::plugins::OnKernel;
 
 /// One row: axis, name with aliases and parameter, what the kernel backend does.
 type Row = (&'static str, String, String);
@@ -34,7 +34,7 @@ pub fn render() -> String {
     let mut rows = proto_rows("scheduler", mplab_proto::mptcp::scheduler::REGISTRY);
     rows.extend(proto_rows("congestion control", mplab_proto::cc::REGISTRY));
     rows.extend(proto_rows("path manager", mplab_proto::mptcp::path_manager::entries()));
-    for (axis, a) in plugins::all() {
+    for (axis, a) in mplab_backend::plugins::all() {
         let name = if a.params.is_empty() { a.name.to_string() } else { format!("{} ({})", a.name, a.params.join(", ")) };
         let kernel = match a.kernel {
             OnKernel::Runs(how) => how.to_string(),

@@ -47,7 +47,7 @@ pub fn load(args: &RunArgs) -> Result<(Scenario, Network), RunError> {
     if !sets.is_empty() {
         sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| RunError::Usage(e.to_string()))?;
     }
-    let mut net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+    let mut net = mplab_backend::plugins::resolve(&sc).map_err(|e| RunError::Usage(e.to_string()))?;
     mplab_backend::workload::apply_start_jitter(&mut net);
     if !args.quiet {
         for w in implausible(&sc, &net) {

@@ -217,7 +217,7 @@ pub fn soak(backend: &str, duration_s: u64, seed: u64, address_churn: bool, out:
     std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     std::fs::write(out.join("soak.toml"), &toml).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     let sc = Scenario::from_str(&toml, "soak.toml").map_err(|e| RunError::Usage(e.to_string()))?;
-    let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+    let net = mplab_backend::plugins::resolve(&sc).map_err(|e| RunError::Usage(e.to_string()))?;
     let flaps = net.events.iter().filter(|e| matches!(e.action, mplab_scenario::network::LinkAction::Down)).count();
     let addr_events = net.events.iter().filter(|e| !e.action.is_link_change()).count();
     let windows = net.middleboxes.iter().filter(|m| m.has_window()).count();

@@ -255,7 +255,7 @@ pub fn load_point(spec: &SweepSpec, point: &Point, seed: Option<u64>) -> Result<
     if !sets.is_empty() {
         sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
     }
-    let mut net = sc.resolve().map_err(|e| e.to_string())?;
+    let mut net = mplab_backend::plugins::resolve(&sc).map_err(|e| e.to_string())?;
     mplab_backend::workload::apply_start_jitter(&mut net);
     // Hundreds of runs of whole packets fill a disk: a sweep's pcaps keep
     // the headers unless the scenario or the sweep set a snap length.

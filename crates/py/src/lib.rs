@@ -39,7 +39,7 @@ fn scenario(text: &str, name: &str, sets: &[(String, String)]) -> Result<Scenari
 #[pyo3(signature = (text, name, sets=Vec::new()))]
 fn check(text: &str, name: &str, sets: Vec<(String, String)>) -> PyResult<String> {
     let sc = scenario(text, name, &sets).map_err(to_py)?;
-    let net = sc.resolve().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let net = mplab_backend::plugins::resolve(&sc).map_err(|e| PyValueError::new_err(e.to_string()))?;
     mplab::run::sim_preflight(&sc, &net).map_err(to_py)?;
     Ok(sc.effective_toml())
 }
@@ -67,7 +67,7 @@ fn run(py: Python<'_>, text: &str, name: &str, out: PathBuf, sets: Vec<(String, 
     let (text, name, backend) = (text.to_string(), name.to_string(), backend.to_string());
     let r: Result<String, RunError> = py.detach(move || {
         let sc = scenario(&text, &name, &sets)?;
-        let net = sc.resolve().map_err(|e| RunError::Usage(e.to_string()))?;
+        let net = mplab_backend::plugins::resolve(&sc).map_err(|e| RunError::Usage(e.to_string()))?;
         let (results, _) = match backend.as_str() {
             "sim" => mplab::run::simulate(&sc, net, &out, false, None)?,
             "kernel" | "userspace" => mplab::run::run_real(&backend, &sc, net, &out)?,

@@ -10,6 +10,9 @@ use std::net::Ipv4Addr;
 
 use serde::{Serialize, Serializer};
 
+pub use crate::plugins::fields::PluginTable;
+pub use crate::plugins::Resolved;
+
 pub use crate::attack::AttackKind;
 
 pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn};
@@ -304,22 +307,51 @@ pub struct GilbertElliott {
     pub loss_bad: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Queue {
-    Droptail { limit: QueueLimit },
-    Red { min_th_bytes: u64, max_th_bytes: u64, limit_bytes: u64, max_p: f64, weight: f64, gentle: bool },
+/// The queue discipline of a link direction, kept as the scenario gave it:
+/// the disciplines are a registry of crates/backend
+/// (`mplab_backend::link`), which reads and checks the table
+/// (`mplab_backend::plugins::check`) and fills in `resolved`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queue {
+    /// `kind` and the discipline's fields.
+    pub table: PluginTable,
+    /// Where the table is in the scenario (`links[1].ab.queue`,
+    /// `topology.queue`), for errors about it; empty for the default.
+    pub path: String,
+    /// The discipline's validated parameters (`kind` first), once the
+    /// backend has checked the table.
+    pub resolved: Option<Resolved>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QueueLimit {
-    Packets(u64),
-    Bytes(u64),
+impl Default for Queue {
+    /// 1000 packets of drop-tail, Linux's default txqueuelen and netem's
+    /// default limit.
+    fn default() -> Self {
+        let mut table = PluginTable::of_kind("droptail");
+        table.fields.insert("packets".into(), toml::Value::Integer(1000));
+        Queue { table, path: String::new(), resolved: None }
+    }
 }
 
-/// 1000 packets, Linux's default txqueuelen and netem's default limit.
-pub const DEFAULT_QUEUE: Queue = Queue::Droptail { limit: QueueLimit::Packets(1000) };
+impl Queue {
+    /// The table found at `path` of the scenario, unchecked.
+    pub fn new(table: PluginTable, path: impl Into<String>) -> Self {
+        Queue { table, path: path.into(), resolved: None }
+    }
+}
+
+/// The validated parameters once checked (what a result file's
+/// network.json shows: `{"kind":"droptail","limit":{"packets":1000}}`),
+/// the table as given before.
+impl Serialize for Queue {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.resolved {
+            Some(r) => r.serialize(s),
+            None => self.table.serialize(s),
+        }
+    }
+}
+
 pub const DEFAULT_MTU: u32 = 1500;
 
 // ------------------------------------------------------------------ flows

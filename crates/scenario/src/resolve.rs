@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use crate::error::{diag, Diag};
-use crate::network::{Interface, Link, LinkDirection, LinkEnd, Network, Node, Prefix, Routing, DEFAULT_MTU, DEFAULT_QUEUE};
+use crate::network::{Interface, Link, LinkDirection, LinkEnd, Network, Node, Prefix, Queue, Routing, DEFAULT_MTU};
 use crate::schema::{Cidr, DirectionSpec, Draft, DraftEnd, DraftLink, DraftNode, LinkSpec, Spec};
-use crate::topology::{resolve_loss, resolve_queue};
+use crate::topology::{queue_at, resolve_loss};
 use crate::{routing, workload};
 
 /// Linux's IFNAMSIZ less the terminating NUL.
@@ -101,9 +101,9 @@ fn direction(l: &LinkSpec, o: Option<&DirectionSpec>, path: &str, dir: &str) -> 
         return diag(field("rate", o.rate.is_some()), "must be greater than 0 (use up = false or a `down` event for a dead link)");
     }
     let queue = match (&o.queue, &l.queue) {
-        (Some(q), _) => resolve_queue(q, &field("queue", true))?,
-        (None, Some(q)) => resolve_queue(q, &field("queue", false))?,
-        (None, None) => DEFAULT_QUEUE,
+        (Some(q), _) => queue_at(q, &field("queue", true)),
+        (None, Some(q)) => queue_at(q, &field("queue", false)),
+        (None, None) => Queue::default(),
     };
     let model_overridden = o.loss_model.is_some() || o.loss.is_some();
     let (loss, gilbert_elliott) = resolve_loss(o.loss.or(l.loss), o.loss_model.or(l.loss_model), &if model_overridden { format!("{path}.{dir}") } else { path.to_string() })?;

@@ -177,21 +177,9 @@ fn overlapping_addresses() {
 }
 
 #[test]
-fn queue_errors_name_the_queue() {
-    let e = error(&with("queue = { kind = \"red\", min_th = \"30KB\", max_th = \"20KB\", max_p = 0.1, limit = \"400KB\" }\n"));
-    assert_eq!(e, "scenario.toml:13:9: links[0].queue: RED needs 0 < min_th < max_th (min_th = 30KB, max_th = 20KB)");
-    let e = error(&with("queue = { kind = \"droptail\", packets = 10, bytes = \"10KB\" }\n"));
-    assert_eq!(e, "scenario.toml:13:9: links[0].queue: give a droptail queue `packets` or `bytes`, not both");
-    let e = error(&with("queue = { kind = \"fifo\" }\n"));
-    assert_eq!(e, "scenario.toml:13:18: links[0].queue.kind: unknown variant `fifo`, expected `droptail` or `red`");
-}
-
-#[test]
 fn per_direction_override_errors() {
     let e = error(&with("\n[links.ba]\nrate = \"0Mbit\"\n"));
     assert_eq!(e, "scenario.toml:15:8: links[0].ba.rate: must be greater than 0 (use up = false or a `down` event for a dead link)");
-    let e = error(&with("\n[links.ab]\nqueue = { kind = \"droptail\" }\n"));
-    assert_eq!(e, "scenario.toml:15:9: links[0].ab.queue: a droptail queue needs `packets` or `bytes`");
 }
 
 #[test]

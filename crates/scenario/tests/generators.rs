@@ -4,7 +4,13 @@
 mod common;
 
 use common::{count_paths, error, ip, net};
-use mplab_scenario::network::{Network, NodeKind, Queue, QueueLimit};
+use mplab_scenario::network::{Network, NodeKind, Queue};
+
+/// The queue a generator passes on: its table as written and where it is
+/// (crates/backend checks it; tests/queues.rs there).
+fn queue(table: &str, path: &str) -> Queue {
+    Queue::new(toml::from_str(table).unwrap(), path)
+}
 
 fn count(net: &Network, kind: NodeKind, prefix: &str) -> usize {
     net.nodes.iter().filter(|n| n.kind == kind && n.name.starts_with(prefix)).count()
@@ -53,7 +59,7 @@ queue = { kind = "droptail", packets = 50 }
         assert_eq!(client.interfaces[i].addr, ip(&format!("10.0.{i}.2")));
         assert_eq!(server.interfaces[i].addr, ip(&format!("10.0.{i}.1")));
         assert_eq!(l.ab.delay_ns, 10_000_000);
-        assert_eq!(l.ab.queue, Queue::Droptail { limit: QueueLimit::Packets(50) });
+        assert_eq!(l.ab.queue, queue("kind = \"droptail\"\npackets = 50", "topology.queue"));
     }
     assert_eq!(n.links[1].ab.rate_bps, 20_000_000);
     assert_eq!(n.links[1].ba.loss, 0.01);
@@ -89,7 +95,8 @@ bottleneck_queue = { kind = "red", min_th = "30KB", max_th = "90KB", max_p = 0.1
     assert_eq!(n.links.len(), 7);
     let b = n.link("left-right").unwrap();
     assert_eq!(b.ab.rate_bps, 10_000_000);
-    assert!(matches!(b.ab.queue, Queue::Red { min_th_bytes: 30_000, max_th_bytes: 90_000, limit_bytes: 400_000, weight, gentle: false, .. } if weight == 0.002));
+    assert_eq!(b.ab.queue, queue("kind = \"red\"\nmin_th = \"30KB\"\nmax_th = \"90KB\"\nmax_p = 0.1\nlimit = \"400KB\"", "topology.bottleneck_queue"));
+    assert_eq!(n.link("l0-left").unwrap().ab.queue, Queue::default(), "no access_queue: the default");
     assert!(n.link("l2-left").is_some() && n.link("right-r0").is_some());
     all_hosts_reach_each_other(&n);
     let path = n.trace(n.node("l0").unwrap().id, ip("10.0.0.1"), n.node("r2").unwrap().interfaces[0].addr).unwrap();
@@ -113,7 +120,7 @@ queue = { kind = "droptail", bytes = "64KB" }
     assert_eq!(n.links.len(), 4);
     let l = n.link("h3-hub").unwrap();
     assert_eq!((l.ab.rate_bps, l.ba.delay_ns), (10_000_000, 2_000_000));
-    assert_eq!(l.ba.queue, Queue::Droptail { limit: QueueLimit::Bytes(64_000) });
+    assert_eq!(l.ba.queue, queue("kind = \"droptail\"\nbytes = \"64KB\"", "topology.queue"));
     all_hosts_reach_each_other(&n);
     let path = n.trace(n.node("h1").unwrap().id, n.node("h1").unwrap().interfaces[0].addr, n.node("h2").unwrap().interfaces[0].addr).unwrap();
     let names: Vec<_> = path.iter().map(|&i| n.nodes[i].name.as_str()).collect();

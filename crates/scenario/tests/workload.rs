@@ -146,8 +146,10 @@ fn resolved_network_serialises_plain_numbers() {
     let v = serde_json::to_value(&n).unwrap();
     assert_eq!(v["links"][0]["ab"]["rate_bps"], 10_000_000);
     assert_eq!(v["links"][0]["ab"]["delay_ns"], 1_000_000);
+    // Unchecked, a queue shows its table (the backend's check resolves it:
+    // crates/backend/tests/queues.rs).
     assert_eq!(v["links"][0]["ab"]["queue"]["kind"], "droptail");
-    assert_eq!(v["links"][0]["ab"]["queue"]["limit"]["packets"], 1000);
+    assert_eq!(v["links"][0]["ab"]["queue"]["packets"], 1000);
     assert_eq!(v["links"][0]["subnet"], "10.0.220.0/24");
     assert_eq!(v["nodes"][0]["interfaces"][1]["addr"], "10.0.221.2");
     assert_eq!(v["nodes"][0]["routing"]["rules"][1]["from"], "10.0.221.2/32");

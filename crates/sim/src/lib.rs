@@ -8,7 +8,8 @@
 //!
 //! ```no_run
 //! use mplab_scenario::Scenario;
-//! let net = Scenario::from_file("scenarios/tcp-single.toml")?.resolve()?;
+//! // Resolved, with its plug-in tables (queues) checked: an error names the line.
+//! let net = mplab_backend::plugins::resolve(&Scenario::from_file("scenarios/tcp-single.toml")?)?;
 //! let end = mplab_proto::Instant(net.duration_ns);
 //! let mut world = mplab_sim::World::new(net, None)?;
 //! world.run_until(end);

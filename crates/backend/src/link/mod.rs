@@ -72,7 +72,8 @@
 //! them, keeping the fields every packet touches in its first cache lines:
 //!
 //! * `queue`: the queueing disciplines (drop-tail by packets or bytes,
-//!   RED), one file each, chosen by [`QueueConfig`];
+//!   RED), one file each, chosen by [`QueueConfig`], which a scenario's
+//!   queue table names ([`QueueConfig::from_table`], [`disciplines`]);
 //! * `serialiser`: the per-packet records of the queue and the exact
 //!   serialisation timeline, on the arithmetic of `time`;
 //! * `loss`: [`LossModel`] (Bernoulli, Gilbert-Elliott);
@@ -95,7 +96,7 @@ use mplab_proto::Instant;
 
 pub use self::jitter::{Jitter, PARETO_SHAPE};
 pub use self::loss::LossModel;
-pub use self::queue::QueueConfig;
+pub use self::queue::{disciplines, QueueConfig};
 pub use self::stats::LinkStats;
 use self::flight::{Fifo, Flight, Fly, NO_ARRIVAL};
 use self::queue::{Backlog, Discipline};
@@ -104,11 +105,12 @@ use self::time::duration_ns;
 use crate::rng::SimRng;
 
 /// Everything that describes one direction of a link. In declaration
-/// order (`repr(C)`): what every `offer` reads first, in adjacent lines.
+/// order (`repr(C)`): what every `offer` reads first, in adjacent lines;
+/// the queue discipline last (a link starts its own copy of it, which
+/// `offer` reads instead).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LinkParams {
-    pub queue: QueueConfig,
     /// Serialisation rate in bit/s; 0 means unlimited (no serialisation time).
     pub rate_bps: u64,
     pub loss: LossModel,
@@ -120,6 +122,7 @@ pub struct LinkParams {
     pub jitter: Jitter,
     /// Probability that a packet is sent twice ([`LinkDirection::duplicates`]).
     pub duplicate: f64,
+    pub queue: QueueConfig,
 }
 
 /// What happened to an offered packet.
@@ -187,8 +190,9 @@ pub struct LinkDirection<P> {
     /// buffer). Once that packet has arrived the value is at most `now`,
     /// below any new arrival, so it need not be cleared.
     flight_last_at: u64,
-    /// The packet limit of a `DropTailPackets` queue, `u32::MAX` for the
-    /// other disciplines (which `discipline` decides).
+    /// The packet limit of a drop-tail queue limited in packets
+    /// (`QueueConfig::packet_limit`), `u32::MAX` for the other disciplines
+    /// (which `discipline` decides).
     packet_limit: u32,
     up: bool,
     /// `p.loss` is `None`: no draw, no match on the model.
@@ -240,11 +244,8 @@ impl<P: Copy + Default> LinkDirection<P> {
     pub fn new(p: LinkParams) -> Self {
         LinkDirection {
             rate_bps: p.rate_bps,
-            packet_limit: match p.queue {
-                // A limit too large for the copy stays in `p.queue`.
-                QueueConfig::DropTailPackets(n) => u32::try_from(n).unwrap_or(u32::MAX),
-                _ => u32::MAX,
-            },
+            // A limit too large for the copy is left to the discipline.
+            packet_limit: p.queue.packet_limit().map_or(u32::MAX, |n| u32::try_from(n).unwrap_or(u32::MAX)),
             lossless: p.loss == LossModel::None,
             reorder: p.allow_reorder,
             delay_ns: duration_ns(p.delay),
@@ -258,7 +259,7 @@ impl<P: Copy + Default> LinkDirection<P> {
             serialiser: Serialiser::default(),
             next_seq: 0,
             ge_bad: false,
-            discipline: Discipline::new(&p.queue),
+            discipline: p.queue.discipline(),
             idle_since: 0,
             delivered_packets: 0,
             delivered_bytes: 0,

@@ -16,7 +16,7 @@ fn params(rate_bps: u64, delay_ns: u64, queue: QueueConfig) -> LinkParams {
 }
 
 fn unbounded() -> QueueConfig {
-    QueueConfig::DropTailPackets(usize::MAX)
+    QueueConfig::drop_tail_packets(u64::MAX)
 }
 
 /// Polls at every wake-up until the link is empty; returns (id, at).
@@ -110,7 +110,7 @@ fn records_never_straddle_a_cache_line() {
 /// statistics agree, including across a rate change and a link cut.
 #[test]
 fn deliver_matches_poll_once_advanced() {
-    let p = params(10_000_000, MS, QueueConfig::DropTailPackets(20));
+    let p = params(10_000_000, MS, QueueConfig::drop_tail_packets(20));
     let (mut a, mut b) = (LinkDirection::new(p), LinkDirection::new(p));
     let (mut ra, mut rb) = (SimRng::new(3, 1), SimRng::new(3, 1));
     let mut got = (Vec::new(), Vec::new());
@@ -216,7 +216,7 @@ fn backlogged_sender_keeps_exact_timeline() {
     // delivery (like a window-limited TCP): the remainder carries across
     // offers made while the serialiser is busy.
     let rate = 3_000_000u64; // 1000 B = 2666666.67 ns
-    let mut l = LinkDirection::new(params(rate, 0, QueueConfig::DropTailPackets(2)));
+    let mut l = LinkDirection::new(params(rate, 0, QueueConfig::drop_tail_packets(2)));
     let mut rng = SimRng::new(1, 1);
     l.offer(Instant::ZERO, 1u128, 1000, &mut rng);
     l.offer(Instant::ZERO, 2u128, 1000, &mut rng);
@@ -243,7 +243,7 @@ fn idle_link_restarts_at_offer_time() {
 
 #[test]
 fn unlimited_rate_has_no_serialisation() {
-    let mut l = LinkDirection::new(params(0, 7, QueueConfig::DropTailPackets(1)));
+    let mut l = LinkDirection::new(params(0, 7, QueueConfig::drop_tail_packets(1)));
     let mut rng = SimRng::new(1, 1);
     for i in 0..5 {
         assert_eq!(l.offer(Instant(100), i, 9000, &mut rng), Offer::Queued);
@@ -256,7 +256,7 @@ fn unlimited_rate_has_no_serialisation() {
 
 #[test]
 fn drop_tail_packets_drops_exactly_the_overflow() {
-    let mut l = LinkDirection::new(params(1_000_000, MS, QueueConfig::DropTailPackets(10)));
+    let mut l = LinkDirection::new(params(1_000_000, MS, QueueConfig::drop_tail_packets(10)));
     let mut rng = SimRng::new(1, 1);
     let res: Vec<Offer> = (0..25).map(|i| l.offer(Instant::ZERO, i, 100, &mut rng)).collect();
     assert!(res[..10].iter().all(|o| *o == Offer::Queued));
@@ -273,7 +273,7 @@ fn drop_tail_packets_drops_exactly_the_overflow() {
 
 #[test]
 fn drop_tail_bytes_drops_exactly_the_overflow() {
-    let mut l = LinkDirection::new(params(1_000_000, MS, QueueConfig::DropTailBytes(10_000)));
+    let mut l = LinkDirection::new(params(1_000_000, MS, QueueConfig::drop_tail_bytes(10_000)));
     let mut rng = SimRng::new(1, 1);
     for i in 0..6 {
         assert_eq!(l.offer(Instant::ZERO, i, 1500, &mut rng), Offer::Queued);
@@ -528,7 +528,7 @@ fn no_distribution_reorders_unless_allowed() {
 }
 
 fn red(gentle: bool, weight: f64) -> QueueConfig {
-    QueueConfig::Red { min_th_bytes: 10_000, max_th_bytes: 20_000, max_p: 0.2, weight, limit_bytes: 1_000_000, gentle }
+    QueueConfig::red(10_000, 20_000, 1_000_000, 0.2, weight, gentle)
 }
 
 /// Offers `n` 100-byte packets to a 1 kbit/s link (nothing leaves the
@@ -597,7 +597,7 @@ fn red_averaged_regions() {
 
 #[test]
 fn red_average_decays_when_idle_and_limit_holds() {
-    let q = QueueConfig::Red { min_th_bytes: 5_000, max_th_bytes: 10_000, max_p: 0.1, weight: 0.5, limit_bytes: 12_000, gentle: false };
+    let q = QueueConfig::red(5_000, 10_000, 12_000, 0.1, 0.5, false);
     let mut l = LinkDirection::new(params(8_000_000, 0, q)); // 1000 B = 1 ms
     let mut rng = SimRng::new(1, 2);
     for _ in 0..40 {
@@ -778,12 +778,12 @@ fn same_seed_same_deliveries() {
 fn degenerate_parameters_do_not_panic() {
     let mut rng = SimRng::new(0, 0);
     let queues = [
-        QueueConfig::DropTailPackets(0),
-        QueueConfig::DropTailBytes(0),
-        QueueConfig::DropTailBytes(u64::MAX),
-        QueueConfig::Red { min_th_bytes: 9, max_th_bytes: 3, max_p: f64::NAN, weight: f64::NAN, limit_bytes: 0, gentle: true },
-        QueueConfig::Red { min_th_bytes: 0, max_th_bytes: 0, max_p: 7.0, weight: -1.0, limit_bytes: u64::MAX, gentle: true },
-        QueueConfig::Red { min_th_bytes: 0, max_th_bytes: u64::MAX, max_p: 1.0, weight: 1.0, limit_bytes: u64::MAX, gentle: false },
+        QueueConfig::drop_tail_packets(0),
+        QueueConfig::drop_tail_bytes(0),
+        QueueConfig::drop_tail_bytes(u64::MAX),
+        QueueConfig::red(9, 3, 0, f64::NAN, f64::NAN, true),
+        QueueConfig::red(0, 0, u64::MAX, 7.0, -1.0, true),
+        QueueConfig::red(0, u64::MAX, u64::MAX, 1.0, 1.0, false),
     ];
     for q in queues {
         for rate in [0, 1, u64::MAX] {
@@ -855,12 +855,9 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let queue = match queue_kind {
-            0 => QueueConfig::DropTailPackets(limit as usize),
-            1 => QueueConfig::DropTailBytes(limit * 1000),
-            k => QueueConfig::Red {
-                min_th_bytes: limit * 200, max_th_bytes: limit * 600, max_p: 0.3, weight: 0.2,
-                limit_bytes: limit * 1000, gentle: k == 3,
-            },
+            0 => QueueConfig::drop_tail_packets(limit),
+            1 => QueueConfig::drop_tail_bytes(limit * 1000),
+            k => QueueConfig::red(limit * 200, limit * 600, limit * 1000, 0.3, 0.2, k == 3),
         };
         let mut p = params(rate, delay, queue);
         let scale = Duration::from_nanos(jitter);
@@ -939,7 +936,7 @@ proptest! {
 #[test]
 #[ignore]
 fn link_speed() {
-    let mut p = params(10_000_000_000, 10_000, QueueConfig::DropTailPackets(1000));
+    let mut p = params(10_000_000_000, 10_000, QueueConfig::drop_tail_packets(1000));
     p.loss = LossModel::Bernoulli { p: 0.001 };
     let mut l = LinkDirection::new(p);
     let mut rng = SimRng::new(1, 1);

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use mplab_scenario::network::{App, Direction, Flow, MiddleboxAction, Network, NodeKind, Placement};
 
+use mplab_backend::link::LinkParams;
+
 use super::options::KernelError;
 use crate::emulator::{EmuConfig, EmuEvent, EmuLink, StripRule};
 use crate::kconf::{self, MptcpNode};
@@ -67,15 +69,20 @@ pub struct Plan<'n> {
     pub kinds: Vec<FlowKind>,
     /// Every loop's hard stop after time zero: the end plus [`GRACE`].
     pub hard_ns: u64,
+    /// Per link: the link model of each direction (a -> b, b -> a).
+    pub link_params: Vec<[LinkParams; 2]>,
 }
 
 impl<'n> Plan<'n> {
     /// The plan of `net` with the nodes flagged in `mplab` on mplab's
-    /// stack. Fails when the kernel hosts' MPTCP settings conflict.
+    /// stack. Fails when the kernel hosts' MPTCP settings conflict or a
+    /// link's queue table names no discipline mplab has.
     pub fn new(net: &'n Network, mplab: Vec<bool>) -> Result<Plan<'n>, KernelError> {
         // The kernel's MPTCP settings concern the kernel's hosts only.
         let on_kernel: Vec<bool> = mplab.iter().map(|&m| !m).collect();
         let mptcp = kconf::mptcp_plan_on(net, &on_kernel).map_err(KernelError::Usage)?;
+        let params = |d| mplab_backend::config::link_params(d).map_err(|e| KernelError::Usage(e.to_string()));
+        let link_params = net.links.iter().map(|l| Ok([params(&l.ab)?, params(&l.ba)?])).collect::<Result<_, KernelError>>()?;
         Ok(Plan {
             userspace: mplab.iter().any(|&m| m),
             mplab,
@@ -85,6 +92,7 @@ impl<'n> Plan<'n> {
             hosts: net.nodes.iter().filter(|n| n.kind == NodeKind::Host).map(|n| n.id).collect(),
             kinds: net.flows.iter().map(FlowKind::of).collect(),
             hard_ns: net.duration_ns + GRACE.as_nanos() as u64,
+            link_params,
             net,
         })
     }
@@ -114,7 +122,7 @@ impl<'n> Plan<'n> {
             .map(|l| EmuLink {
                 name: l.name.clone(),
                 ends: [topo::wire_end(l.id, 0), topo::wire_end(l.id, 1)],
-                params: [mplab_backend::config::link_params(&l.ab), mplab_backend::config::link_params(&l.ba)],
+                params: self.link_params[l.id],
                 up: l.up,
                 strip: [None, None],
                 attack: None,

@@ -168,7 +168,7 @@ fn run_case(case: &Case, col: Column, runs: u32, out: &Path, quiet: bool) -> Res
             Column::Kernel | Column::Userspace => {}
         }
         sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
-        let mut net = sc.resolve().map_err(|e| e.to_string())?;
+        let mut net = mplab_backend::plugins::resolve(&sc).map_err(|e| e.to_string())?;
         if col == Column::Userspace {
             receivers_on_the_kernel(&mut net);
         }

@@ -68,6 +68,20 @@ impl fmt::Display for PluginError {
 
 impl std::error::Error for PluginError {}
 
+/// The error for a table whose `kind` no entry of the axis has, worded as
+/// the file format words an unknown variant (`unknown variant `fifo`,
+/// expected `droptail` or `red``), at the table's `kind`.
+pub fn unknown_kind(table: &PluginTable, path: &str, kinds: &[&str]) -> PluginError {
+    let quoted: Vec<String> = kinds.iter().map(|k| format!("`{k}`")).collect();
+    let expected = match quoted.as_slice() {
+        [] => "there are no variants".to_string(),
+        [one] => format!("expected {one}"),
+        [a, b] => format!("expected {a} or {b}"),
+        more => format!("expected one of {}", more.join(", ")),
+    };
+    PluginError::new(format!("{path}.kind"), format!("unknown variant `{}`, {expected}", table.kind))
+}
+
 /// Reads one plug-in table's fields for the entry of its kind. Every getter
 /// records the field as one the kind takes; [`Fields::finish`] refuses the
 /// rest.
@@ -114,7 +128,14 @@ impl<'a> Fields<'a> {
 
     /// The field `name`, which the kind needs.
     pub fn require<T: DeserializeOwned>(&mut self, name: &'static str) -> Result<T, PluginError> {
-        self.get(name)?.ok_or_else(|| PluginError::new(self.path.clone(), format!("missing field `{name}` (kind = {:?})", self.table.kind)))
+        self.get(name)?.ok_or_else(|| self.missing(name))
+    }
+
+    /// The error for a field the kind needs but the table lacks (for an
+    /// entry that reads every field and calls [`Fields::finish`] before
+    /// requiring them, so that a misspelt field is named as such).
+    pub fn missing(&self, name: &str) -> PluginError {
+        PluginError::new(self.path.clone(), format!("missing field `{name}` (kind = {:?})", self.table.kind))
     }
 
     /// An error about the table as a whole (a relation between fields).
@@ -128,8 +149,10 @@ impl<'a> Fields<'a> {
     }
 
     /// Refuses every field of the table no getter asked for, naming it and
-    /// the fields this kind takes.
-    pub fn finish(self) -> Result<(), PluginError> {
+    /// the fields this kind takes. An entry calls it once it has read its
+    /// fields and before it checks their relations, as the file format
+    /// refuses an unknown field before any value is checked.
+    pub fn finish(&self) -> Result<(), PluginError> {
         let Some(extra) = self.table.fields.keys().find(|k| !self.taken.contains(k.as_str())) else { return Ok(()) };
         let takes = if self.taken.is_empty() { "it takes no fields".to_string() } else { format!("it takes {}", self.taken.iter().copied().collect::<Vec<_>>().join(", ")) };
         Err(PluginError::new(self.field_path(extra), format!("does not apply to kind = {:?} ({takes})", self.table.kind)))

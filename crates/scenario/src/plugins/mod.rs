@@ -1,36 +1,40 @@
-//! The registries of the plug-in axes a scenario file names by `kind`:
-//! transports (their facts), applications, queue disciplines, middleboxes (and topology generators,
-//! in [`crate::topology::REGISTRY`]). Schedulers, congestion controls and
-//! path managers are registries of crates/proto, looked up when a backend
+//! The registries of the plug-in axes a scenario file names that live in
+//! this crate: transports (their facts), applications, middleboxes (and
+//! topology generators, in [`crate::topology::REGISTRY`]). Schedulers,
+//! congestion controls and path managers are registries of crates/proto,
+//! queue disciplines one of crates/backend, looked up when a backend
 //! translates the scenario.
 //!
-//! Each entry holds the name, the fields it takes (any other field of its
-//! table is refused, naming the field and its line), what it does, what the
-//! kernel backend does with it, and the function that checks the fields and
-//! turns them into the validated value the backends receive
-//! ([`crate::network::App`], [`crate::network::Queue`],
-//! [`crate::network::MiddleboxAction`]). `mplab plugins` lists them all.
+//! Each entry here holds the name, the fields it takes (any other field of
+//! its table is refused, naming the field and its line), what it does, what
+//! the kernel backend does with it, and the function that checks the fields
+//! and turns them into the validated value the backends receive
+//! ([`crate::network::App`], [`crate::network::MiddleboxAction`]).
+//! `mplab plugins` lists them all, with the backend's.
 //!
 //! An axis whose entries live in a crate below the scenario's users (a
-//! backend) keeps its table generic instead ([`fields::PluginTable`]) and
-//! lets the entry read it with [`fields::Fields`].
+//! backend) keeps its table generic instead ([`fields::PluginTable`], as
+//! [`crate::network::Queue`] does), lets the entry read it with
+//! [`fields::Fields`] and keeps what the entry resolved as a
+//! [`Resolved`]; the entry describes itself with the same [`About`].
 
 mod about;
 pub mod apps;
 pub mod fields;
 pub mod middleboxes;
-pub mod queues;
+mod resolved;
 pub mod transports;
 
 pub use about::{About, OnKernel};
+pub use resolved::Resolved;
 
-/// Every entry of every axis: (axis, entry), for listings.
+/// Every entry of every axis of this crate: (axis, entry), for listings
+/// (`mplab_backend::plugins::all` adds the backend's).
 pub fn all() -> Vec<(&'static str, About)> {
     let mut v = Vec::new();
     v.extend(crate::topology::REGISTRY.iter().map(|e| ("topology", About { name: e.name, params: &[], what: e.about, kernel: OnKernel::Runs("the same nodes and links in network namespaces") })));
     v.extend(transports::REGISTRY.iter().map(|e| ("transport", e.about)));
     v.extend(apps::REGISTRY.iter().map(|e| ("application", e.about)));
-    v.extend(queues::REGISTRY.iter().map(|e| ("queue", e.about)));
     v.extend(middleboxes::REGISTRY.iter().map(|e| ("middlebox", e.about)));
     v
 }

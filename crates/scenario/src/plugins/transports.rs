@@ -279,7 +279,9 @@ mod tests {
         let e = Transport::UDP.check_fields(&[("cc", true)], "flows[0]").unwrap_err();
         assert_eq!(e.message, "does not apply to transport = \"udp\" (no congestion control, no buffers)");
         let e = Transport::SCTP.check_fields(&[("rcv_buf", true), ("profile", true)], "flows[0]").unwrap_err();
-        assert_eq!((e.path.as_str(), e.message.as_str()), ("flows[0].profile", "only applies to transport = \"mptcp\" or \"tcp\""));
+        assert_eq!((e.path.as_str(), e.message.as_str()), ("flows[0].profile", "does not apply to transport = \"sctp\" (see [transport.sctp])"));
+        let e = Transport::TCP.check_fields(&[("profile", true), ("scheduler", true)], "flows[0]").unwrap_err();
+        assert_eq!((e.path.as_str(), e.message.as_str()), ("flows[0].scheduler", "only applies to transport = \"mptcp\""));
         assert!(Transport::MPTCP.check_fields(&FLOW_FIELDS.iter().map(|f| (*f, true)).collect::<Vec<_>>(), "f").is_ok());
     }
 }

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::nodes::{Cidr, EndpointRef};
-use crate::units::{Duration, Probability, Rate, Size};
+use crate::plugins::fields::PluginTable;
+use crate::units::{Duration, Probability, Rate};
 use crate::vocab::JitterDistribution;
 
 fn yes() -> bool {
@@ -20,42 +21,6 @@ pub enum LossModel {
     /// Two-state Markov chain (netem `loss gemodel`): `p_gb` good→bad,
     /// `p_bg` bad→good, and the loss probability in each state.
     GilbertElliott { p_gb: Probability, p_bg: Probability, loss_good: Probability, loss_bad: Probability },
-}
-
-/// Queue at the sending side of a link direction.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum QueueSpec {
-    /// Tail drop with a limit in packets or in bytes (exactly one).
-    Droptail {
-        #[serde(default)]
-        packets: Option<u64>,
-        #[serde(default)]
-        bytes: Option<Size>,
-    },
-    /// Random Early Detection (Floyd & Jacobson), thresholds in bytes like
-    /// tc-red: `min_th`, `max_th`, hard `limit`, `max_p` at `max_th`,
-    /// EWMA `weight` (default 0.002) and `gentle` (default false).
-    Red {
-        min_th: Size,
-        max_th: Size,
-        max_p: Probability,
-        limit: Size,
-        #[serde(default)]
-        weight: Option<f64>,
-        #[serde(default)]
-        gentle: bool,
-    },
-}
-
-impl QueueSpec {
-    /// The name scenario files use (the registry's key).
-    pub fn name(&self) -> &'static str {
-        match self {
-            QueueSpec::Droptail { .. } => "droptail",
-            QueueSpec::Red { .. } => "red",
-        }
-    }
 }
 
 /// Per-direction overrides of a link (`[links.ab]`, `[links.ba]`).
@@ -80,7 +45,9 @@ pub struct DirectionSpec {
     #[serde(default)]
     pub duplicate: Option<Probability>,
     #[serde(default)]
-    pub queue: Option<QueueSpec>,
+    /// The queue discipline at the sending side (`kind` and its fields,
+    /// checked by the backend's registry of disciplines).
+    pub queue: Option<PluginTable>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -113,7 +80,9 @@ pub struct LinkSpec {
     #[serde(default)]
     pub duplicate: Option<Probability>,
     #[serde(default)]
-    pub queue: Option<QueueSpec>,
+    /// The queue discipline at the sending side (`kind` and its fields,
+    /// checked by the backend's registry of disciplines).
+    pub queue: Option<PluginTable>,
     #[serde(default)]
     pub a_addr: Option<Cidr>,
     #[serde(default)]

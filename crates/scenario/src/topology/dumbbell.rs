@@ -6,9 +6,10 @@
 
 use serde::Deserialize;
 
-use super::link_params::{check_count, params, resolve_queue};
+use super::link_params::{check_count, params, queue_at};
 use crate::error::Diag;
-use crate::schema::{Draft, Generator, KindTag, NodeKind, QueueSpec};
+use crate::plugins::fields::PluginTable;
+use crate::schema::{Draft, Generator, KindTag, NodeKind};
 use crate::units::{Duration, Probability, Rate};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -21,21 +22,21 @@ pub struct DumbbellSpec {
     #[serde(default)]
     pub access_delay: Option<Duration>,
     #[serde(default)]
-    pub access_queue: Option<QueueSpec>,
+    pub access_queue: Option<PluginTable>,
     pub bottleneck_rate: Rate,
     #[serde(default)]
     pub bottleneck_delay: Option<Duration>,
     #[serde(default)]
     pub bottleneck_loss: Option<Probability>,
     #[serde(default)]
-    pub bottleneck_queue: Option<QueueSpec>,
+    pub bottleneck_queue: Option<PluginTable>,
 }
 
 impl Generator for DumbbellSpec {
     fn generate(&self) -> Result<Draft, Diag> {
         check_count(self.pairs, 1, 1024, "topology.pairs", "pairs")?;
-        let access_queue = self.access_queue.as_ref().map(|q| resolve_queue(q, "topology.access_queue")).transpose()?;
-        let bottleneck_queue = self.bottleneck_queue.as_ref().map(|q| resolve_queue(q, "topology.bottleneck_queue")).transpose()?;
+        let access_queue = self.access_queue.as_ref().map(|q| queue_at(q, "topology.access_queue"));
+        let bottleneck_queue = self.bottleneck_queue.as_ref().map(|q| queue_at(q, "topology.bottleneck_queue"));
         let access = params(self.access_rate, self.access_delay, None, access_queue);
         let mut d = Draft::default();
         for i in 0..self.pairs {

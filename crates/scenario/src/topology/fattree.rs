@@ -13,9 +13,10 @@
 
 use serde::Deserialize;
 
-use super::link_params::{params, resolve_queue};
+use super::link_params::{params, queue_at};
 use crate::error::{diag, Diag};
-use crate::schema::{Draft, Generator, KindTag, NodeKind, QueueSpec};
+use crate::plugins::fields::PluginTable;
+use crate::schema::{Draft, Generator, KindTag, NodeKind};
 use crate::units::{Duration, Rate};
 
 /// Largest k accepted. Routers keep one route per link subnet, so tables
@@ -33,7 +34,7 @@ pub struct FatTreeSpec {
     #[serde(default)]
     pub delay: Option<Duration>,
     #[serde(default)]
-    pub queue: Option<QueueSpec>,
+    pub queue: Option<PluginTable>,
 }
 
 impl Generator for FatTreeSpec {
@@ -43,7 +44,7 @@ impl Generator for FatTreeSpec {
             return diag("topology.k", format!("a fat-tree needs an even k between 2 and {MAX_K}, got {k}"));
         }
         let half = k / 2;
-        let queue = self.queue.as_ref().map(|q| resolve_queue(q, "topology.queue")).transpose()?;
+        let queue = self.queue.as_ref().map(|q| queue_at(q, "topology.queue"));
         let p = params(self.rate, self.delay, None, queue);
         let edge = |pod: u32, i: u32| format!("edge{pod}_{i}");
         let agg = |pod: u32, i: u32| format!("agg{pod}_{i}");

@@ -17,9 +17,10 @@
 
 use serde::Deserialize;
 
-use super::link_params::{check_count, params, resolve_queue};
+use super::link_params::{check_count, params, queue_at};
 use crate::error::{diag, Diag};
-use crate::schema::{Draft, Generator, KindTag, NodeKind, QueueSpec};
+use crate::plugins::fields::PluginTable;
+use crate::schema::{Draft, Generator, KindTag, NodeKind};
 use crate::units::{Duration, Rate};
 
 const FAST: Rate = Rate::from_mbit(1000);
@@ -38,7 +39,7 @@ pub struct KhaliliSpec {
     #[serde(default)]
     pub ap_delay: Option<Duration>,
     #[serde(default)]
-    pub ap_queue: Option<QueueSpec>,
+    pub ap_queue: Option<PluginTable>,
     #[serde(default)]
     pub access_rate: Option<Rate>,
     #[serde(default)]
@@ -58,7 +59,7 @@ impl Generator for KhaliliSpec {
         if self.n1 + self.n2 == 0 {
             return diag("topology", "n1 + n2 must be at least 1");
         }
-        let ap_queue = self.ap_queue.as_ref().map(|q| resolve_queue(q, "topology.ap_queue")).transpose()?;
+        let ap_queue = self.ap_queue.as_ref().map(|q| queue_at(q, "topology.ap_queue"));
         let access = params(self.access_rate.unwrap_or(FAST), self.access_delay, None, None);
         let mut d = Draft::default();
         for i in 0..self.n1 {
@@ -80,7 +81,7 @@ impl Generator for KhaliliSpec {
         for j in 0..self.n2 {
             d.link(&format!("tcp{j}"), "ap2", access.clone());
         }
-        d.link("ap1", "core", params(self.ap1_rate, self.ap_delay, None, ap_queue));
+        d.link("ap1", "core", params(self.ap1_rate, self.ap_delay, None, ap_queue.clone()));
         d.link("ap2", "core", params(self.ap2_rate, self.ap_delay, None, ap_queue));
         d.link("core", "server", params(self.server_rate.unwrap_or(FAST), self.server_delay, None, None));
         Ok(d)

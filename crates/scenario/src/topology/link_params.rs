@@ -1,10 +1,11 @@
 //! What the generators share: a link direction from a generator's scalar
-//! fields, queue and loss checks (also used for the file's own links) and
+//! fields, queue tables and loss checks (also used for the file's own links) and
 //! bounds on counts.
 
 use crate::error::{diag, Diag};
-use crate::network::{GilbertElliott, JitterDistribution, LinkDirection, Queue, DEFAULT_QUEUE};
-use crate::schema::{LossModel, QueueSpec};
+use crate::network::{GilbertElliott, JitterDistribution, LinkDirection, Queue};
+use crate::plugins::fields::PluginTable;
+use crate::schema::LossModel;
 use crate::units::{Duration, Probability, Rate};
 
 /// Link parameters from the generator's scalars.
@@ -18,13 +19,14 @@ pub(crate) fn params(rate: Rate, delay: Option<Duration>, loss: Option<Probabili
         loss: loss.unwrap_or_default().value(),
         gilbert_elliott: None,
         duplicate: 0.0,
-        queue: queue.unwrap_or(DEFAULT_QUEUE),
+        queue: queue.unwrap_or_default(),
     }
 }
 
-/// Checks a queue description (the registry in [`crate::plugins::queues`]).
-pub(crate) fn resolve_queue(q: &QueueSpec, path: &str) -> Result<Queue, Diag> {
-    crate::plugins::queues::resolve(q, path)
+/// A queue table found at `path`, kept for the backend's registry of
+/// disciplines to check (`mplab_backend::plugins::check`).
+pub(crate) fn queue_at(q: &PluginTable, path: &str) -> Queue {
+    Queue::new(q.clone(), path)
 }
 
 /// Splits a loss model into the plain `loss` / `gilbert_elliott` pair.

@@ -16,10 +16,11 @@ use std::net::Ipv4Addr;
 
 use serde::Deserialize;
 
-use super::link_params::{check_count, params, resolve_queue};
+use super::link_params::{check_count, params, queue_at};
 use crate::error::{diag, Diag};
 use crate::network::BalancerMode;
-use crate::schema::{Draft, Generator, KindTag, MiddleboxKind, MiddleboxSpec, NodeKind, QueueSpec};
+use crate::plugins::fields::PluginTable;
+use crate::schema::{Draft, Generator, KindTag, MiddleboxKind, MiddleboxSpec, NodeKind};
 use crate::units::{Duration, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -45,7 +46,7 @@ pub struct LoadBalancedSpec {
     #[serde(default)]
     pub access_delay: Option<Duration>,
     #[serde(default)]
-    pub access_queue: Option<QueueSpec>,
+    pub access_queue: Option<PluginTable>,
     #[serde(default = "one")]
     pub balancers: u32,
     #[serde(default = "two")]
@@ -86,7 +87,7 @@ impl Generator for LoadBalancedSpec {
             let names = BalancerMode::ALL.map(|m| format!("{:?}", m.name())).join(", ");
             return diag("topology.mode", format!("unknown mode {:?} ({names})", self.mode));
         }
-        let queue = self.access_queue.as_ref().map(|q| resolve_queue(q, "topology.access_queue")).transpose()?;
+        let queue = self.access_queue.as_ref().map(|q| queue_at(q, "topology.access_queue"));
         let access = params(self.access_rate, self.access_delay, None, queue);
         let core = params(self.core_rate, self.core_delay, None, None);
         let mut d = Draft::default();

@@ -19,7 +19,7 @@ pub use star::StarSpec;
 /// The parsed `[topology]` section, defined with the rest of the file schema.
 pub use crate::schema::Topology;
 
-pub(crate) use link_params::{resolve_loss, resolve_queue};
+pub(crate) use link_params::{queue_at, resolve_loss};
 
 use std::sync::Arc;
 

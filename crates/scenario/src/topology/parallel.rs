@@ -8,10 +8,11 @@
 
 use serde::Deserialize;
 
-use super::link_params::{check_count, resolve_queue};
+use super::link_params::{check_count, queue_at};
 use crate::error::{diag, Diag};
-use crate::network::{JitterDistribution, LinkDirection, DEFAULT_MTU, DEFAULT_QUEUE};
-use crate::schema::{Draft, DraftEnd, DraftLink, Generator, KindTag, NodeKind, PerPath, QueueSpec};
+use crate::network::{JitterDistribution, LinkDirection, Queue, DEFAULT_MTU};
+use crate::plugins::fields::PluginTable;
+use crate::schema::{Draft, DraftEnd, DraftLink, Generator, KindTag, NodeKind, PerPath};
 use crate::units::{Duration, Probability, Rate};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -33,7 +34,7 @@ pub struct ParallelSpec {
     #[serde(default)]
     pub loss: Option<PerPath<Probability>>,
     #[serde(default)]
-    pub queue: Option<PerPath<QueueSpec>>,
+    pub queue: Option<PerPath<PluginTable>>,
 }
 
 /// Picks path `i`'s value, checking list lengths against `paths`.
@@ -78,8 +79,8 @@ impl Generator for ParallelSpec {
                 None => None,
             };
             let queue = match &self.queue {
-                Some(p) => resolve_queue(pick(p, i, self.paths, "queue")?, "topology.queue")?,
-                None => DEFAULT_QUEUE,
+                Some(p) => queue_at(pick(p, i, self.paths, "queue")?, "topology.queue"),
+                None => Queue::default(),
             };
             let loss = loss.map_or(0.0, |p| p.value());
             let dir = LinkDirection {

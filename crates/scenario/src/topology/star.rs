@@ -7,9 +7,10 @@
 
 use serde::Deserialize;
 
-use super::link_params::{check_count, params, resolve_queue};
+use super::link_params::{check_count, params, queue_at};
 use crate::error::Diag;
-use crate::schema::{Draft, Generator, KindTag, NodeKind, QueueSpec};
+use crate::plugins::fields::PluginTable;
+use crate::schema::{Draft, Generator, KindTag, NodeKind};
 use crate::units::{Duration, Probability, Rate};
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -24,13 +25,13 @@ pub struct StarSpec {
     #[serde(default)]
     pub loss: Option<Probability>,
     #[serde(default)]
-    pub queue: Option<QueueSpec>,
+    pub queue: Option<PluginTable>,
 }
 
 impl Generator for StarSpec {
     fn generate(&self) -> Result<Draft, Diag> {
         check_count(self.hosts, 2, 1024, "topology.hosts", "hosts")?;
-        let queue = self.queue.as_ref().map(|q| resolve_queue(q, "topology.queue")).transpose()?;
+        let queue = self.queue.as_ref().map(|q| queue_at(q, "topology.queue"));
         let link = params(self.rate, self.delay, self.loss, queue);
         let mut d = Draft::default();
         for i in 0..self.hosts {

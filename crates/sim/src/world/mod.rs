@@ -185,7 +185,8 @@ impl World {
             let ends = [(l.a.node, l.a.iface), (l.b.node, l.b.iface)];
             nodes[l.a.node].egress[l.a.iface] = (l.id, 0);
             nodes[l.b.node].egress[l.b.iface] = (l.id, 1);
-            let mut dirs = [LinkDirection::new(config::link_params(&l.ab)), LinkDirection::new(config::link_params(&l.ba))];
+            let params = |d| config::link_params(d).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()));
+            let mut dirs = [LinkDirection::new(params(&l.ab)?), LinkDirection::new(params(&l.ba)?)];
             if !l.up {
                 for d in &mut dirs {
                     d.set_up(Instant::ZERO, false);

@@ -9,7 +9,7 @@ use mplab_sim::RunResults;
 /// Runs a parsed scenario to its end; panics (naming the field) on a
 /// scenario error or a setting the simulator refuses.
 pub fn run_scenario(sc: Scenario) -> RunResults {
-    let net = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
+    let net = mplab_backend::plugins::resolve(&sc).unwrap_or_else(|e| panic!("{e}"));
     mplab_sim::simulate(net).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -1,28 +1,21 @@
-//! What a queueing discipline is: its parameters ([`QueueConfig`]), what
-//! it sees of the queue ([`Backlog`]) and what it decides
-//! ([`QueueDiscipline`]).
+//! What a queueing discipline is: what it says about itself and reads from
+//! a scenario ([`QueueDiscipline`]), what it sees of the queue
+//! ([`Backlog`]) and what it decides.
+
+use std::fmt::Debug;
+
+use mplab_scenario::plugins::fields::{Fields, PluginError};
+use mplab_scenario::plugins::{About, OnKernel, Resolved};
 
 use crate::rng::SimRng;
 
-/// The queueing discipline in front of the serialiser. The packet being
-/// serialised counts as queued (it is "accepted but not yet fully sent").
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum QueueConfig {
-    /// At most this many packets; 0 drops everything.
-    DropTailPackets(usize),
-    /// At most this many bytes.
-    DropTailBytes(u64),
-    /// Random Early Detection (Floyd & Jacobson 1993) on a byte-counted
-    /// queue: thresholds and the average are in bytes; the drop probability
-    /// is per packet (not scaled by packet size, unlike ns-2's `bytes_`
-    /// option), so small ACKs and full segments are treated alike. `weight` is the EWMA gain w_q, `limit_bytes` a hard
-    /// capacity, `gentle` ramps the drop probability from `max_p` to 1
-    /// between `max_th` and `2 * max_th` instead of jumping to 1.
-    Red { min_th_bytes: u64, max_th_bytes: u64, max_p: f64, weight: f64, limit_bytes: u64, gentle: bool },
-}
+/// The kernel backend's links are mplab's link emulator, not kernel qdiscs
+/// (this kernel has no netem or red), so every discipline runs there.
+pub(in crate::link) const EMULATOR: OnKernel = OnKernel::Runs("mplab's link emulator between the namespaces");
 
 /// The queue as a packet arrives (after retiring every packet whose
-/// serialisation has ended).
+/// serialisation has ended). The packet being serialised counts as queued
+/// (it is "accepted but not yet fully sent").
 #[derive(Clone, Copy, Debug)]
 pub(in crate::link) struct Backlog {
     pub packets: usize,
@@ -33,10 +26,29 @@ pub(in crate::link) struct Backlog {
     pub rate_bps: u64,
 }
 
-/// One queueing discipline: its parameters and running state.
-pub(in crate::link) trait QueueDiscipline: Sized {
-    /// The discipline's state for `config`, if `config` selects it.
-    fn from_config(config: &QueueConfig) -> Option<Self>;
+/// One queueing discipline: its parameters and running state, as a value
+/// a link copies when it starts (so `Copy`).
+pub(in crate::link) trait QueueDiscipline: Sized + Copy + Debug + PartialEq {
+    /// Its `kind` in scenario files, its fields, what it models, and what
+    /// the kernel backend does with it (usually [`EMULATOR`]).
+    const ABOUT: About;
+
+    /// Reads and checks its fields from a scenario's queue table: every
+    /// field first, then `f.finish()?` (a field it does not take is refused
+    /// before any value is checked, as for every other table of a
+    /// scenario), then the relations between them. Errors name the table
+    /// (`f.error`) or the field (`f.error_at`).
+    fn from_fields(f: &mut Fields) -> Result<Self, PluginError>;
+
+    /// Its validated parameters as the resolved network shows them: its
+    /// fields in order (`kind` is added in front).
+    fn resolved(&self) -> Vec<(&'static str, Resolved)>;
+
+    /// A plain limit in packets, which the link checks inline without
+    /// calling [`QueueDiscipline::admit`].
+    fn packet_limit(&self) -> Option<u64> {
+        None
+    }
 
     /// Whether a `size`-byte packet arriving at `now` joins `backlog`.
     /// Any random draw comes from `rng`, only when needed.

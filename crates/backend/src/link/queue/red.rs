@@ -1,6 +1,10 @@
 //! Random Early Detection (Floyd & Jacobson 1993) on a byte-counted queue.
 
-use super::discipline::{Backlog, QueueConfig, QueueDiscipline};
+use mplab_scenario::plugins::fields::{Fields, PluginError};
+use mplab_scenario::plugins::{About, Resolved};
+use mplab_scenario::{Probability, Size};
+
+use super::discipline::{Backlog, QueueDiscipline, EMULATOR};
 use crate::rng::SimRng;
 
 /// Packet size assumed by RED's idle-time correction: an idle period is
@@ -8,14 +12,19 @@ use crate::rng::SimRng;
 /// (ns-2's `mean_pktsize` default).
 const RED_TYPICAL_PACKET_BYTES: f64 = 500.0;
 
-/// RED's parameters (see [`QueueConfig::Red`]) and running state.
-#[derive(Clone, Copy, Debug)]
+/// RED's parameters and running state. Thresholds and the average are in
+/// bytes; the drop probability is per packet (not scaled by packet size,
+/// unlike ns-2's `bytes_` option), so small ACKs and full segments are
+/// treated alike. `weight` is the EWMA gain w_q, `limit_bytes` a hard
+/// capacity, `gentle` ramps the drop probability from `max_p` to 1 between
+/// `max_th` and `2 * max_th` instead of jumping to 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(in crate::link) struct Red {
     min_th: u64,
     max_th: u64,
+    limit_bytes: u64,
     max_p: f64,
     weight: f64,
-    limit_bytes: u64,
     gentle: bool,
     /// The average queue size in bytes.
     avg: f64,
@@ -24,20 +33,51 @@ pub(in crate::link) struct Red {
 }
 
 impl QueueDiscipline for Red {
-    fn from_config(config: &QueueConfig) -> Option<Self> {
-        match *config {
-            QueueConfig::Red { min_th_bytes, max_th_bytes, max_p, weight, limit_bytes, gentle } => Some(Red {
-                min_th: min_th_bytes,
-                max_th: max_th_bytes,
-                max_p,
-                weight,
-                limit_bytes,
-                gentle,
-                avg: 0.0,
-                count: -1,
-            }),
-            _ => None,
+    const ABOUT: About = About {
+        name: "red",
+        params: &["min_th", "max_th", "max_p", "limit", "weight", "gentle"],
+        what: "Random Early Detection (Floyd & Jacobson), byte thresholds like tc-red",
+        kernel: EMULATOR,
+    };
+
+    fn from_fields(f: &mut Fields) -> Result<Self, PluginError> {
+        let min_th: Option<Size> = f.get("min_th")?;
+        let max_th: Option<Size> = f.get("max_th")?;
+        let max_p: Option<Probability> = f.get("max_p")?;
+        let limit: Option<Size> = f.get("limit")?;
+        let weight: Option<f64> = f.get("weight")?;
+        let gentle = f.get_or("gentle", false)?;
+        f.finish()?;
+        let need = |v: Option<Size>, name: &str| v.ok_or_else(|| f.missing(name));
+        let (min_th, max_th) = (need(min_th, "min_th")?, need(max_th, "max_th")?);
+        let max_p = max_p.ok_or_else(|| f.missing("max_p"))?;
+        let limit = need(limit, "limit")?;
+        if min_th.bytes() == 0 || min_th >= max_th {
+            return Err(f.error(format!("RED needs 0 < min_th < max_th (min_th = {min_th}, max_th = {max_th})")));
         }
+        if max_th > limit {
+            return Err(f.error(format!("RED needs max_th <= limit (max_th = {max_th}, limit = {limit})")));
+        }
+        if max_p.value() == 0.0 {
+            return Err(f.error("RED needs max_p > 0"));
+        }
+        // Floyd's recommended EWMA weight.
+        let weight = weight.unwrap_or(0.002);
+        if !(weight > 0.0 && weight <= 1.0) {
+            return Err(f.error(format!("RED weight must be in (0, 1], got {weight}")));
+        }
+        Ok(Red::new(min_th.bytes(), max_th.bytes(), limit.bytes(), max_p.value(), weight, gentle))
+    }
+
+    fn resolved(&self) -> Vec<(&'static str, Resolved)> {
+        vec![
+            ("min_th_bytes", self.min_th.into()),
+            ("max_th_bytes", self.max_th.into()),
+            ("limit_bytes", self.limit_bytes.into()),
+            ("max_p", self.max_p.into()),
+            ("weight", self.weight.into()),
+            ("gentle", self.gentle.into()),
+        ]
     }
 
     /// The early-drop decision first (it may draw), then the hard limit.
@@ -49,6 +89,12 @@ impl QueueDiscipline for Red {
 }
 
 impl Red {
+    /// RED with these parameters and an empty history (no parameter is
+    /// checked: the link clamps probabilities into [0, 1]).
+    pub(in crate::link) fn new(min_th: u64, max_th: u64, limit_bytes: u64, max_p: f64, weight: f64, gentle: bool) -> Self {
+        Red { min_th, max_th, limit_bytes, max_p, weight, gentle, avg: 0.0, count: -1 }
+    }
+
     /// The average queue size in bytes (for tests).
     #[cfg(test)]
     pub(in crate::link) fn average(&self) -> f64 {

@@ -1,0 +1,69 @@
+//! The plug-in axes whose entries live in this crate and that scenario
+//! files name by `kind`: queue disciplines (crates/backend/src/link/queue/).
+//! The scenario keeps their tables as written ([`mplab_scenario::network::Queue`]);
+//! this module checks them against the registry when a scenario is loaded
+//! for a run, so that a bad table is refused with its line on every
+//! backend, and fills in what each resolved to (what network.json shows).
+
+use mplab_scenario::network::Network;
+use mplab_scenario::plugins::fields::PluginError;
+use mplab_scenario::plugins::About;
+use mplab_scenario::{Scenario, ScenarioError};
+
+use crate::link::{disciplines, QueueConfig};
+
+/// The scenario resolved into the network a backend runs: the scenario's
+/// own resolution, then every plug-in table checked ([`check`]), an error
+/// located at the line of its field. Every command that runs or checks a
+/// scenario loads it through here.
+pub fn resolve(sc: &Scenario) -> Result<Network, ScenarioError> {
+    let mut net = sc.resolve()?;
+    check(&mut net).map_err(|e| sc.plugin_error(&e))?;
+    Ok(net)
+}
+
+/// Checks every plug-in table of `net` against this crate's registries
+/// and records what each resolved to; the first problem names its field
+/// (for a network built by code, which has no file to locate it in).
+pub fn check(net: &mut Network) -> Result<(), PluginError> {
+    for l in &mut net.links {
+        for d in [&mut l.ab, &mut l.ba] {
+            d.queue.resolved = Some(QueueConfig::of(&d.queue)?.resolved());
+        }
+    }
+    Ok(())
+}
+
+/// Every entry of every axis scenario files name by `kind`, this crate's
+/// with the scenario's ([`mplab_scenario::plugins::all`]): (axis, entry),
+/// for `mplab plugins`.
+pub fn all() -> Vec<(&'static str, About)> {
+    let mut v = mplab_scenario::plugins::all();
+    // Queues between the applications and the middleboxes, as the
+    // scenario's reference lists them.
+    let at = v.iter().position(|(axis, _)| *axis == "middlebox").unwrap_or(v.len());
+    v.splice(at..at, disciplines().into_iter().map(|a| ("queue", a)));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use mplab_scenario::plugins::OnKernel;
+
+    /// Names are unique per axis and every entry says what the kernel
+    /// backend does with it.
+    #[test]
+    fn entries_are_unique_and_say_what_the_kernel_does() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (axis, a) in super::all() {
+            assert!(seen.insert((axis, a.name)), "{axis} {} registered twice", a.name);
+            assert!(!a.what.is_empty());
+            match a.kernel {
+                OnKernel::Runs(how) | OnKernel::Refuses(how) => assert!(how.len() > 10, "{axis} {}: say how or why", a.name),
+            }
+        }
+        let axes: Vec<&str> = super::all().iter().map(|(axis, _)| *axis).collect();
+        let first = |axis: &str| axes.iter().position(|a| *a == axis).unwrap();
+        assert!(first("application") < first("queue") && first("queue") < first("middlebox"), "{axes:?}");
+    }
+}
