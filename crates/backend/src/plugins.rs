@@ -1,16 +1,19 @@
 //! The plug-in axes whose entries live in this crate and that scenario
-//! files name by `kind`: queue disciplines (crates/backend/src/link/queue/).
-//! The scenario keeps their tables as written ([`mplab_scenario::network::Queue`]);
+//! files name by `kind`: queue disciplines (crates/backend/src/link/queue/)
+//! and middleboxes (crates/backend/src/middlebox/). The scenario keeps
+//! their tables as written ([`mplab_scenario::network::Queue`],
+//! [`mplab_scenario::network::MiddleboxPlugin`]);
 //! this module checks them against the registry when a scenario is loaded
 //! for a run, so that a bad table is refused with its line on every
 //! backend, and fills in what each resolved to (what network.json shows).
 
-use mplab_scenario::network::Network;
+use mplab_scenario::network::{MiddleboxAction, Network};
 use mplab_scenario::plugins::fields::PluginError;
 use mplab_scenario::plugins::About;
 use mplab_scenario::{Scenario, ScenarioError};
 
 use crate::link::{disciplines, QueueConfig};
+use crate::middlebox::{self, MiddleboxConfig};
 
 /// The scenario resolved into the network a backend runs: the scenario's
 /// own resolution, then every plug-in table checked ([`check`]), an error
@@ -23,13 +26,22 @@ pub fn resolve(sc: &Scenario) -> Result<Network, ScenarioError> {
 }
 
 /// Checks every plug-in table of `net` against this crate's registries
-/// and records what each resolved to; the first problem names its field
-/// (for a network built by code, which has no file to locate it in).
+/// (a middlebox's kind also where it sits) and records what each resolved
+/// to; the first problem names its field (for a network built by code,
+/// which has no file to locate it in).
 pub fn check(net: &mut Network) -> Result<(), PluginError> {
     for l in &mut net.links {
         for d in [&mut l.ab, &mut l.ba] {
             d.queue.resolved = Some(QueueConfig::of(&d.queue)?.resolved());
         }
+    }
+    for m in &mut net.middleboxes {
+        let MiddleboxAction::Plugin(p) = &mut m.action else { continue };
+        let c = MiddleboxConfig::of(p)?;
+        if let Some((field, why)) = c.facts().misplaced(&m.placement) {
+            return Err(PluginError::new(format!("{}.{field}", p.path), why));
+        }
+        p.resolved = Some(c.resolved());
     }
     Ok(())
 }
@@ -39,10 +51,10 @@ pub fn check(net: &mut Network) -> Result<(), PluginError> {
 /// for `mplab plugins`.
 pub fn all() -> Vec<(&'static str, About)> {
     let mut v = mplab_scenario::plugins::all();
-    // Queues between the applications and the middleboxes, as the
-    // scenario's reference lists them.
-    let at = v.iter().position(|(axis, _)| *axis == "middlebox").unwrap_or(v.len());
-    v.splice(at..at, disciplines().into_iter().map(|a| ("queue", a)));
+    // Queues, then middleboxes, after the applications, as the scenario's
+    // reference lists them.
+    v.extend(disciplines().into_iter().map(|a| ("queue", a)));
+    v.extend(middlebox::all().into_iter().map(|k| ("middlebox", k.about)));
     v
 }
 

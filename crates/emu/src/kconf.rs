@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use mplab_proto::mptcp::path_manager::{self, KernelEndpoints};
 use mplab_scenario::network::{App, EndpointFlag, Flow, MiddleboxAction, Network, NodeKind, Placement, Transport};
-use mplab_scenario::plugins::{middleboxes, OnKernel};
+use mplab_backend::middlebox::{self, MiddleboxConfig};
+use mplab_scenario::plugins::OnKernel;
 use mplab_scenario::Scenario;
 
 use mplab_proto::registry::{self, Entry, KernelMap};
@@ -229,7 +230,19 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
         }
     }
     for (i, mb) in net.middleboxes.iter().enumerate() {
-        if let OnKernel::Refuses(why) = middleboxes::of(&mb.action).about.kernel {
+        // A kind's table is checked again, as a queue's: a network built
+        // by code has not been through mplab_backend::plugins::check.
+        let facts = match &mb.action {
+            MiddleboxAction::Plugin(p) => match MiddleboxConfig::of(p) {
+                Ok(c) => Some(c.facts()),
+                Err(e) => {
+                    err(&e.path, e.message);
+                    None
+                }
+            },
+            typed => middlebox::facts_of(typed),
+        };
+        if let Some(OnKernel::Refuses(why)) = facts.map(|f| f.about.kernel) {
             err(&format!("middleboxes[{i}].kind"), why.into());
         }
         if mb.has_window() && matches!(mb.placement, Placement::Node { .. }) {
@@ -424,18 +437,22 @@ pub fn apply_middleboxes(net: &Network, ns: &[String], balancers: &[crate::balan
     for mb in &net.middleboxes {
         let Placement::Node { node, .. } = &mb.placement else { continue };
         let nsn = &ns[*node];
-        match &mb.action {
-            MiddleboxAction::StripMptcp { on } => {
+        let config = match &mb.action {
+            MiddleboxAction::Plugin(p) => Some(MiddleboxConfig::of(p).map_err(|e| e.to_string())?),
+            _ => None,
+        };
+        match (&mb.action, &config) {
+            (_, Some(MiddleboxConfig::StripMptcp(strip))) => {
                 for chain in ["PREROUTING", "OUTPUT"] {
                     let mut a = vec!["ip", "netns", "exec", nsn, "iptables", "-w", "-t", "mangle", "-A", chain, "-p", "tcp"];
-                    if *on == mplab_scenario::network::StripOn::Syn {
+                    if strip.syn_only {
                         a.extend(["--tcp-flags", "SYN", "SYN"]);
                     }
                     a.extend(["-j", "TCPOPTSTRIP", "--strip-options", "30"]);
                     sys::run(&a)?;
                 }
             }
-            MiddleboxAction::LoadBalancer { .. } => {
+            (MiddleboxAction::LoadBalancer { .. }, _) => {
                 // The forwarder thread starts with the run (run/middleboxes.rs);
                 // here: its routing tables, its queue rule, the VIP on the
                 // backends' loopback, and the stateless mode's sysctl.
@@ -455,8 +472,8 @@ pub fn apply_middleboxes(net: &Network, ns: &[String], balancers: &[crate::balan
                     }
                 }
             }
-            MiddleboxAction::Nat { addr } => {
-                let action = match addr {
+            (_, Some(MiddleboxConfig::SourceNat(nat))) => {
+                let action = match nat.addr {
                     Some(a) => format!("snat to {a}"),
                     None => "masquerade".to_string(),
                 };
@@ -464,10 +481,10 @@ pub fn apply_middleboxes(net: &Network, ns: &[String], balancers: &[crate::balan
                 sys::run(&["ip", "netns", "exec", nsn, "nft", "add chain ip mplab_nat post { type nat hook postrouting priority 100 ; policy accept ; }"])?;
                 sys::run(&["ip", "netns", "exec", nsn, "nft", &format!("add rule ip mplab_nat post {action}")])?;
             }
-            other => {
-                let why = match middleboxes::of(other).about.kernel {
-                    OnKernel::Refuses(why) => why,
-                    OnKernel::Runs(_) => "the kernel backend has no rule for this middlebox kind",
+            (other, _) => {
+                let why = match middlebox::facts_of(other).map(|f| f.about.kernel) {
+                    Some(OnKernel::Refuses(why)) => why,
+                    _ => "the kernel backend has no rule for this middlebox kind",
                 };
                 return Err(why.into());
             }
@@ -562,10 +579,10 @@ mod tests {
                 "name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"dumbbell\"\npairs = 1\naccess_rate = \"10Mbit\"\nbottleneck_rate = \"10Mbit\"\n[[flows]]\nfrom = \"l0\"\nto = \"r0\"\ntransport = \"tcp\"\n[[middleboxes]]\n{body}\n"
             );
             let sc = Scenario::from_str(&toml, "t.toml").unwrap_or_else(|e| panic!("{e}"));
-            let n = sc.resolve().unwrap_or_else(|e| panic!("{e}"));
+            let n = mplab_backend::plugins::resolve(&sc).unwrap_or_else(|e| panic!("{e}"));
             unsupported(&sc, &n)
         };
-        for e in middleboxes::REGISTRY {
+        for e in middlebox::all() {
             let body = match e.about.name {
                 "strip_mptcp" => "kind = \"strip_mptcp\"\nnode = \"left\"",
                 "nat" => "kind = \"nat\"\nnode = \"left\"",
@@ -573,6 +590,8 @@ mod tests {
                 "rewrite" => "kind = \"rewrite\"\nnode = \"left\"",
                 "load_balancer" => "kind = \"load_balancer\"\nnode = \"left\"\nmode = \"token\"\nvip = \"10.100.0.1\"\nbackends = [\"l0\"]",
                 "attacker" => "kind = \"attacker\"\nlink = \"left-right\"\nattack = \"rst-on-path\"",
+                // With mplab-backend's test-fixtures feature (a workspace test build).
+                "fixture-drop-every-nth" => "kind = \"fixture-drop-every-nth\"\nlink = \"left-right\"\nn = 2",
                 other => panic!("add a case for the new middlebox kind {other}"),
             };
             let errs = with_box(body);

@@ -9,17 +9,17 @@ use std::net::Ipv4Addr;
 use crate::error::{diag, Diag};
 use crate::network::{Node, NodeKind, Prefix};
 use crate::routing::Anycast;
-use crate::schema::{MiddleboxKind, Spec};
+use crate::schema::Spec;
 
 pub(crate) fn place(spec: &Spec, nodes: &mut [Node]) -> Result<Vec<Anycast>, Diag> {
     let mut by_vip: BTreeMap<Ipv4Addr, (Vec<usize>, Vec<usize>, String)> = BTreeMap::new();
     for (i, m) in spec.middleboxes.iter().enumerate() {
-        if m.kind != MiddleboxKind::LoadBalancer {
+        if m.kind() != "load_balancer" {
             continue;
         }
         let path = format!("middleboxes[{i}]");
         // Missing fields are reported with the middlebox's other checks.
-        let (Some(vip), Some(lb_name), Some(backends)) = (m.vip, m.node.as_ref(), m.backends.as_ref()) else { continue };
+        let (Some(vip), Some(lb_name), Some(backends)) = (m.field::<Ipv4Addr>("vip"), m.node.as_ref(), m.field::<Vec<String>>("backends")) else { continue };
         let Some(lb) = nodes.iter().position(|n| &n.name == lb_name) else { continue };
         if nodes[lb].kind != NodeKind::Router {
             continue;

@@ -587,7 +587,7 @@ impl LinkAction {
 
 // ------------------------------------------------------------ middleboxes
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Middlebox {
     pub id: usize,
     pub action: MiddleboxAction,
@@ -610,16 +610,12 @@ impl Middlebox {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// What a middlebox does. The scenario types the two kinds it must
+/// understand itself (a load balancer's VIP takes part in routing; the
+/// attacker is the adversarial matrix's); every other kind is a plug-in of
+/// crates/backend, kept as its table.
+#[derive(Debug, Clone, PartialEq)]
 pub enum MiddleboxAction {
-    StripMptcp { on: StripOn },
-    Nat { addr: Option<Ipv4Addr> },
-    /// `hold_ns`: coalesce only, how long a segment waits for the next.
-    Resegment { mode: ResegmentMode, size: Option<u64>, hold_ns: Option<u64> },
-    /// Changes the first payload byte of every data segment that holds a
-    /// stream offset multiple of `every` (retransmissions of it too).
-    Rewrite { every: u64 },
     /// A layer-4 load balancer for `vip` in front of `backends` (hosts
     /// linked to its router, each holding `vip` on its loopback).
     LoadBalancer { mode: BalancerMode, vip: Ipv4Addr, backends: Vec<String>, table: u64, idle_ns: u64 },
@@ -627,6 +623,52 @@ pub enum MiddleboxAction {
     /// `at_ns`; `count`: how many forged or changed segments, where the
     /// attack repeats (a flood, blind guesses, rewriting); None: its default.
     Attacker { attack: AttackKind, at_ns: u64, count: Option<u32> },
+    /// A kind of mplab-backend's middlebox registry (option stripping,
+    /// NAT, resegmenting, rewriting, ...).
+    Plugin(MiddleboxPlugin),
+}
+
+/// A middlebox of a kind the backends' registry holds, kept as the
+/// scenario gave it: `mplab_backend::plugins::check` reads and checks the
+/// table and fills in `resolved`, as for a [`Queue`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MiddleboxPlugin {
+    /// `kind` and the kind's fields.
+    pub table: PluginTable,
+    /// Where the table is in the scenario (`middleboxes[2]`), for errors.
+    pub path: String,
+    /// The kind's validated parameters (`kind` first), once checked.
+    pub resolved: Option<Resolved>,
+}
+
+impl MiddleboxPlugin {
+    /// The table found at `path` of the scenario, unchecked.
+    pub fn new(table: PluginTable, path: impl Into<String>) -> Self {
+        MiddleboxPlugin { table, path: path.into(), resolved: None }
+    }
+}
+
+/// The typed kinds' fields as they serialise, `kind` first.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum TypedAction<'a> {
+    LoadBalancer { mode: BalancerMode, vip: Ipv4Addr, backends: &'a [String], table: u64, idle_ns: u64 },
+    Attacker { attack: AttackKind, at_ns: u64, count: Option<u32> },
+}
+
+/// `kind` first, then its validated parameters (a plug-in's table as given
+/// until the backend has checked it).
+impl Serialize for MiddleboxAction {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MiddleboxAction::LoadBalancer { mode, vip, backends, table, idle_ns } => TypedAction::LoadBalancer { mode: *mode, vip: *vip, backends, table: *table, idle_ns: *idle_ns }.serialize(s),
+            MiddleboxAction::Attacker { attack, at_ns, count } => TypedAction::Attacker { attack: *attack, at_ns: *at_ns, count: *count }.serialize(s),
+            MiddleboxAction::Plugin(p) => match &p.resolved {
+                Some(r) => r.serialize(s),
+                None => p.table.serialize(s),
+            },
+        }
+    }
 }
 
 /// How a load balancer picks a backend (see mplab-backend's `balancer`).
@@ -662,15 +704,12 @@ impl BalancerMode {
 }
 
 impl MiddleboxAction {
-    /// The kind's name (its registry key).
-    pub fn kind(&self) -> &'static str {
+    /// The kind's name, as scenario files write it.
+    pub fn kind(&self) -> &str {
         match self {
-            MiddleboxAction::StripMptcp { .. } => "strip_mptcp",
-            MiddleboxAction::Nat { .. } => "nat",
-            MiddleboxAction::Resegment { .. } => "resegment",
-            MiddleboxAction::Rewrite { .. } => "rewrite",
             MiddleboxAction::LoadBalancer { .. } => "load_balancer",
             MiddleboxAction::Attacker { .. } => "attacker",
+            MiddleboxAction::Plugin(p) => &p.table.kind,
         }
     }
 }

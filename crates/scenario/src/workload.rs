@@ -365,9 +365,9 @@ fn flow_sctp(spec: &Spec, f: &FlowSpec, path: &str) -> Result<Option<SctpFlowCon
 
 /// The VIP and backends of the load balancer on router `name`, if any.
 fn balanced_service(spec: &Spec, net: &Network, name: &str) -> Option<(Ipv4Addr, Vec<NodeId>)> {
-    let m = spec.middleboxes.iter().find(|m| m.kind == crate::schema::MiddleboxKind::LoadBalancer && m.node.as_deref() == Some(name))?;
-    let vip = m.vip?;
-    let backends: Option<Vec<NodeId>> = m.backends.as_ref()?.iter().map(|b| net.node(b).map(|n| n.id)).collect();
+    let m = spec.middleboxes.iter().find(|m| m.kind() == "load_balancer" && m.node.as_deref() == Some(name))?;
+    let vip = m.field::<Ipv4Addr>("vip")?;
+    let backends: Option<Vec<NodeId>> = m.field::<Vec<String>>("backends")?.iter().map(|b| net.node(b).map(|n| n.id)).collect();
     backends.filter(|b| !b.is_empty()).map(|b| (vip, b))
 }
 
@@ -536,7 +536,6 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
     for (i, m) in spec.middleboxes.iter().enumerate() {
         let path = format!("middleboxes[{i}]");
         let action = crate::plugins::middleboxes::resolve(m, &path)?;
-        let entry = crate::plugins::middleboxes::of(&action);
         let placement = match (&m.link, &m.node) {
             (Some(name), None) => {
                 let link = net.link(name).ok_or_else(|| Diag::new(format!("{path}.link"), format!("unknown link {name:?}")))?;
@@ -555,10 +554,10 @@ fn middleboxes(spec: &Spec, net: &Network) -> Result<Vec<Middlebox>, Diag> {
             (Some(_), Some(_)) => return diag(path, "place the middlebox on a `link` or a `node`, not both"),
             (None, None) => return diag(path, "place the middlebox on a `link` (with optional `direction`) or a router `node`"),
         };
-        match placement {
-            Placement::Link { .. } if !entry.on_link => return diag(format!("{path}.link"), format!("a {} middlebox sits on a router: give it `node`, not `link`", entry.about.name)),
-            Placement::Node { .. } if !entry.on_router => return diag(format!("{path}.node"), format!("a {} middlebox sits on a link: give it `link`, not `node`", entry.about.name)),
-            _ => {}
+        // A kind of the backend's registry is placed by its facts when the
+        // backend checks it (mplab_backend::plugins::check).
+        if let Some((field, why)) = crate::plugins::middleboxes::typed(m.kind()).and_then(|e| e.facts.misplaced(&placement)) {
+            return diag(format!("{path}.{field}"), why);
         }
         let from_ns = m.from.map_or(0, |d| d.as_nanos());
         let until_ns = m.until.map(|d| d.as_nanos());

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{ip, net};
-use mplab_scenario::network::{App, Direction, EndpointFlag, LinkAction, MiddleboxAction, Placement, StripOn};
+use mplab_scenario::network::{App, Direction, EndpointFlag, LinkAction, MiddleboxAction, Placement};
 
 const GW: &str = include_str!("data/two-gateways.toml");
 
@@ -129,11 +129,16 @@ node = "fw"
     assert!(matches!(n.events[2].action, LinkAction::Set { loss: Some(l), direction: Direction::Both, .. } if l == 0.05));
 
     let fw = n.node("fw").unwrap().id;
-    assert_eq!(n.middleboxes[0].action, MiddleboxAction::StripMptcp { on: StripOn::All });
+    // The backend's kinds stay their tables, with the path errors name.
+    let table = |i: usize| match &n.middleboxes[i].action {
+        MiddleboxAction::Plugin(p) => (p.table.kind.as_str(), p.table.fields.clone(), p.path.as_str()),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(table(0), ("strip_mptcp", toml::Table::new(), "middleboxes[0]"));
     assert_eq!(n.middleboxes[0].placement, Placement::Node { node: fw, node_name: "fw".into() });
     assert!(matches!(&n.middleboxes[1].placement, Placement::Link { link_name, direction: Direction::Ba, .. } if link_name == "lan"));
-    assert!(matches!(n.middleboxes[1].action, MiddleboxAction::Resegment { size: Some(9000), .. }));
-    assert_eq!(n.middleboxes[2].action, MiddleboxAction::Nat { addr: None });
+    assert_eq!(table(1).1.get("size").and_then(|v| v.as_str()), Some("9000B"));
+    assert_eq!(table(2).0, "nat");
     assert_eq!(n.middleboxes[2].placement, Placement::Node { node: fw, node_name: "fw".into() });
 
     let p = &n.probes.pcap[0];

@@ -7,9 +7,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use mplab_proto::Instant;
-use mplab_scenario::network::MiddleboxAction;
 
-use super::element::{Built, Hook, Kind, Middlebox, Place};
+use super::element::{Hook, Middlebox};
 use super::segment::ModelPacket;
 use super::split::Split;
 use crate::attack::{AttackReport, Attacker, Seg};
@@ -73,19 +72,5 @@ impl<P: ModelPacket> Middlebox<P> for AttackerBox {
 
     fn attack_report(&self) -> Option<AttackReport> {
         (self.dir == 0).then(|| self.shared.borrow().report().clone())
-    }
-}
-
-/// `attacker`: one pair of boxes per link, sharing one [`Attacker`].
-pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
-    Kind {
-        name: "attacker",
-        build: |a, net, place| match (a, place) {
-            (&MiddleboxAction::Attacker { attack, at_ns, count }, Place::Link(dir)) => {
-                let [ab, ba] = AttackerBox::pair(Attacker::new(attack, at_ns, count, net.seed, dir / 2));
-                Built::Pair([Box::new(ab), Box::new(ba)])
-            }
-            _ => unreachable!("the scenario puts an attacker on a link"),
-        },
     }
 }

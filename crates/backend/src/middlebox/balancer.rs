@@ -6,9 +6,9 @@
 use std::net::Ipv4Addr;
 
 use mplab_proto::Instant;
-use mplab_scenario::network::{BalancerMode, MiddleboxAction, Network};
+use mplab_scenario::network::{BalancerMode, Network};
 
-use super::element::{Built, Hook, Kind, Middlebox, Place};
+use super::element::{Hook, Middlebox};
 use super::segment::ModelPacket;
 use crate::balancer::{Balancer, BalancerConfig, BalancerStats, FlowKey, MptcpSeen, Segment as Seen, Verdict};
 
@@ -132,16 +132,5 @@ impl<P: ModelPacket> Middlebox<P> for LoadBalancer {
 
     fn balancer_stats(&self) -> Option<BalancerStats> {
         Some(self.lb.stats())
-    }
-}
-
-/// `load_balancer`: on a router.
-pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
-    Kind {
-        name: "load_balancer",
-        build: |a, net, place| match (a, place) {
-            (MiddleboxAction::LoadBalancer { mode, vip, backends, table, idle_ns }, Place::Node(n)) => Built::One(Box::new(LoadBalancer::new(net, n, *mode, *vip, backends, *table, *idle_ns))),
-            _ => unreachable!("the scenario puts a load balancer on a router"),
-        },
     }
 }

@@ -2,7 +2,6 @@
 //! at a [`Hook`], packets out, and one optional timer.
 
 use mplab_proto::Instant;
-use mplab_scenario::network::{MiddleboxAction, Network};
 
 use crate::attack::AttackReport;
 use crate::balancer::BalancerStats;
@@ -38,14 +37,6 @@ pub enum Built<P> {
     /// both ways of its link): the box for a→b, then b→a, which a backend
     /// runs as partners. Built once for the link, whatever its place.
     Pair([Box<dyn Middlebox<P>>; 2]),
-}
-
-/// A middlebox kind: the name scenario files use and how it builds its
-/// boxes from the scenario's resolved middlebox (`net` and the place give
-/// what a router's box needs: its interfaces, routes and the seed).
-pub struct Kind<P> {
-    pub name: &'static str,
-    pub build: fn(&MiddleboxAction, &Network, Place) -> Built<P>,
 }
 
 /// A middlebox over packets of type `P` (the simulator's modelled packet,

@@ -1,18 +1,16 @@
 //! A test-only kind: drops every `n`th TCP segment passing it on a link
-//! or through a router. It exists to show (and test) that a kind is one
-//! file over a packet view plus its line in the registry (and its `mod`).
+//! or through a router. It exists to show (and test) that a kind is this
+//! file plus its line in the `middleboxes!` list: scenario files name it
+//! as `kind = "fixture-drop-every-nth"` with `n = 3`.
 
 use mplab_proto::Instant;
+use mplab_scenario::network::Network;
+use mplab_scenario::plugins::fields::{Fields, PluginError};
+use mplab_scenario::plugins::{About, OnKernel, Resolved};
 
-use super::element::{Built, Hook, Kind, Middlebox};
-use super::segment::Segment;
-
-/// Every third segment. No scenario syntax names it yet: the scenario's
-/// middlebox tables are typed per kind until they become generic tables
-/// the kinds read themselves.
-pub fn kind<P: Segment + 'static>() -> Kind<P> {
-    Kind { name: "fixture-drop-every-nth", build: |_, _, _| Built::One(Box::new(DropEveryNth::new(3))) }
-}
+use super::element::{Built, Hook, Middlebox, Place};
+use super::kind::MiddleboxKind;
+use super::segment::{ModelPacket, Segment};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DropEveryNth {
@@ -24,6 +22,30 @@ pub struct DropEveryNth {
 impl DropEveryNth {
     pub fn new(n: u64) -> Self {
         DropEveryNth { n: n.max(1), seen: 0, dropped: 0 }
+    }
+}
+
+impl MiddleboxKind for DropEveryNth {
+    const ABOUT: About = About { name: "fixture-drop-every-nth", params: &["n"], what: "drops every nth TCP segment (tests only)", kernel: OnKernel::Refuses("a test fixture") };
+    const ON_LINK: bool = true;
+    const ON_ROUTER: bool = true;
+
+    fn from_fields(f: &mut Fields) -> Result<Self, PluginError> {
+        let n: Option<u64> = f.get("n")?;
+        f.finish()?;
+        let n = n.ok_or_else(|| f.missing("n"))?;
+        if n == 0 {
+            return Err(f.error_at("n", "must be at least 1"));
+        }
+        Ok(DropEveryNth::new(n))
+    }
+
+    fn resolved(&self) -> Vec<(&'static str, Resolved)> {
+        vec![("n", self.n.into())]
+    }
+
+    fn build<P: ModelPacket + 'static>(&self, _: &Network, _: Place) -> Built<P> {
+        Built::One(Box::new(*self))
     }
 }
 
@@ -54,7 +76,7 @@ mod tests {
 
     use mplab_wire::{MptcpOption, TcpHeader};
 
-    use super::super::registry::{build, kinds, places};
+    use super::super::registry::{build, places};
     use super::super::segment::ModelPacket;
     use super::*;
 
@@ -126,19 +148,24 @@ mod tests {
         fn resize(&mut self) {}
     }
 
-    /// A scenario's option-stripping box on a link, then the fixture found
-    /// in the registry by its name, run the way a backend runs a place's
+    fn scenario(fixture: &str) -> mplab_scenario::Scenario {
+        let toml = format!("name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 1\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"path0\"\n[[middleboxes]]\nkind = \"fixture-drop-every-nth\"\nlink = \"path0\"\ndirection = \"ab\"\n{fixture}\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\napp = \"bulk\"\n");
+        mplab_scenario::Scenario::from_str(&toml, "t.toml").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Named by a scenario, the fixture is checked by the registry, shows
+    /// its parameters in the resolved network, and its box runs behind the
+    /// scenario's option-stripping box the way a backend runs a place's
     /// chain: what one box pushes goes through the next.
     #[test]
-    fn the_fixture_runs_from_the_registry_behind_a_scenarios_box() {
-        let toml = "name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 1\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"path0\"\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\napp = \"bulk\"\n";
-        let net = mplab_scenario::Scenario::from_str(toml, "t.toml").unwrap_or_else(|e| panic!("{e}")).resolve().unwrap_or_else(|e| panic!("{e}"));
-        let m = &net.middleboxes[0];
-        let place = places(&m.placement)[0];
-        let fixture = kinds::<Pkt>().into_iter().find(|k| k.name == "fixture-drop-every-nth").expect("registered under cfg(test)");
+    fn a_kind_added_by_one_file_is_chosen_by_its_name() {
+        let net = crate::plugins::resolve(&scenario("n = 3")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(serde_json::to_string(&net.middleboxes[1].action).unwrap(), r#"{"kind":"fixture-drop-every-nth","n":3}"#);
+        let place = places(&net.middleboxes[1].placement)[0];
+        assert_eq!(places(&net.middleboxes[0].placement)[0], place);
         let mut chain: Vec<Box<dyn Middlebox<Pkt>>> = Vec::new();
-        for built in [build::<Pkt>(&m.action, &net, place), (fixture.build)(&m.action, &net, place)] {
-            let Built::One(b) = built else { panic!("one box per place") };
+        for m in &net.middleboxes {
+            let Built::One(b) = build::<Pkt>(&m.action, &net, place) else { panic!("one box per place") };
             chain.push(b);
         }
         let mut delivered = Vec::new();
@@ -163,5 +190,15 @@ mod tests {
         let mut out = Vec::new();
         Middlebox::<Pkt>::process(&mut DropEveryNth::new(1), Instant(0), Hook::Ingress { iface: 0 }, delivered.remove(0), &mut out);
         assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn its_bad_field_is_refused_with_the_line() {
+        let e = crate::plugins::resolve(&scenario("n = 0")).unwrap_err();
+        assert_eq!(e.to_string(), "t.toml:15:5: middleboxes[1].n: must be at least 1");
+        let e = crate::plugins::resolve(&scenario("m = 2")).unwrap_err();
+        assert_eq!(e.to_string(), "t.toml:15:5: middleboxes[1].m: does not apply to kind = \"fixture-drop-every-nth\" (it takes n)");
+        let e = crate::plugins::resolve(&scenario("")).unwrap_err();
+        assert_eq!(e.to_string(), "t.toml:11:1: middleboxes[1]: missing field `n` (kind = \"fixture-drop-every-nth\")");
     }
 }

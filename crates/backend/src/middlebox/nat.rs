@@ -7,10 +7,13 @@
 use std::net::Ipv4Addr;
 
 use mplab_proto::Instant;
-use mplab_scenario::network::{MiddleboxAction, Network, Prefix};
+use mplab_scenario::network::{Network, Prefix};
+use mplab_scenario::plugins::fields::{Fields, PluginError};
+use mplab_scenario::plugins::{About, OnKernel, Resolved};
 use rustc_hash::FxHashMap;
 
-use super::element::{Built, Hook, Kind, Middlebox, Place};
+use super::element::{Built, Hook, Middlebox, Place};
+use super::kind::MiddleboxKind;
 use super::segment::ModelPacket;
 
 #[derive(Debug)]
@@ -93,13 +96,32 @@ impl Nat {
     }
 }
 
-/// `nat`: source NAT on a router.
-pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
-    Kind {
-        name: "nat",
-        build: |a, net, place| match (a, place) {
-            (MiddleboxAction::Nat { addr }, Place::Node(n)) => Built::One(Box::new(Nat::new(net, n, *addr))),
-            _ => unreachable!("built by the kind of its action, where its registry entry says it may sit (the simulator's transport::unsupported_middleboxes checks)"),
-        },
+/// `nat`: source NAT on a router, to `addr` (default: the outside
+/// interface's address); each router's box is a [`Nat`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceNat {
+    pub addr: Option<Ipv4Addr>,
+}
+
+impl MiddleboxKind for SourceNat {
+    const ABOUT: About = About { name: "nat", params: &["addr"], what: "source NAT to `addr` (default: the outgoing interface's address)", kernel: OnKernel::Runs("nftables snat / masquerade on the router") };
+    const ON_LINK: bool = false;
+    const ON_ROUTER: bool = true;
+
+    fn from_fields(f: &mut Fields) -> Result<Self, PluginError> {
+        let addr = f.get("addr")?;
+        f.finish()?;
+        Ok(SourceNat { addr })
+    }
+
+    fn resolved(&self) -> Vec<(&'static str, Resolved)> {
+        vec![("addr", self.addr.map(|a| a.to_string()).as_deref().into())]
+    }
+
+    fn build<P: ModelPacket + 'static>(&self, net: &Network, place: Place) -> Built<P> {
+        match place {
+            Place::Node(n) => Built::One(Box::new(Nat::new(net, n, self.addr))),
+            Place::Link(_) => unreachable!("a nat sits on a router (ON_LINK is false)"),
+        }
     }
 }

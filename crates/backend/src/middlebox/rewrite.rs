@@ -3,9 +3,13 @@
 //! the TCP checksum up, so only MPTCP's DSS checksum can notice.
 
 use mplab_proto::Instant;
-use mplab_scenario::network::MiddleboxAction;
+use mplab_scenario::network::Network;
+use mplab_scenario::plugins::fields::{Fields, PluginError};
+use mplab_scenario::plugins::{About, OnKernel, Resolved};
+use mplab_scenario::Size;
 
-use super::element::{Built, Hook, Kind, Middlebox};
+use super::element::{Built, Hook, Middlebox, Place};
+use super::kind::MiddleboxKind;
 use super::segment::ModelPacket;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,13 +45,32 @@ impl<P: ModelPacket> Middlebox<P> for Rewrite {
     }
 }
 
-/// `rewrite`: damages a byte every `every` bytes of the stream.
-pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
-    Kind {
+/// `rewrite`: damages a byte every `every` bytes of the stream (default
+/// 1 MB).
+impl MiddleboxKind for Rewrite {
+    const ABOUT: About = About {
         name: "rewrite",
-        build: |a, _, _| match *a {
-            MiddleboxAction::Rewrite { every } => Built::One(Box::new(Rewrite { every: every.max(1) })),
-            _ => unreachable!("built by the kind of its action"),
-        },
+        params: &["every"],
+        what: "changes payload bytes and fixes the TCP checksum (an application gateway): only MPTCP's DSS checksum can tell",
+        kernel: OnKernel::Refuses("payload-rewriting middleboxes are not available on the kernel backend"),
+    };
+    const ON_LINK: bool = true;
+    const ON_ROUTER: bool = true;
+
+    fn from_fields(f: &mut Fields) -> Result<Self, PluginError> {
+        let every: Option<Size> = f.get("every")?;
+        f.finish()?;
+        if every.is_some_and(|s| s.bytes() == 0) {
+            return Err(f.error_at("every", "must be greater than 0"));
+        }
+        Ok(Rewrite { every: every.map_or(1_000_000, |s| s.bytes()) })
+    }
+
+    fn resolved(&self) -> Vec<(&'static str, Resolved)> {
+        vec![("every", self.every.into())]
+    }
+
+    fn build<P: ModelPacket + 'static>(&self, _: &Network, _: Place) -> Built<P> {
+        Built::One(Box::new(Rewrite { every: self.every.max(1) }))
     }
 }

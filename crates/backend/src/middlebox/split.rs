@@ -2,11 +2,9 @@
 //! `size` into several, copying the options to each (as TSO does).
 
 use mplab_proto::Instant;
-use mplab_scenario::network::{MiddleboxAction, ResegmentMode};
 use mplab_wire::tcp::flags::FIN;
 
-use super::coalesce::{Coalescer, DEFAULT_HOLD_NS, DEFAULT_SIZE};
-use super::element::{Built, Hook, Kind, Middlebox};
+use super::element::{Hook, Middlebox};
 use super::segment::ModelPacket;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,20 +46,5 @@ impl<P: ModelPacket> Middlebox<P> for Split {
         p.resize();
         out.push(p);
         out.append(&mut rest);
-    }
-}
-
-/// `resegment`: this box (`mode = "split"`), or the coalescer
-/// (`mode = "coalesce"`).
-pub fn kind<P: ModelPacket + 'static>() -> Kind<P> {
-    Kind {
-        name: "resegment",
-        build: |a, _, _| match *a {
-            MiddleboxAction::Resegment { mode: ResegmentMode::Split, size, .. } => Built::One(Box::new(Split { size: size.unwrap_or(536).clamp(1, u64::from(u32::MAX)) as u32 })),
-            MiddleboxAction::Resegment { mode: ResegmentMode::Coalesce, size, hold_ns } => {
-                Built::One(Box::new(Coalescer::<P>::new(size.unwrap_or(DEFAULT_SIZE).clamp(1, u64::from(u16::MAX)) as u32, hold_ns.unwrap_or(DEFAULT_HOLD_NS))))
-            }
-            _ => unreachable!("built by the kind of its action"),
-        },
     }
 }

@@ -3,10 +3,13 @@
 //! simulator and the kernel backend's link emulator run this one box.
 
 use mplab_proto::Instant;
-use mplab_scenario::network::{MiddleboxAction, StripOn};
+use mplab_scenario::network::{Network, StripOn};
+use mplab_scenario::plugins::fields::{Fields, PluginError};
+use mplab_scenario::plugins::{About, OnKernel, Resolved};
 
-use super::element::{Built, Hook, Kind, Middlebox};
-use super::segment::Segment;
+use super::element::{Built, Hook, Middlebox, Place};
+use super::kind::MiddleboxKind;
+use super::segment::{ModelPacket, Segment};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StripMptcp {
@@ -26,13 +29,29 @@ impl<P: Segment> Middlebox<P> for StripMptcp {
     }
 }
 
-/// `strip_mptcp`: every segment, or SYNs only.
-pub fn kind<P: Segment + 'static>() -> Kind<P> {
-    Kind {
+/// `strip_mptcp`: every segment (`on = "all"`, the default), or SYNs only
+/// (`on = "syn"`).
+impl MiddleboxKind for StripMptcp {
+    const ABOUT: About = About {
         name: "strip_mptcp",
-        build: |a, _, _| match *a {
-            MiddleboxAction::StripMptcp { on } => Built::One(Box::new(StripMptcp { syn_only: on == StripOn::Syn })),
-            _ => unreachable!("built by the kind of its action"),
-        },
+        params: &["on"],
+        what: "removes TCP option 30 (MPTCP) from every segment or only SYNs, like a Cisco ASA",
+        kernel: OnKernel::Runs("on a link: the link emulator rewrites the option to NOPs; on a router: iptables TCPOPTSTRIP"),
+    };
+    const ON_LINK: bool = true;
+    const ON_ROUTER: bool = true;
+
+    fn from_fields(f: &mut Fields) -> Result<Self, PluginError> {
+        let on: StripOn = f.get_or("on", StripOn::All)?;
+        f.finish()?;
+        Ok(StripMptcp { syn_only: on == StripOn::Syn })
+    }
+
+    fn resolved(&self) -> Vec<(&'static str, Resolved)> {
+        vec![("on", Resolved::from(if self.syn_only { "syn" } else { "all" }))]
+    }
+
+    fn build<P: ModelPacket + 'static>(&self, _: &Network, _: Place) -> Built<P> {
+        Built::One(Box::new(*self))
     }
 }

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mplab_scenario::network::{App, Direction, Flow, MiddleboxAction, Network, NodeKind, Placement};
+use mplab_backend::middlebox::MiddleboxConfig;
+use mplab_scenario::network::{App, Direction, Flow, MiddleboxAction, Network, NodeKind, Placement, StripOn};
 
 use mplab_backend::link::LinkParams;
 
@@ -133,14 +134,18 @@ impl<'n> Plan<'n> {
             if let (MiddleboxAction::Attacker { attack, at_ns, count }, Placement::Link { link, .. }) = (&mb.action, &mb.placement) {
                 links[*link].attack = Some((*attack, *at_ns, *count));
             }
-            if let (MiddleboxAction::StripMptcp { on }, Placement::Link { link, direction, .. }) = (&mb.action, &mb.placement) {
+            if let (MiddleboxAction::Plugin(p), Placement::Link { link, direction, .. }) = (&mb.action, &mb.placement) {
+                // The link emulator strips the option itself; the kinds it
+                // does not run are refused by kconf::unsupported.
+                let Ok(MiddleboxConfig::StripMptcp(strip)) = MiddleboxConfig::of(p) else { continue };
+                let on = if strip.syn_only { StripOn::Syn } else { StripOn::All };
                 let dirs: &[usize] = match direction {
                     Direction::Ab => &[0],
                     Direction::Ba => &[1],
                     Direction::Both => &[0, 1],
                 };
                 for &d in dirs {
-                    links[*link].strip[d] = Some(StripRule { on: *on, from_ns: mb.from_ns, until_ns: mb.until_ns });
+                    links[*link].strip[d] = Some(StripRule { on, from_ns: mb.from_ns, until_ns: mb.until_ns });
                 }
             }
         }

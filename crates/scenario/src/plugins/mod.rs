@@ -1,8 +1,9 @@
 //! The registries of the plug-in axes a scenario file names that live in
-//! this crate: transports (their facts), applications, middleboxes (and
-//! topology generators, in [`crate::topology::REGISTRY`]). Schedulers,
-//! congestion controls and path managers are registries of crates/proto,
-//! queue disciplines one of crates/backend, looked up when a backend
+//! this crate: transports (their facts), applications, the two middlebox
+//! kinds the scenario types itself (and topology generators, in
+//! [`crate::topology::REGISTRY`]). Schedulers, congestion controls and path
+//! managers are registries of crates/proto, queue disciplines and the other
+//! middlebox kinds registries of crates/backend, looked up when a backend
 //! translates the scenario.
 //!
 //! Each entry here holds the name, the fields it takes (any other field of
@@ -16,7 +17,8 @@
 //! backend) keeps its table generic instead ([`fields::PluginTable`], as
 //! [`crate::network::Queue`] does), lets the entry read it with
 //! [`fields::Fields`] and keeps what the entry resolved as a
-//! [`Resolved`]; the entry describes itself with the same [`About`].
+//! [`Resolved`] (as [`crate::network::MiddleboxPlugin`] does); the entry
+//! describes itself with the same [`About`].
 
 mod about;
 pub mod apps;
@@ -28,14 +30,14 @@ pub mod transports;
 pub use about::{About, OnKernel};
 pub use resolved::Resolved;
 
-/// Every entry of every axis of this crate: (axis, entry), for listings
-/// (`mplab_backend::plugins::all` adds the backend's).
+/// Every entry of every axis of this crate but the middleboxes: (axis,
+/// entry), for listings (`mplab_backend::plugins::all` adds the backend's
+/// queues and middleboxes, these two typed kinds with them).
 pub fn all() -> Vec<(&'static str, About)> {
     let mut v = Vec::new();
     v.extend(crate::topology::REGISTRY.iter().map(|e| ("topology", About { name: e.name, params: &[], what: e.about, kernel: OnKernel::Runs("the same nodes and links in network namespaces") })));
     v.extend(transports::REGISTRY.iter().map(|e| ("transport", e.about)));
     v.extend(apps::REGISTRY.iter().map(|e| ("application", e.about)));
-    v.extend(middleboxes::REGISTRY.iter().map(|e| ("middlebox", e.about)));
     v
 }
 

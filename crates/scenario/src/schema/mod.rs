@@ -1,7 +1,9 @@
 //! The scenario file as written: serde types mirroring the TOML schema.
 //!
 //! Everything here is `deny_unknown_fields` so a typo (`rtae = ...`) is an
-//! error with a line number instead of a silently ignored setting. Checks
+//! error with a line number instead of a silently ignored setting (a
+//! plug-in's table, like a middlebox's kind-specific fields, is checked
+//! by its kind's entry, which refuses a field it does not take). Checks
 //! that need more than one field (does the node exist, do subnets overlap)
 //! live in `resolve`; this module only describes shapes and defaults.
 
@@ -22,7 +24,7 @@ pub(crate) use draft::{Draft, DraftEnd, DraftLink, DraftNode};
 pub use events::{EventAction, EventSpec};
 pub use flows::{AppKind, FlowSpec};
 pub use links::{DirectionSpec, LinkSpec, LossModel};
-pub use middleboxes::{MiddleboxKind, MiddleboxSpec};
+pub use middleboxes::MiddleboxSpec;
 pub use nodes::{Cidr, EndpointRef, NodeSpec};
 pub(crate) use params::KindTag;
 pub use params::PerPath;

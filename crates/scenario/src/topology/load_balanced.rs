@@ -20,7 +20,7 @@ use super::link_params::{check_count, params, queue_at};
 use crate::error::{diag, Diag};
 use crate::network::BalancerMode;
 use crate::plugins::fields::PluginTable;
-use crate::schema::{Draft, Generator, KindTag, MiddleboxKind, MiddleboxSpec, NodeKind};
+use crate::schema::{Draft, Generator, KindTag, MiddleboxSpec, NodeKind};
 use crate::units::{Duration, Rate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -121,27 +121,11 @@ impl Generator for LoadBalancedSpec {
             }
         }
         for b in 0..self.balancers {
-            d.middleboxes.push(MiddleboxSpec {
-                kind: MiddleboxKind::LoadBalancer,
-                link: None,
-                direction: None,
-                node: Some(format!("lb{b}")),
-                on: None,
-                mode: Some(self.mode.clone()),
-                size: None,
-                hold: None,
-                every: None,
-                addr: None,
-                vip: Some(self.vip),
-                backends: Some(backends.clone()),
-                table: None,
-                idle: None,
-                attack: None,
-                at: None,
-                count: None,
-                from: None,
-                until: None,
-            });
+            let mut table = PluginTable::of_kind("load_balancer");
+            table.fields.insert("mode".into(), self.mode.clone().into());
+            table.fields.insert("vip".into(), self.vip.to_string().into());
+            table.fields.insert("backends".into(), toml::Value::Array(backends.iter().map(|b| b.clone().into()).collect()));
+            d.middleboxes.push(MiddleboxSpec { link: None, direction: None, node: Some(format!("lb{b}")), from: None, until: None, table });
         }
         Ok(d)
     }

@@ -5,26 +5,23 @@
 //! scenario's boxes from the registry and runs every kind the same way: a
 //! packet in, packets out, and one optional timer per box.
 
-pub use mplab_backend::middlebox::{attacker, balancer, coalesce, nat, rewrite, split, strip};
+pub use mplab_backend::middlebox::{attacker, balancer, coalesce, nat, resegment, rewrite, split, strip};
 pub use mplab_backend::middlebox::{build, places, Built, Hook, Middlebox, ModelPacket, Place, Segment};
 
 mod view;
 pub use view::resize;
 
-use mplab_scenario::network::{Network, Placement};
+use mplab_scenario::network::Network;
 
-/// Middleboxes placed where their kind cannot sit (a Network built by
-/// code, not from a scenario file, which checks it): (index, why).
+/// Middleboxes of a kind no registry has, or placed where their kind
+/// cannot sit, by the registry's facts (a Network built by code, not from
+/// a scenario file, which is checked): (index, why).
 pub fn unsupported_middleboxes(net: &Network) -> Vec<(usize, String)> {
     net.middleboxes
         .iter()
-        .filter_map(|m| {
-            let e = mplab_scenario::plugins::middleboxes::of(&m.action);
-            match m.placement {
-                Placement::Link { .. } if !e.on_link => Some((m.id, format!("a {} middlebox sits on a router: give it `node`, not `link`", e.about.name))),
-                Placement::Node { .. } if !e.on_router => Some((m.id, format!("a {} middlebox sits on a link: give it `link`, not `node`", e.about.name))),
-                _ => None,
-            }
+        .filter_map(|m| match mplab_backend::middlebox::facts_of(&m.action) {
+            None => Some((m.id, format!("no middlebox kind {:?}", m.action.kind()))),
+            Some(f) => f.misplaced(&m.placement).map(|(_, why)| (m.id, why)),
         })
         .collect()
 }
