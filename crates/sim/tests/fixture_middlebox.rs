@@ -56,5 +56,5 @@ fn a_kind_added_by_one_file_runs_on_the_simulator_by_its_name() {
 fn its_bad_field_is_refused_with_the_line() {
     let sc = Scenario::from_str(&scenario("[[middleboxes]]\nkind = \"fixture-drop-every-nth\"\nlink = \"path0\"\nn = 0\n"), "t.toml").unwrap();
     let e = mplab_backend::plugins::resolve(&sc).unwrap_err();
-    assert_eq!(e.to_string(), "t.toml:13:5: middleboxes[0].n: must be at least 1");
+    assert_eq!(e.to_string(), "t.toml:12:5: middleboxes[0].n: must be at least 1");
 }

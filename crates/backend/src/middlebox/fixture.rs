@@ -76,7 +76,7 @@ mod tests {
 
     use mplab_wire::{MptcpOption, TcpHeader};
 
-    use super::super::registry::{build, places};
+    use super::super::{build, places};
     use super::super::segment::ModelPacket;
     use super::*;
 

@@ -1,8 +1,8 @@
 //! The generic table of a plug-in a scenario file names by `kind`, and the
 //! reader its plug-in checks its own fields with.
 //!
-//! An axis whose entries live outside this crate (queue disciplines in
-//! crates/backend, middleboxes next) keeps the table as the file gave it,
+//! An axis whose entries live outside this crate (queue disciplines and
+//! middlebox kinds in crates/backend) keeps the table as the file gave it,
 //! a [`PluginTable`]: `kind` plus every other field, untyped. The entry
 //! for that kind reads its fields through a [`Fields`] over the table,
 //! with typed getters that use the scenario's unit types (`Size`, `Rate`,

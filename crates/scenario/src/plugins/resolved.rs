@@ -2,11 +2,11 @@
 //! them, for the resolved network's serialised form (network.json).
 //!
 //! The entry lives in a crate below the scenario's users (a queue
-//! discipline in crates/backend), so the network cannot hold its typed
-//! parameters; it holds this plain value instead, which the entry builds
-//! and which serialises its fields in the entry's order, numbers as they
-//! are (`u64` and `f64` unchanged), so that a result file shows exactly
-//! what was run.
+//! discipline or a middlebox kind in crates/backend), so the network
+//! cannot hold its typed parameters; it holds this plain value instead,
+//! which the entry builds and which serialises its fields in the entry's
+//! order, numbers as they are (`u64` and `f64` unchanged), so that a
+//! result file shows exactly what was run.
 //!
 //! ```
 //! use mplab_scenario::plugins::Resolved;
