@@ -1,15 +1,20 @@
 //! The plug-in axes whose entries live in this crate and that scenario
-//! files name by `kind`: queue disciplines (crates/backend/src/link/queue/).
-//! The scenario keeps their tables as written ([`mplab_scenario::network::Queue`]);
+//! files name by `kind` or `app`: queue disciplines
+//! (crates/backend/src/link/queue/) and byte-stream applications
+//! (crates/backend/src/apps/). The scenario keeps their tables as written
+//! ([`mplab_scenario::network::Queue`], [`mplab_scenario::network::StreamAppTable`]);
 //! this module checks them against the registry when a scenario is loaded
 //! for a run, so that a bad table is refused with its line on every
 //! backend, and fills in what each resolved to (what network.json shows).
 
-use mplab_scenario::network::Network;
+use mplab_scenario::network::{self, Network};
+use mplab_scenario::plugins::apps::needs_a_stream;
+use mplab_scenario::plugins::transports::Delivery;
 use mplab_scenario::plugins::fields::PluginError;
 use mplab_scenario::plugins::About;
 use mplab_scenario::{Scenario, ScenarioError};
 
+use crate::apps;
 use crate::link::{disciplines, QueueConfig};
 
 /// The scenario resolved into the network a backend runs: the scenario's
@@ -31,6 +36,14 @@ pub fn check(net: &mut Network) -> Result<(), PluginError> {
             d.queue.resolved = Some(QueueConfig::of(&d.queue)?.resolved());
         }
     }
+    for f in &mut net.flows {
+        if let network::App::Stream(t) = &mut f.app {
+            apps::check(t)?;
+            if f.transport.delivery() == Delivery::Datagrams {
+                return Err(PluginError::new(format!("{}.app", t.path), needs_a_stream(&t.table.kind)));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -39,6 +52,9 @@ pub fn check(net: &mut Network) -> Result<(), PluginError> {
 /// for `mplab plugins`.
 pub fn all() -> Vec<(&'static str, About)> {
     let mut v = mplab_scenario::plugins::all();
+    // The byte-stream applications before the scenario's own.
+    let at = v.iter().position(|(axis, _)| *axis == "application").unwrap_or(v.len());
+    v.splice(at..at, apps::applications().into_iter().map(|a| ("application", a)));
     // Queues between the applications and the middleboxes, as the
     // scenario's reference lists them.
     let at = v.iter().position(|(axis, _)| *axis == "middlebox").unwrap_or(v.len());

@@ -16,9 +16,11 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-/// A plain value: a number, a flag, a name, or fields in order.
+/// A plain value: a number, a flag, a name, nothing, or fields in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Resolved {
+    /// A parameter left unset (`null`), such as a transfer without a size.
+    None,
     Bool(bool),
     U64(u64),
     F64(f64),
@@ -66,9 +68,16 @@ impl From<&str> for Resolved {
     }
 }
 
+impl<T: Into<Resolved>> From<Option<T>> for Resolved {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Resolved::None, Into::into)
+    }
+}
+
 impl Serialize for Resolved {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
+            Resolved::None => s.serialize_none(),
             Resolved::Bool(v) => s.serialize_bool(*v),
             Resolved::U64(v) => s.serialize_u64(*v),
             Resolved::F64(v) => s.serialize_f64(*v),
