@@ -13,7 +13,6 @@ use mplab_proto::tcp::TcpConfig;
 use mplab_scenario::network::{self, EndpointFlag, Network};
 use mplab_scenario::plugins::fields::PluginError;
 
-use crate::apps::AppKind;
 use crate::link::{Jitter, LinkParams, LossModel, QueueConfig};
 
 /// Linux's `ip mptcp limits` defaults: 2 extra subflows, no ADD_ADDR
@@ -361,30 +360,11 @@ pub fn link_params(d: &network::LinkDirection) -> Result<LinkParams, PluginError
     })
 }
 
-pub fn app_kind(a: &network::App) -> AppKind {
-    match *a {
-        network::App::Bulk { bytes } => AppKind::Bulk { bytes },
-        network::App::Rate { rate_bps, bytes } => AppKind::Rate { rate_bps, bytes },
-        network::App::Download { bytes } => AppKind::Download { bytes },
-        network::App::Request { request_bytes, response_bytes, count, interval_ns } => AppKind::Request {
-            request: request_bytes,
-            response: response_bytes,
-            count: count.unwrap_or(u64::MAX),
-            interval: Duration::from_nanos(interval_ns),
-        },
-        // Datagram applications run beside the stream socket (`datagram`);
-        // a tunnel's gateways write its stream.
-        // A converter's connections are made by its gateways.
-        network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } | network::App::Converter { .. } => AppKind::Driven,
-    }
-}
-
 /// Bytes a bounded transfer delivers in total, if bounded.
 pub fn is_bounded(a: &network::App) -> Option<u64> {
-    match *a {
-        network::App::Bulk { bytes } | network::App::Rate { bytes, .. } => bytes,
-        network::App::Download { bytes } => Some(bytes),
-        network::App::Request { .. } | network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } | network::App::Converter { .. } => None,
+    match a {
+        network::App::Stream(_) => crate::apps::Kind::of(a).bounded(),
+        network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } | network::App::Converter { .. } => None,
     }
 }
 

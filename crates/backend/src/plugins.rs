@@ -1,17 +1,23 @@
 //! The plug-in axes whose entries live in this crate and that scenario
-//! files name by `kind`: queue disciplines (crates/backend/src/link/queue/)
-//! and middleboxes (crates/backend/src/middlebox/). The scenario keeps
-//! their tables as written ([`mplab_scenario::network::Queue`],
+//! files name by `kind` or `app`: queue disciplines
+//! (crates/backend/src/link/queue/), byte-stream applications
+//! (crates/backend/src/apps/) and middleboxes
+//! (crates/backend/src/middlebox/). The scenario keeps their tables as
+//! written ([`mplab_scenario::network::Queue`],
+//! [`mplab_scenario::network::StreamAppTable`],
 //! [`mplab_scenario::network::MiddleboxPlugin`]);
 //! this module checks them against the registry when a scenario is loaded
 //! for a run, so that a bad table is refused with its line on every
 //! backend, and fills in what each resolved to (what network.json shows).
 
-use mplab_scenario::network::{MiddleboxAction, Network};
+use mplab_scenario::network::{self, MiddleboxAction, Network};
+use mplab_scenario::plugins::apps::needs_a_stream;
+use mplab_scenario::plugins::transports::Delivery;
 use mplab_scenario::plugins::fields::PluginError;
 use mplab_scenario::plugins::About;
 use mplab_scenario::{Scenario, ScenarioError};
 
+use crate::apps;
 use crate::link::{disciplines, QueueConfig};
 use crate::middlebox::{self, MiddleboxConfig};
 
@@ -35,6 +41,14 @@ pub fn check(net: &mut Network) -> Result<(), PluginError> {
             d.queue.resolved = Some(QueueConfig::of(&d.queue)?.resolved());
         }
     }
+    for f in &mut net.flows {
+        if let network::App::Stream(t) = &mut f.app {
+            apps::check(t)?;
+            if f.transport.delivery() == Delivery::Datagrams {
+                return Err(PluginError::new(format!("{}.app", t.path), needs_a_stream(&t.table.kind)));
+            }
+        }
+    }
     for m in &mut net.middleboxes {
         let MiddleboxAction::Plugin(p) = &mut m.action else { continue };
         let c = MiddleboxConfig::of(p)?;
@@ -51,6 +65,9 @@ pub fn check(net: &mut Network) -> Result<(), PluginError> {
 /// for `mplab plugins`.
 pub fn all() -> Vec<(&'static str, About)> {
     let mut v = mplab_scenario::plugins::all();
+    // The byte-stream applications before the scenario's own.
+    let at = v.iter().position(|(axis, _)| *axis == "application").unwrap_or(v.len());
+    v.splice(at..at, apps::applications().into_iter().map(|a| ("application", a)));
     // Queues, then middleboxes, after the applications, as the scenario's
     // reference lists them.
     v.extend(disciplines().into_iter().map(|a| ("queue", a)));

@@ -89,9 +89,9 @@ pub fn mean_and_p99(v: &mut [f64]) -> (Option<f64>, Option<f64>) {
 
 /// Whether the flow's application finished its work.
 pub fn completed(app: &network::App, delivered: u64, requests_done: u64) -> bool {
-    match *app {
-        network::App::Request { count, .. } => count.is_some_and(|c| requests_done >= c),
-        _ => is_bounded(app).is_some_and(|b| delivered >= b),
+    match app {
+        network::App::Stream(_) => crate::apps::Kind::of(app).completed(delivered, requests_done),
+        _ => false,
     }
 }
 
@@ -195,12 +195,14 @@ mod tests {
 
     #[test]
     fn completion_follows_the_application() {
-        let bulk = network::App::Bulk { bytes: Some(1000) };
+        let app = |fields: &str| network::App::Stream(network::StreamAppTable::new(toml::from_str(fields).unwrap(), "flows[0]"));
+        let bulk = app("kind = \"bulk\"\nbytes = 1000");
         assert!(completed(&bulk, 1000, 0));
         assert!(!completed(&bulk, 999, 0));
-        assert!(!completed(&network::App::Bulk { bytes: None }, u64::MAX, 0));
-        let req = network::App::Request { request_bytes: 10, response_bytes: 10, count: Some(3), interval_ns: 0 };
+        assert!(!completed(&app("kind = \"bulk\""), u64::MAX, 0));
+        let req = app("kind = \"request\"\nrequest_size = 10\nresponse_size = 10\ncount = 3");
         assert!(completed(&req, 0, 3) && !completed(&req, 0, 2));
-        assert!(!completed(&network::App::Request { request_bytes: 10, response_bytes: 10, count: None, interval_ns: 0 }, 0, 1 << 40));
+        assert!(!completed(&app("kind = \"request\"\nrequest_size = 10\nresponse_size = 10"), 0, 1 << 40));
+        assert!(!completed(&network::App::Voip { packet_bytes: 160, interval_ns: 20_000_000 }, u64::MAX, 0));
     }
 }

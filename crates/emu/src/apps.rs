@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant as Wall};
 
-use mplab_scenario::network::{App, Flow, Transport};
+use mplab_scenario::network::{Flow, Transport};
 use mplab_backend::apps::{pattern_byte, pattern_mismatch, App as BackendApp, StreamSocket};
 
 use crate::sys;
@@ -397,7 +397,7 @@ pub(crate) fn progress(app: &BackendApp) -> (u64, u64, usize) {
 /// and read the peer's end, or the run's hard deadline.
 fn run_app(f: &Flow, fd: RawFd, client: bool, st: &FlowState, clk: &Clock) {
     let stop = mplab_proto::Instant(f.stop_ns.min(clk.end_ns));
-    let mut app = BackendApp::new(mplab_backend::config::app_kind(&f.app), client, Some(stop));
+    let mut app = BackendApp::new(mplab_backend::apps::Kind::of(&f.app), client, Some(stop));
     let mut sock = KernelSock::new(fd, st);
     let mut started = false;
     while !clk.over() && !sock.failed {
@@ -547,11 +547,11 @@ pub fn abortive_close(fd: &OwnedFd) {
     let _ = sys::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, l, "SO_LINGER");
 }
 
-/// Request/response ends measure latency: a real-time priority (below the
+/// Ends whose results are latencies (request/response): a real-time priority (below the
 /// emulator's) keeps scheduler delays on a busy machine out of it. They
 /// sleep between exchanges, so this costs nobody CPU time.
 fn latency_priority(f: &Flow) {
-    if matches!(f.app, App::Request { .. }) {
+    if mplab_backend::apps::Kind::of(&f.app).timed() {
         sys::realtime_priority(5);
     }
 }

@@ -101,14 +101,7 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
 /// stream data, as opposed to only acknowledging it: the sender is the end
 /// whose congestion control and MPTCP scheduler shape the transfer.
 pub fn end_sends(app: &App, client: bool) -> bool {
-    match app {
-        App::Bulk { .. } | App::Rate { .. } => client,
-        App::Download { .. } => !client,
-        App::Request { .. } => true,
-        App::Voip { .. } => client,
-        App::Game { .. } => true,
-        App::Tunnel { .. } | App::Converter { .. } => true,
-    }
+    mplab_backend::apps::sends(app, client)
 }
 
 /// What the kernel cannot run of `net` when only the nodes with
@@ -147,7 +140,11 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             }
             continue;
         }
-        if let OnKernel::Refuses(why) = mplab_scenario::plugins::apps::REGISTRY.iter().find(|e| e.about.name == f.app.name()).map_or(OnKernel::Runs(""), |e| e.about.kernel) {
+        let about = match &f.app {
+            App::Stream(_) => mplab_backend::apps::Kind::of(&f.app).about(),
+            _ => mplab_scenario::plugins::apps::REGISTRY.iter().find(|e| e.about.name == f.app.name()).map(|e| e.about),
+        };
+        if let Some(OnKernel::Refuses(why)) = about.map(|a| a.kernel) {
             err(&format!("flows[{}].app", f.id), format!("app = {:?}: {why}", f.app.name()));
             continue;
         }

@@ -46,7 +46,7 @@ pub fn run(f: Flow, sock: OwnedFd, client: bool, seed: u64, st: Arc<FlowState>, 
         }
     };
     let stop = Instant(f.stop_ns.min(clk.end_ns));
-    let mut app = BackendApp::new(mplab_backend::config::app_kind(&f.app), client, Some(stop));
+    let mut app = BackendApp::new(mplab_backend::apps::Kind::of(&f.app), client, Some(stop));
     let mut started = false;
     let mut buf = vec![0u8; 65_536];
     while !clk.over() {

@@ -388,17 +388,12 @@ pub struct Flow {
     pub sctp: Option<SctpFlowConfig>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// A flow's application.
+#[derive(Debug, Clone, PartialEq)]
 pub enum App {
-    /// `from` sends to `to` as fast as possible: `bytes`, or until stop.
-    Bulk { bytes: Option<u64> },
-    /// `from` sends to `to` at `rate_bps` (iperf3 -b), `bytes` or until stop.
-    Rate { rate_bps: u64, bytes: Option<u64> },
-    /// `to` sends `bytes` to `from`; measured: completion time.
-    Download { bytes: u64 },
-    /// Request/response exchanges started every `interval_ns`.
-    Request { request_bytes: u64, response_bytes: u64, count: Option<u64>, interval_ns: u64 },
+    /// A byte-stream application of crates/backend's registry (`bulk`,
+    /// `rate`, `download`, `request`, ...), kept as the scenario gave it.
+    Stream(StreamAppTable),
     /// UDP datagrams of `packet_bytes` every `interval_ns`, `from` to `to`;
     /// measured: the call's quality.
     Voip { packet_bytes: u32, interval_ns: u64 },
@@ -417,6 +412,59 @@ pub enum App {
     /// destination; the HAG opens TCP to it, unless it lies in `refuse`.
     /// With `fast_open` the request rides the carrier's SYN.
     Converter { class: TrafficClass, refuse: Vec<Prefix>, fast_open: bool },
+}
+
+/// The scenario's own kinds, as network.json shows them.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum OwnApp<'a> {
+    Voip { packet_bytes: u32, interval_ns: u64 },
+    Game { packet_bytes: u32, interval_ns: u64 },
+    Tunnel { mtu: u32, class: TrafficClass, datagram: bool },
+    Converter { class: TrafficClass, refuse: &'a [Prefix], fast_open: bool },
+}
+
+impl Serialize for App {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            App::Stream(ref t) => t.serialize(s),
+            App::Voip { packet_bytes, interval_ns } => OwnApp::Voip { packet_bytes, interval_ns }.serialize(s),
+            App::Game { packet_bytes, interval_ns } => OwnApp::Game { packet_bytes, interval_ns }.serialize(s),
+            App::Tunnel { mtu, class, datagram } => OwnApp::Tunnel { mtu, class, datagram }.serialize(s),
+            App::Converter { class, ref refuse, fast_open } => OwnApp::Converter { class, refuse, fast_open }.serialize(s),
+        }
+    }
+}
+
+/// A flow's byte-stream application: the applications are a registry of
+/// crates/backend (`mplab_backend::apps`), which reads and checks the
+/// table (`mplab_backend::plugins::check`) and fills in `resolved`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamAppTable {
+    /// The `app` name as `kind`, and the application's fields.
+    pub table: PluginTable,
+    /// The flow's path (`flows[2]`): its fields are the application's.
+    pub path: String,
+    /// The application's validated parameters (`kind` first), once the
+    /// backend has checked the table.
+    pub resolved: Option<Resolved>,
+}
+
+impl StreamAppTable {
+    pub fn new(table: PluginTable, path: impl Into<String>) -> Self {
+        StreamAppTable { table, path: path.into(), resolved: None }
+    }
+}
+
+/// The validated parameters once checked (`{"kind":"bulk","bytes":1000}`),
+/// the table as given before.
+impl Serialize for StreamAppTable {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match &self.resolved {
+            Some(r) => r.serialize(s),
+            None => self.table.serialize(s),
+        }
+    }
 }
 
 /// Which forwarded packets a tunnel takes: by IP protocol, and by a port
@@ -458,13 +506,10 @@ impl App {
         matches!(self, App::Voip { .. } | App::Game { .. })
     }
 
-    /// The name scenario files use (the applications registry's key).
-    pub fn name(&self) -> &'static str {
+    /// The name scenario files use (the `app` value).
+    pub fn name(&self) -> &str {
         match self {
-            App::Bulk { .. } => "bulk",
-            App::Rate { .. } => "rate",
-            App::Download { .. } => "download",
-            App::Request { .. } => "request",
+            App::Stream(t) => &t.table.kind,
             App::Voip { .. } => "voip",
             App::Game { .. } => "game",
             App::Tunnel { .. } => "tunnel",

@@ -44,7 +44,7 @@ pub(crate) fn resolve(spec: &Spec) -> Result<Network, Diag> {
     // its own subflows by source address, one per access link. The HAG
     // answers by its main table: the reply to a subflow leaves by the link
     // its CPE address is on, whichever of its own addresses it came to.
-    for f in spec.flows.iter().filter(|f| f.app.between_gateways()) {
+    for f in spec.flows.iter().filter(|f| f.between_gateways()) {
         if let Some(x) = nodes.iter().position(|n| n.name == f.from && n.kind == crate::schema::NodeKind::Router) {
             routing::source_tables(&mut nodes[x], &links, x);
         }

@@ -225,7 +225,7 @@ fn flows(spec: &Spec, net: &Network) -> Result<Vec<Flow>, Diag> {
         if let Some(first) = names.insert(name.clone(), i) {
             return diag(format!("{path}.name"), format!("duplicate flow name {name:?} (also flows[{first}])"));
         }
-        let tunnel = f.app.between_gateways();
+        let tunnel = f.between_gateways();
         let from = if tunnel { gateway(&net.nodes, &f.from, &format!("{path}.from"))? } else { flow_host(&net.nodes, &f.from, &format!("{path}.from"))? };
         // `to` may name a load balancer's router: the flow goes to its VIP
         // and whichever backend the balancer picks serves it.

@@ -136,8 +136,6 @@ fn flow_checks() {
     let flow = "\n[[flows]]\nfrom = \"c\"\nto = \"s\"\ntransport = \"tcp\"\n";
     assert_eq!(error(&with(&format!("{flow}subflows = 2\n"))), r#"scenario.toml:18:12: flows[0].subflows: only applies to transport = "mptcp""#);
     assert_eq!(error(&with(&format!("{flow}stop = \"40s\"\n"))), "scenario.toml:18:8: flows[0].stop: 40s is after the end of the scenario (duration = 30s)");
-    assert_eq!(error(&with(&format!("{flow}app = \"rate\"\n"))), r#"scenario.toml:14:1: flows[0]: app = "rate" needs `rate`"#);
-    assert_eq!(error(&with(&format!("{flow}rate = \"1Mbit\"\n"))), r#"scenario.toml:18:8: flows[0].rate: does not apply to app = "bulk""#);
     assert_eq!(error(&with(&format!("{flow}to_addr = \"10.9.9.9\"\n"))), "scenario.toml:18:11: flows[0].to_addr: 10.9.9.9 is not an address of s");
     assert_eq!(error(&with(&format!("{flow}cc = \"Cubic!\"\n"))), r#"scenario.toml:18:6: flows[0].cc: invalid congestion control "Cubic!": expected a name like "cubic" (lower-case letters, digits, '_')"#);
     let e = error(&with(&format!("{flow}port = 6000\n{flow}port = 6000\n")));
@@ -370,7 +368,6 @@ fn middlebox_windows_are_checked() {
 fn udp_flows_and_datagram_apps() {
     let flow = |extra: &str| with(&format!("\n[[flows]]\nfrom = \"c\"\nto = \"s\"\n{extra}"));
     // Lines: 14 [[flows]], 15 from, 16 to, 17 on.
-    assert_eq!(error(&flow("transport = \"udp\"\n")), r#"scenario.toml:14:1: flows[0].app: app = "bulk" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
     assert_eq!(error(&flow("transport = \"tcp\"\napp = \"voip\"\n")), r#"scenario.toml:17:13: flows[0].transport: app = "voip" sends datagrams: give transport = "udp""#);
     assert_eq!(
         error(&flow("transport = \"udp\"\napp = \"voip\"\npacket_size = \"19B\"\n")),
@@ -379,7 +376,7 @@ fn udp_flows_and_datagram_apps() {
     assert_eq!(error(&flow("transport = \"udp\"\napp = \"game\"\ninterval = \"0ms\"\n")), r#"scenario.toml:19:12: flows[0].interval: must be 1ms to 10s"#);
     assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\ncc = \"reno\"\n")), r#"scenario.toml:19:6: flows[0].cc: does not apply to transport = "udp" (no congestion control, no buffers)"#);
     assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\nscheduler = \"redundant\"\n")), r#"scenario.toml:19:13: flows[0].scheduler: only applies to transport = "mptcp""#);
-    assert_eq!(error(&flow("transport = \"tcp\"\npacket_size = \"100B\"\n")), r#"scenario.toml:18:15: flows[0].packet_size: does not apply to app = "bulk""#);
+    assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\nrate = \"1Mbit\"\n")), r#"scenario.toml:19:8: flows[0].rate: does not apply to app = "voip" (it takes interval, packet_size)"#);
     // The transport registry: an unknown name lists the known ones, and a
     // field of another transport names the ones that take it.
     assert_eq!(
@@ -420,7 +417,7 @@ fn converter_flows() {
     assert_eq!(refuse.iter().map(|p| p.to_string()).collect::<Vec<_>>(), ["10.0.0.0/8", "192.0.2.7/32"]);
     assert_eq!(error(&flow("carries = \"udp\"\n")), r#"scenario.toml:37:11: flows[0].carries: "udp": a converter converts TCP connections: give "tcp" or "tcp:PORT[-PORT]""#);
     assert_eq!(error(&flow("refuse = [\"10.0.0.1/8\"]\n")), r#"scenario.toml:37:11: flows[0].refuse[0]: 10.0.0.1/8 has host bits set; did you mean 10.0.0.0/8?"#);
-    assert_eq!(error(&flow("mtu = 1400\n")), r#"scenario.toml:37:7: flows[0].mtu: does not apply to app = "converter""#);
+    assert_eq!(error(&flow("mtu = 1400\n")), r#"scenario.toml:37:7: flows[0].mtu: does not apply to app = "converter" (it takes carries, fast_open, refuse)"#);
     assert_eq!(error(&flow("").replace("transport = \"mptcp\"", "transport = \"sctp\"")), r#"scenario.toml:36:13: flows[0].transport: converters talk over a TCP or MPTCP connection"#);
 }
 

@@ -31,7 +31,8 @@ fn tcp_single() {
     assert_eq!(net.links.len(), 1);
     assert_eq!((net.links[0].ab.rate_bps, net.links[0].ab.delay_ns), (10_000_000, 20_000_000));
     let f = &net.flows[0];
-    assert_eq!((f.transport, &f.app), (Transport::TCP, &App::Bulk { bytes: None }));
+    assert_eq!((f.transport, f.app.name()), (Transport::TCP, "bulk"));
+    assert!(matches!(&f.app, App::Stream(t) if t.table.fields.is_empty()), "{:?}", f.app);
     assert_eq!((f.src.to_string(), f.dst.to_string(), f.dport), ("10.0.0.1".into(), "10.0.0.2".into(), 5001));
     assert_eq!(net.probes.interval_ns, 100_000_000);
 }

@@ -45,8 +45,8 @@ fn set_generator_parameters() {
 #[test]
 fn unknown_path_is_an_error_naming_it() {
     let mut sc = two_paths();
-    let e = sc.set("flows.0.ratee", "5").unwrap_err().to_string();
-    assert!(e.starts_with("two-paths.toml: --set flows.0.ratee=5: flows[0].ratee: unknown field `ratee`, expected one of"), "{e}");
+    let e = sc.set("transport.tcp.rcv_buff", "5").unwrap_err().to_string();
+    assert!(e.starts_with("two-paths.toml: --set transport.tcp.rcv_buff=5: transport.tcp.rcv_buff: unknown field `rcv_buff`, expected one of"), "{e}");
     let e = sc.set("links.0.rate", "5Mbit").unwrap_err().to_string();
     assert_eq!(e, "two-paths.toml: --set links.0.rate=5Mbit: links[0].rate: there is no links array to index");
     let e = sc.set("flows.3.rate", "5Mbit").unwrap_err().to_string();

@@ -280,3 +280,15 @@ fn duplicated_packets_are_sent_twice_and_the_stream_arrives_once() {
     let again = run(&one_link("10Mbit", "20ms", 34, "duplicate = 0.05", "app = \"bulk\"\nbytes = \"5MB\"", "20s"));
     assert_eq!(r, again, "deterministic");
 }
+
+/// A network built by code, never checked against the applications'
+/// registry, is refused when the world is built, naming the field.
+#[test]
+fn the_world_refuses_an_application_it_has_no_entry_for() {
+    let text = one_link("10Mbit", "10ms", 100, "", "app = \"download\"\nbytes = \"1MB\"\n", "5s");
+    let mut net = mplab_scenario::Scenario::from_str(&text, "t.toml").unwrap().resolve().unwrap();
+    let mplab_scenario::network::App::Stream(t) = &mut net.flows[0].app else { panic!() };
+    t.table.kind = "upload".into();
+    let e = mplab_sim::World::new(net, None).err().expect("refused").to_string();
+    assert!(e.starts_with("flows[0].app: unknown variant `upload`, expected one of `bulk`"), "{e}");
+}

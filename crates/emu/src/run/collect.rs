@@ -177,7 +177,7 @@ fn flows(plan: &Plan, e: &Ending, tracks: &[FlowTrack], s: &mut Summary) {
             s.notes.push(format!("flow {}: {err}", f.name));
         }
         let backups = plan.mptcp.get(&f.from).map(|p| p.backup_addrs.clone()).unwrap_or_default();
-        let kernel_sender = plan.on_kernel[if matches!(f.app, App::Download { .. }) { f.to } else { f.from }];
+        let kernel_sender = plan.on_kernel[if mplab_backend::apps::server_sends(&f.app) { f.to } else { f.from }];
         if f.transport == Transport::MPTCP && kernel_sender && !st.fell_back && tr.subs.iter().any(|x| x.backup.is_none()) {
             s.notes.push(format!("flow {}: the kernel did not report subflow flags (sock_diag); `backup` comes from the endpoint flags", f.name));
         }

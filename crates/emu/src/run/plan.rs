@@ -77,10 +77,11 @@ pub struct Plan<'n> {
 impl<'n> Plan<'n> {
     /// The plan of `net` with the nodes flagged in `mplab` on mplab's
     /// stack. Fails when the kernel hosts' MPTCP settings conflict or a
-    /// link's queue table names no discipline mplab has.
+    /// link's queue table or a flow's application names none mplab has.
     pub fn new(net: &'n Network, mplab: Vec<bool>) -> Result<Plan<'n>, KernelError> {
         // The kernel's MPTCP settings concern the kernel's hosts only.
         let on_kernel: Vec<bool> = mplab.iter().map(|&m| !m).collect();
+        mplab_backend::apps::check_flows(net).map_err(|e| KernelError::Usage(e.to_string()))?;
         let mptcp = kconf::mptcp_plan_on(net, &on_kernel).map_err(KernelError::Usage)?;
         let params = |d| mplab_backend::config::link_params(d).map_err(|e| KernelError::Usage(e.to_string()));
         let link_params = net.links.iter().map(|l| Ok([params(&l.ab)?, params(&l.ba)?])).collect::<Result<_, KernelError>>()?;
@@ -101,7 +102,7 @@ impl<'n> Plan<'n> {
     /// The node that sends flow `f`'s data (its TCP_INFO tells about the
     /// data direction).
     pub fn sender(f: &Flow) -> usize {
-        if matches!(f.app, App::Download { .. }) {
+        if mplab_backend::apps::server_sends(&f.app) {
             f.to
         } else {
             f.from

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
 use mplab_backend::results::SubflowState;
-use mplab_scenario::network::{self, App, Transport};
+use mplab_scenario::network::{self, Transport};
 
 use super::plan::Plan;
 use crate::apps::{self, FlowState};
@@ -47,7 +47,7 @@ pub struct FlowTrack {
 /// The sender's socket of a flow (the one whose TCP_INFO tells about the data direction).
 pub fn sender_fd(f: &network::Flow, st: &FlowState) -> Option<std::os::fd::RawFd> {
     use std::os::fd::AsRawFd;
-    let s = if matches!(f.app, App::Download { .. }) { st.server.get() } else { st.client.get() };
+    let s = if mplab_backend::apps::server_sends(&f.app) { st.server.get() } else { st.client.get() };
     s.map(|s| s.as_raw_fd())
 }
 

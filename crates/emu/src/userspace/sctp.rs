@@ -11,7 +11,7 @@ use std::sync::Arc;
 use mplab_backend::apps::{fill_pattern, pattern_mismatch};
 use mplab_proto::sctp::Association;
 use mplab_proto::Instant;
-use mplab_scenario::network::{App, Flow, Network};
+use mplab_scenario::network::{Flow, Network};
 use mplab_wire::sctp::Packet as SctpPacket;
 
 use super::host::counters::{HostCounters, Role};
@@ -122,9 +122,9 @@ impl SctpEnds {
             }
             match e.role {
                 Role::Client => {
-                    let limit = match e.flow.app {
-                        App::Bulk { bytes } => bytes.unwrap_or(u64::MAX),
-                        _ => 0,
+                    let limit = match mplab_backend::apps::bulk_transfer(&e.flow.app) {
+                        Some(bytes) => bytes.unwrap_or(u64::MAX),
+                        None => 0,
                     };
                     let sending = t_ns < e.flow.stop_ns.min(clk.end_ns);
                     while sending && a.is_established() && e.written < limit {
@@ -162,7 +162,7 @@ impl SctpEnds {
                         if t_ns <= clk.end_ns {
                             e.st.delivered.store(e.read, Ordering::Relaxed);
                         }
-                        if let App::Bulk { bytes: Some(b) } = e.flow.app {
+                        if let Some(Some(b)) = mplab_backend::apps::bulk_transfer(&e.flow.app) {
                             if e.read >= b && e.st.completed_ns.load(Ordering::Relaxed) == 0 {
                                 e.st.completed_ns.store(t_ns.saturating_sub(e.flow.start_ns).max(1), Ordering::Relaxed);
                             }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant as Wall};
 
 use mplab_backend::config::{sctp_addrs, sctp_mtu};
-use mplab_scenario::network::{App, BufferSplitting, CmtVariant, Flow, Network};
+use mplab_scenario::network::{BufferSplitting, CmtVariant, Flow, Network};
 
 pub use super::unsupported;
 use super::host::{HostSpec, Line, PathLine, Role, Settings};
@@ -77,7 +77,7 @@ impl SctpFlow {
     /// backend); they wait for time zero. `ns` names each node's namespace.
     pub fn spawn(net: &Network, f: &Flow, ns: &[String], hard_ns: u64, st: Arc<FlowState>, kernel: [bool; 2]) -> Result<SctpFlow, String> {
         let exe = mplab_exe()?;
-        let App::Bulk { bytes } = f.app else { return Err(unsupported(f).unwrap_or_default()) };
+        let Some(bytes) = mplab_backend::apps::bulk_transfer(&f.app) else { return Err(unsupported(f).unwrap_or_default()) };
         let mtu = sctp_mtu(net, f.from).min(sctp_mtu(net, f.to));
         let base = HostSpec {
             role: Role::Server,

@@ -16,14 +16,14 @@ pub mod ffi;
 pub mod flow;
 pub mod host;
 
-use mplab_scenario::network::{App, Flow};
+use mplab_scenario::network::Flow;
 
 /// Why the kernel backend cannot run this SCTP flow, if it cannot.
 pub fn unsupported(f: &Flow) -> Option<String> {
     if f.servers.len() > 1 {
         return Some("an SCTP flow to a load-balanced service".into());
     }
-    if !matches!(f.app, App::Bulk { .. }) {
+    if mplab_backend::apps::bulk_transfer(&f.app).is_none() {
         return Some("SCTP flows on the kernel backend run app = \"bulk\" only".into());
     }
     None

@@ -1,7 +1,6 @@
 //! What every registry entry says about itself, for `mplab plugins`, the
-//! docs and the check that a table sets only the fields its kind takes.
-
-use crate::error::{diag, Diag};
+//! docs and the check that a table sets only the fields its kind takes
+//! (`fields::Fields::finish`).
 
 /// What the kernel backend does with an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,15 +21,4 @@ pub struct About {
     /// One line: what it models.
     pub what: &'static str,
     pub kernel: OnKernel,
-}
-
-/// Refuses the fields that are set but do not apply to `about`'s kind
-/// (`given`: every optional field of the table and whether it is set).
-pub(crate) fn only_its_fields(about: &About, given: &[(&str, bool)], path: &str, key: &str) -> Result<(), Diag> {
-    for (field, set) in given {
-        if *set && !about.params.contains(field) {
-            return diag(format!("{path}.{field}"), format!("does not apply to {key} = {:?}", about.name));
-        }
-    }
-    Ok(())
 }

@@ -1,38 +1,33 @@
-//! Applications (`app = ...` of a flow): what runs on the two ends of a
-//! connection. The state machines live in crates/backend (`apps`), shared
-//! by every backend; this registry checks a flow's fields.
+//! The applications (`app = ...` of a flow) this crate knows itself: the
+//! datagram applications (`voip`, `game`) and the gateways' programs
+//! (`tunnel`, `converter`), whose validated forms the backends' drivers
+//! take ([`crate::network::App`]). Any other name is a byte-stream
+//! application of crates/backend's registry (`mplab_backend::apps`:
+//! `bulk`, `rate`, `download`, `request`, ...), which reads and checks the
+//! flow's fields when the scenario is loaded for a run.
 
-use super::about::{only_its_fields, About, OnKernel};
+use super::about::{About, OnKernel};
+use super::fields::{Fields, PluginError};
 use crate::error::{diag, Diag};
-use crate::network::App;
+use crate::network::{App, StreamAppTable};
 use crate::schema::FlowSpec;
-use crate::units::Size;
+use crate::units::{Duration, Size};
 
-/// One application kind.
+/// One application kind of this crate.
 pub struct AppEntry {
     pub about: About,
-    /// Checks the flow's fields and builds the validated application.
-    pub(crate) resolve: fn(&FlowSpec, &str) -> Result<App, Diag>,
+    /// Reads and checks the flow's fields and builds the validated
+    /// application.
+    pub(crate) resolve: fn(&mut Fields, &FlowSpec) -> Result<App, PluginError>,
     /// It sends datagrams (`transport = "udp"`), not a byte stream.
     pub datagram: bool,
 }
 
-/// The same program on every backend: mplab's application over a kernel
-/// socket, or over mplab's stack.
-const EVERYWHERE: OnKernel = OnKernel::Runs("mplab's application over a kernel TCP/MPTCP socket");
 /// The datagram applications likewise, over a kernel UDP socket.
 const OVER_UDP: OnKernel = OnKernel::Runs("mplab's application over a kernel UDP socket");
 
-/// The applications by name; one line each.
+/// The applications of this crate by name; one entry each.
 pub const REGISTRY: &[AppEntry] = &[
-    AppEntry { about: About { name: "bulk", params: &["bytes"], what: "send as fast as the transport allows, `bytes` or until `stop` (iperf)", kernel: EVERYWHERE }, resolve: bulk, datagram: false },
-    AppEntry { about: About { name: "rate", params: &["bytes", "rate"], what: "send at `rate` at the application level (iperf3 -b)", kernel: EVERYWHERE }, resolve: rate, datagram: false },
-    AppEntry { about: About { name: "download", params: &["bytes"], what: "`to` sends `bytes` back to `from`; the result is the completion time (wget)", kernel: EVERYWHERE }, resolve: download, datagram: false },
-    AppEntry {
-        about: About { name: "request", params: &["request_size", "response_size", "count", "interval"], what: "`count` request/response exchanges, one every `interval`; the results are their latencies", kernel: EVERYWHERE },
-        resolve: request,
-        datagram: false,
-    },
     AppEntry {
         about: About { name: "voip", params: &["packet_size", "interval"], what: "a voice call over UDP: one `packet_size` datagram (160 B) every `interval` (20 ms); the result is its loss, delay, jitter, longest interruption and MOS", kernel: OVER_UDP },
         resolve: voip,
@@ -65,74 +60,30 @@ pub const REGISTRY: &[AppEntry] = &[
     },
 ];
 
-/// The flow's application, with the fields that don't apply to it refused
-/// so `rate = ...` on a bulk flow isn't silently ignored.
+/// The flow's application: one of this crate's, its fields read and
+/// checked (a field that does not apply to it is refused, so `rate = ...`
+/// on a voip flow isn't silently ignored), or a byte-stream application
+/// kept for crates/backend's registry to check.
 pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    let name = f.app.name();
-    let e = REGISTRY.iter().find(|e| e.about.name == name).expect("every schema AppKind has a registry entry");
-    let given = [
-        ("bytes", f.bytes.is_some()),
-        ("rate", f.rate.is_some()),
-        ("request_size", f.request_size.is_some()),
-        ("response_size", f.response_size.is_some()),
-        ("count", f.count.is_some()),
-        ("interval", f.interval.is_some()),
-        ("packet_size", f.packet_size.is_some()),
-        ("mtu", f.mtu.is_some()),
-        ("carries", f.carries.is_some()),
-        ("mode", f.mode.is_some()),
-        ("refuse", f.refuse.is_some()),
-        ("fast_open", f.fast_open.is_some()),
-    ];
-    only_its_fields(&e.about, &given, path, "app")?;
+    let table = f.app_table();
+    let Some(e) = REGISTRY.iter().find(|e| e.about.name == table.kind) else {
+        return Ok(App::Stream(StreamAppTable::new(table, path)));
+    };
     let udp = f.transport.delivery() == super::transports::Delivery::Datagrams;
+    let name = e.about.name;
     if e.datagram && !udp {
         return diag(format!("{path}.transport"), format!("app = {name:?} sends datagrams: give transport = \"udp\""));
     }
     if udp && !e.datagram {
-        return diag(format!("{path}.app"), format!("app = {name:?} needs a byte stream; over transport = \"udp\" use app = \"voip\" or \"game\""));
+        return diag(format!("{path}.app"), needs_a_stream(name));
     }
-    if f.bytes.is_some_and(|b| b.bytes() == 0) {
-        return diag(format!("{path}.bytes"), "must be greater than 0 (leave it out to send until stop)");
-    }
-    (e.resolve)(f, path)
+    let mut fields = Fields::new(&table, path).keyed("app");
+    (e.resolve)(&mut fields, f).map_err(|e| Diag::new(e.path, e.message))
 }
 
-/// A size the application needs, greater than 0.
-fn need(f: &FlowSpec, v: Option<Size>, path: &str, field: &str) -> Result<u64, Diag> {
-    match v {
-        Some(s) if s.bytes() > 0 => Ok(s.bytes()),
-        Some(_) => diag(format!("{path}.{field}"), "must be greater than 0"),
-        None => diag(path, format!("app = {:?} needs `{field}`", f.app.name())),
-    }
-}
-
-fn bulk(f: &FlowSpec, _: &str) -> Result<App, Diag> {
-    Ok(App::Bulk { bytes: f.bytes.map(|b| b.bytes()) })
-}
-
-fn rate(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    let rate = f.rate.ok_or_else(|| Diag::new(path, "app = \"rate\" needs `rate`"))?;
-    if rate.bps() == 0 {
-        return diag(format!("{path}.rate"), "must be greater than 0");
-    }
-    Ok(App::Rate { rate_bps: rate.bps(), bytes: f.bytes.map(|b| b.bytes()) })
-}
-
-fn download(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    Ok(App::Download { bytes: need(f, f.bytes, path, "bytes")? })
-}
-
-fn request(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    if f.count == Some(0) {
-        return diag(format!("{path}.count"), "must be at least 1 (leave it out to repeat until stop)");
-    }
-    Ok(App::Request {
-        request_bytes: need(f, f.request_size, path, "request_size")?,
-        response_bytes: need(f, f.response_size, path, "response_size")?,
-        count: f.count,
-        interval_ns: f.interval.unwrap_or_default().as_nanos(),
-    })
+/// Why an application that needs a byte stream cannot run over UDP.
+pub fn needs_a_stream(name: &str) -> String {
+    format!("app = {name:?} needs a byte stream; over transport = \"udp\" use app = \"voip\" or \"game\"")
 }
 
 /// Header of mplab's datagram applications (sequence number, send time):
@@ -142,63 +93,74 @@ pub const DATAGRAM_HEADER: u64 = 20;
 const MAX_DATAGRAM: u64 = 65_507;
 
 /// `packet_size` and `interval` of a datagram application, with defaults.
-fn datagram_fields(f: &FlowSpec, path: &str, size: u64, interval_ms: u64) -> Result<(u32, u64), Diag> {
-    let size = f.packet_size.map_or(size, |s| s.bytes());
+fn datagram_fields(f: &mut Fields, size: u64, interval_ms: u64) -> Result<(u32, u64), PluginError> {
+    let packet_size = f.get::<Size>("packet_size")?;
+    let interval = f.get::<Duration>("interval")?;
+    f.finish()?;
+    let size = packet_size.map_or(size, |s| s.bytes());
     if !(DATAGRAM_HEADER..=MAX_DATAGRAM).contains(&size) {
-        return diag(format!("{path}.packet_size"), format!("must be {DATAGRAM_HEADER} B (its sequence number and send time) to {MAX_DATAGRAM} B (UDP over IPv4), got {size} B"));
+        return Err(f.error_at("packet_size", format!("must be {DATAGRAM_HEADER} B (its sequence number and send time) to {MAX_DATAGRAM} B (UDP over IPv4), got {size} B")));
     }
-    let interval = f.interval.map_or(interval_ms * 1_000_000, |d| d.as_nanos());
+    let interval = interval.map_or(interval_ms * 1_000_000, |d| d.as_nanos());
     if !(1_000_000..=10_000_000_000).contains(&interval) {
-        return diag(format!("{path}.interval"), "must be 1ms to 10s");
+        return Err(f.error_at("interval", "must be 1ms to 10s"));
     }
     Ok((size as u32, interval))
 }
 
-fn voip(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    let (packet_bytes, interval_ns) = datagram_fields(f, path, 160, 20)?;
+fn voip(f: &mut Fields, _: &FlowSpec) -> Result<App, PluginError> {
+    let (packet_bytes, interval_ns) = datagram_fields(f, 160, 20)?;
     Ok(App::Voip { packet_bytes, interval_ns })
 }
 
-fn game(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    let (packet_bytes, interval_ns) = datagram_fields(f, path, 64, 30)?;
+fn game(f: &mut Fields, _: &FlowSpec) -> Result<App, PluginError> {
+    let (packet_bytes, interval_ns) = datagram_fields(f, 64, 30)?;
     Ok(App::Game { packet_bytes, interval_ns })
 }
 
-fn tunnel(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    let mtu = f.mtu.unwrap_or(1500);
+fn tunnel(f: &mut Fields, flow: &FlowSpec) -> Result<App, PluginError> {
+    let mtu = f.get::<u32>("mtu")?;
+    let carries = f.get::<String>("carries")?;
+    let mode = f.get::<String>("mode")?;
+    f.finish()?;
+    let mtu = mtu.unwrap_or(1500);
     if !(68..=65_535).contains(&mtu) {
-        return diag(format!("{path}.mtu"), format!("must be between 68 and 65535, got {mtu}"));
+        return Err(f.error_at("mtu", format!("must be between 68 and 65535, got {mtu}")));
     }
-    if !f.transport.over_tcp() {
-        return diag(format!("{path}.transport"), "a tunnel rides a TCP or MPTCP connection");
+    if !flow.transport.over_tcp() {
+        return Err(f.error_at("transport", "a tunnel rides a TCP or MPTCP connection"));
     }
-    let datagram = match f.mode.as_deref() {
+    let datagram = match mode.as_deref() {
         None | Some("stream") => false,
         Some("datagram") => true,
-        Some(m) => return diag(format!("{path}.mode"), format!("{m:?}: expected \"stream\" (frames in the byte stream) or \"datagram\" (UDP on every access link)")),
+        Some(m) => return Err(f.error_at("mode", format!("{m:?}: expected \"stream\" (frames in the byte stream) or \"datagram\" (UDP on every access link)"))),
     };
-    Ok(App::Tunnel { mtu, class: traffic_class(f.carries.as_deref().unwrap_or("all"), &format!("{path}.carries"))?, datagram })
+    Ok(App::Tunnel { mtu, class: traffic_class(carries.as_deref().unwrap_or("all")).map_err(|m| PluginError::new(f.field_path("carries"), m))?, datagram })
 }
 
-fn converter(f: &FlowSpec, path: &str) -> Result<App, Diag> {
-    if !f.transport.over_tcp() {
-        return diag(format!("{path}.transport"), "converters talk over a TCP or MPTCP connection");
+fn converter(f: &mut Fields, flow: &FlowSpec) -> Result<App, PluginError> {
+    let carries = f.get::<String>("carries")?;
+    let refuse_given = f.get::<Vec<String>>("refuse")?;
+    let fast_open = f.get::<bool>("fast_open")?;
+    f.finish()?;
+    if !flow.transport.over_tcp() {
+        return Err(f.error_at("transport", "converters talk over a TCP or MPTCP connection"));
     }
-    let class = traffic_class(f.carries.as_deref().unwrap_or("tcp"), &format!("{path}.carries"))?;
+    let class = traffic_class(carries.as_deref().unwrap_or("tcp")).map_err(|m| PluginError::new(f.field_path("carries"), m))?;
     if class.proto != Some(6) {
-        return diag(format!("{path}.carries"), format!("{:?}: a converter converts TCP connections: give \"tcp\" or \"tcp:PORT[-PORT]\"", class.name()));
+        return Err(f.error_at("carries", format!("{:?}: a converter converts TCP connections: give \"tcp\" or \"tcp:PORT[-PORT]\"", class.name())));
     }
     let mut refuse = Vec::new();
-    for (k, s) in f.refuse.iter().flatten().enumerate() {
-        let p = s.parse::<std::net::Ipv4Addr>().map(crate::network::Prefix::host).or_else(|_| crate::routing::parse_prefix(s)).map_err(|why| Diag::new(format!("{path}.refuse[{k}]"), why))?;
+    for (k, s) in refuse_given.iter().flatten().enumerate() {
+        let p = s.parse::<std::net::Ipv4Addr>().map(crate::network::Prefix::host).or_else(|_| crate::routing::parse_prefix(s)).map_err(|why| PluginError::new(format!("{}[{k}]", f.field_path("refuse")), why))?;
         refuse.push(p);
     }
-    Ok(App::Converter { class, refuse, fast_open: f.fast_open.unwrap_or(false) })
+    Ok(App::Converter { class, refuse, fast_open: fast_open.unwrap_or(false) })
 }
 
 /// `all`, `udp`, `tcp`, optionally with `:PORT` or `:LOW-HIGH`.
-fn traffic_class(s: &str, path: &str) -> Result<crate::network::TrafficClass, Diag> {
-    let bad = || Diag::new(path, format!("{s:?}: expected \"all\", \"udp\" or \"tcp\", optionally with a port or range (\"udp:5000-5099\")"));
+fn traffic_class(s: &str) -> Result<crate::network::TrafficClass, String> {
+    let bad = || format!("{s:?}: expected \"all\", \"udp\" or \"tcp\", optionally with a port or range (\"udp:5000-5099\")");
     let (proto, ports) = match s.split_once(':') {
         Some((p, r)) => (p, Some(r)),
         None => (s, None),

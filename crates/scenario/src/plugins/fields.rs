@@ -89,13 +89,22 @@ pub fn unknown_kind(table: &PluginTable, path: &str, kinds: &[&str]) -> PluginEr
 pub struct Fields<'a> {
     table: &'a PluginTable,
     path: String,
+    /// The field that names the kind: `kind`, or a flow's `app`.
+    key: &'static str,
     taken: BTreeSet<&'static str>,
 }
 
 impl<'a> Fields<'a> {
     /// `path` is the table's own field path (`links[1].ab.queue`).
     pub fn new(table: &'a PluginTable, path: impl Into<String>) -> Self {
-        Fields { table, path: path.into(), taken: BTreeSet::new() }
+        Fields { table, path: path.into(), key: "kind", taken: BTreeSet::new() }
+    }
+
+    /// For a table whose kind is named by another field than `kind` (a
+    /// flow's `app`), in the messages.
+    pub fn keyed(mut self, key: &'static str) -> Self {
+        self.key = key;
+        self
     }
 
     pub fn kind(&self) -> &str {
@@ -135,7 +144,7 @@ impl<'a> Fields<'a> {
     /// entry that reads every field and calls [`Fields::finish`] before
     /// requiring them, so that a misspelt field is named as such).
     pub fn missing(&self, name: &str) -> PluginError {
-        PluginError::new(self.path.clone(), format!("missing field `{name}` (kind = {:?})", self.table.kind))
+        PluginError::new(self.path.clone(), format!("missing field `{name}` ({} = {:?})", self.key, self.table.kind))
     }
 
     /// An error about the table as a whole (a relation between fields).
@@ -155,7 +164,7 @@ impl<'a> Fields<'a> {
     pub fn finish(&self) -> Result<(), PluginError> {
         let Some(extra) = self.table.fields.keys().find(|k| !self.taken.contains(k.as_str())) else { return Ok(()) };
         let takes = if self.taken.is_empty() { "it takes no fields".to_string() } else { format!("it takes {}", self.taken.iter().copied().collect::<Vec<_>>().join(", ")) };
-        Err(PluginError::new(self.field_path(extra), format!("does not apply to kind = {:?} ({takes})", self.table.kind)))
+        Err(PluginError::new(self.field_path(extra), format!("does not apply to {} = {:?} ({takes})", self.key, self.table.kind)))
     }
 }
 

@@ -2,11 +2,11 @@
 //! them, for the resolved network's serialised form (network.json).
 //!
 //! The entry lives in a crate below the scenario's users (a queue
-//! discipline or a middlebox kind in crates/backend), so the network
-//! cannot hold its typed parameters; it holds this plain value instead,
-//! which the entry builds and which serialises its fields in the entry's
-//! order, numbers as they are (`u64` and `f64` unchanged), so that a
-//! result file shows exactly what was run.
+//! discipline in crates/backend), so the network cannot hold its typed
+//! parameters; it holds this plain value instead, which the entry builds
+//! and which serialises its fields in the entry's order, numbers as they
+//! are (`u64` and `f64` unchanged), so that a result file shows exactly
+//! what was run.
 //!
 //! ```
 //! use mplab_scenario::plugins::Resolved;
@@ -16,11 +16,11 @@
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-/// A plain value: a number, a flag, a name, fields in order, or nothing
-/// (an optional parameter left unset, which shows as `null`).
+/// A plain value: a number, a flag, a name, nothing, or fields in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Resolved {
-    Null,
+    /// A parameter left unset (`null`), such as a transfer without a size.
+    None,
     Bool(bool),
     U64(u64),
     F64(f64),
@@ -70,14 +70,14 @@ impl From<&str> for Resolved {
 
 impl<T: Into<Resolved>> From<Option<T>> for Resolved {
     fn from(v: Option<T>) -> Self {
-        v.map_or(Resolved::Null, Into::into)
+        v.map_or(Resolved::None, Into::into)
     }
 }
 
 impl Serialize for Resolved {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            Resolved::Null => s.serialize_none(),
+            Resolved::None => s.serialize_none(),
             Resolved::Bool(v) => s.serialize_bool(*v),
             Resolved::U64(v) => s.serialize_u64(*v),
             Resolved::F64(v) => s.serialize_f64(*v),

@@ -22,7 +22,7 @@ mod transport;
 
 pub(crate) use draft::{Draft, DraftEnd, DraftLink, DraftNode};
 pub use events::{EventAction, EventSpec};
-pub use flows::{AppKind, FlowSpec};
+pub use flows::FlowSpec;
 pub use links::{DirectionSpec, LinkSpec, LossModel};
 pub use middleboxes::MiddleboxSpec;
 pub use nodes::{Cidr, EndpointRef, NodeSpec};

@@ -32,7 +32,7 @@ use mplab_wire::convert::ErrorTlv;
 
 use super::flows::{End, FlowRt, Leg};
 use super::*;
-use crate::apps::{App, AppKind};
+use crate::apps::{App, Driven, Kind, Sends};
 
 /// The carriers' source ports at the CPE: from here up, one per converted
 /// connection (the kernel's ephemeral range starts here too).
@@ -199,7 +199,7 @@ impl World {
         f.id = id;
         f.start_ns = self.now.0;
         let stop = Some(Instant(f.stop_ns));
-        let end = || End { ep: None, app: App::new(AppKind::Driven, true, stop), timer_at: None, connected_at: None, misplaced: false, corrupted: false };
+        let end = || End { ep: None, app: App::new(Kind::Driven(Driven), true, stop), timer_at: None, connected_at: None, misplaced: false, corrupted: false };
         self.flows.push(FlowRt {
             ends: [end(), end()],
             server,
@@ -393,7 +393,7 @@ impl World {
     /// Per conversion, whether its carrier sends towards the CPE (the
     /// user flow is a download).
     pub(super) fn carriers_download(&self) -> Vec<bool> {
-        self.conversions.iter().map(|c| matches!(self.net.flows[c.user].app, network::App::Download { .. })).collect()
+        self.conversions.iter().map(|c| Kind::of(&self.net.flows[c.user].app).sends() == Sends::Server).collect()
     }
 
     /// A converter flow's summary.

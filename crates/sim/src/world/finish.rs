@@ -3,7 +3,7 @@
 
 use mplab_proto::Instant;
 
-use crate::apps::AppKind;
+use crate::apps::Sends;
 use mplab_backend::datagram::DatagramApp;
 use crate::results::*;
 use crate::summary::{self, FlowOutcome};
@@ -105,7 +105,7 @@ impl World {
 
     /// Which end of a flow sends its data: the server for a download.
     fn sending_end(f: &FlowRt) -> usize {
-        if matches!(f.ends[0].app.kind, AppKind::Download { .. }) { 1 } else { 0 }
+        if f.ends[0].app.kind.sends() == Sends::Server { 1 } else { 0 }
     }
 
     /// The sending end's paths: as kept when the flow ended, else live.

@@ -153,6 +153,7 @@ impl World {
     pub fn new(mut net: Network, pcap_dir: Option<PathBuf>) -> std::io::Result<World> {
         // Flows' random start times (a no-op when the caller drew them).
         mplab_backend::workload::apply_start_jitter(&mut net);
+        mplab_backend::apps::check_flows(&net).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         if let Some(u) = transport::unsupported(&net).into_iter().next() {
             return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("flow {}: {}: {}", u.flow, u.field, u.message)));
         }
@@ -203,7 +204,7 @@ impl World {
                 listeners.insert((server as u32, f.dport), f.id as u32);
             }
             let stop = Some(Instant(f.stop_ns));
-            let kind = config::app_kind(&f.app);
+            let kind = crate::apps::Kind::of(&f.app);
             flows.push(FlowRt {
                 server: f.to,
                 ends: [

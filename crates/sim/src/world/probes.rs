@@ -3,7 +3,7 @@
 
 use mplab_scenario::network::{self};
 
-use crate::apps::AppKind;
+use crate::apps::Sends;
 use crate::results::*;
 use crate::summary::DIR_NAMES;
 
@@ -58,7 +58,7 @@ impl World {
             let gp = (delivered - f.last_delivered) as f64 * 8.0 / secs;
             f.last_delivered = delivered;
             // A converter's carrier sends the way its user flow does.
-            let download = f.relay.map_or(matches!(f.ends[0].app.kind, AppKind::Download { .. }), |(v, _)| carriers_download[v as usize]);
+            let download = f.relay.map_or(f.ends[0].app.kind.sends() == Sends::Server, |(v, _)| carriers_download[v as usize]);
             let sender = if download { 1 } else { 0 };
             let paths = f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default();
             // A flow whose subflows are all closed gets one last row.

@@ -12,7 +12,7 @@ use mplab_backend::apps::{App as BackendApp, StreamSocket};
 use mplab_proto::mptcp::MptcpConfig;
 use mplab_proto::tcp::TcpConfig;
 use mplab_proto::Instant;
-use mplab_scenario::network::{App, Flow, Network, Transport};
+use mplab_scenario::network::{Flow, Network, Transport};
 
 use super::counters::{HostCounters, Role};
 use super::rx_ring::RxRing;
@@ -63,7 +63,7 @@ pub(super) fn new_end(net: &Network, node: usize, f: &Flow, role: Role, st: &Arc
     let tcp_cfg = (f.transport == Transport::TCP).then(|| mplab_backend::config::flow_tcp_end_config(net, &fc, node).expect(CHECKED));
     // Sending stops at the flow's stop or the end of the run.
     let stop = Instant(f.stop_ns.min(clk.end_ns));
-    let app = BackendApp::new(mplab_backend::config::app_kind(&f.app), role == Role::Client, Some(stop));
+    let app = BackendApp::new(mplab_backend::apps::Kind::of(&f.app), role == Role::Client, Some(stop));
     let detailed = net.probes.flows.contains(&f.id);
     End { flow: f.clone(), role, st: st.clone(), cfg, tcp_cfg, conn: None, rx: RxRing::new(), app, started: false, aborted: false, detailed, published_ns: 0, bridge: None, exchange: None }
 }
@@ -80,7 +80,7 @@ pub(super) fn carrier_end(tmpl: &End, c: &mut HostCounters) -> Option<(End, Owne
         tcp_cfg: tmpl.tcp_cfg.clone(),
         conn: None,
         rx: RxRing::new(),
-        app: BackendApp::new(mplab_backend::config::app_kind(&tmpl.flow.app), tmpl.role == Role::Client, None),
+        app: BackendApp::new(mplab_backend::apps::Kind::of(&tmpl.flow.app), tmpl.role == Role::Client, None),
         started: false,
         aborted: false,
         detailed: false,
@@ -230,10 +230,7 @@ pub(super) fn app_wait_ns(end: &End, t_ns: u64) -> u64 {
 
 /// The sender's subflows for the prober (as TCP_INFO would give them).
 pub(super) fn publish(end: &End) {
-    let sender = match end.flow.app {
-        App::Download { .. } => Role::Server,
-        _ => Role::Client,
-    };
+    let sender = if mplab_backend::apps::server_sends(&end.flow.app) { Role::Server } else { Role::Client };
     if end.role != sender {
         return;
     }

@@ -1,0 +1,90 @@
+//! The byte-stream applications of flows, checked by the backend's
+//! registry when a scenario is loaded for a run: an error names the field
+//! and its line, and the resolved network shows each application's
+//! validated parameters.
+
+use mplab_backend::apps::{sends, Kind, Sends};
+use mplab_backend::plugins::resolve;
+use mplab_scenario::network::Network;
+use mplab_scenario::Scenario;
+
+/// Two hosts and a link: lines 1-12. Cases append from line 13 on.
+const BASE: &str = r#"name = "apps"
+
+[[nodes]]
+name = "c"
+
+[[nodes]]
+name = "s"
+
+[[links]]
+a = "c"
+b = "s"
+rate = "10Mbit"
+"#;
+
+/// Lines 14-17: `[[flows]]`, from, to, transport; `extra` from line 18.
+fn flow(transport: &str, extra: &str) -> String {
+    format!("{BASE}\n[[flows]]\nfrom = \"c\"\nto = \"s\"\ntransport = \"{transport}\"\n{extra}")
+}
+
+fn load(text: &str) -> Result<Network, String> {
+    Scenario::from_str(text, "scenario.toml").and_then(|sc| resolve(&sc)).map_err(|e| e.to_string())
+}
+
+fn error(text: &str) -> String {
+    load(text).expect_err("a bad application")
+}
+
+fn app_json(text: &str) -> String {
+    let net = load(text).unwrap_or_else(|e| panic!("{e}"));
+    serde_json::to_string(&net.flows[0].app).unwrap()
+}
+
+#[test]
+fn application_errors_name_the_field_and_line() {
+    assert_eq!(error(&flow("tcp", "app = \"rate\"\n")), r#"scenario.toml:14:1: flows[0]: missing field `rate` (app = "rate")"#);
+    assert_eq!(error(&flow("tcp", "rate = \"1Mbit\"\n")), r#"scenario.toml:18:8: flows[0].rate: does not apply to app = "bulk" (it takes bytes)"#);
+    assert_eq!(error(&flow("tcp", "packet_size = \"100B\"\n")), r#"scenario.toml:18:15: flows[0].packet_size: does not apply to app = "bulk" (it takes bytes)"#);
+    assert_eq!(error(&flow("tcp", "bytes = \"0B\"\n")), r#"scenario.toml:18:9: flows[0].bytes: must be greater than 0 (leave it out to send until stop)"#);
+    assert_eq!(error(&flow("tcp", "bytes = \"ten\"\n")), r#"scenario.toml:18:9: flows[0].bytes: invalid size "ten": expected a number with unit B/KB/MB/GB (powers of 1000) or KiB/MiB/GiB (powers of 1024) (e.g. "64KB")"#);
+    assert_eq!(error(&flow("mptcp", "app = \"request\"\nrequest_size = \"1KB\"\n")), r#"scenario.toml:14:1: flows[0]: missing field `response_size` (app = "request")"#);
+    let e = error(&flow("tcp", "app = \"bulkk\"\n"));
+    assert!(e.starts_with("scenario.toml:18:7: flows[0].app: unknown variant `bulkk`, expected one of `bulk`, `rate`, `download`, `request`, `voip`, `game`, `tunnel`, `converter`"), "{e}");
+    // Over datagrams a byte-stream application cannot run.
+    assert_eq!(error(&flow("udp", "")), r#"scenario.toml:14:1: flows[0].app: app = "bulk" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
+}
+
+/// A field set by `--set` that the application does not take is refused
+/// at the override.
+#[test]
+fn an_override_the_application_does_not_take_is_refused() {
+    let mut sc = Scenario::from_str(&flow("tcp", ""), "scenario.toml").unwrap();
+    sc.set("flows.0.ratee", "5").unwrap();
+    let e = resolve(&sc).unwrap_err().to_string();
+    assert_eq!(e, r#"scenario.toml: --set flows.0.ratee=5: flows[0].ratee: does not apply to app = "bulk" (it takes bytes)"#);
+}
+
+/// network.json shows what each application resolved to, in the order of
+/// its parameters.
+#[test]
+fn the_resolved_network_shows_each_applications_parameters() {
+    assert_eq!(app_json(&flow("tcp", "")), r#"{"kind":"bulk","bytes":null}"#);
+    assert_eq!(app_json(&flow("tcp", "bytes = \"10MB\"\n")), r#"{"kind":"bulk","bytes":10000000}"#);
+    assert_eq!(app_json(&flow("tcp", "app = \"rate\"\nrate = \"7.5Mbit\"\n")), r#"{"kind":"rate","rate_bps":7500000,"bytes":null}"#);
+    assert_eq!(app_json(&flow("tcp", "app = \"download\"\nbytes = \"10MB\"\n")), r#"{"kind":"download","bytes":10000000}"#);
+    assert_eq!(
+        app_json(&flow("mptcp", "app = \"request\"\nrequest_size = \"100B\"\nresponse_size = \"1MiB\"\ninterval = \"10ms\"\n")),
+        r#"{"kind":"request","request_bytes":100,"response_bytes":1048576,"count":null,"interval_ns":10000000}"#
+    );
+}
+
+#[test]
+fn each_application_says_which_end_writes() {
+    let app = |extra: &str| load(&flow("tcp", extra)).unwrap().flows.remove(0).app;
+    let dl = app("app = \"download\"\nbytes = \"1MB\"\n");
+    assert_eq!(Kind::of(&dl).sends(), Sends::Server);
+    assert!(!sends(&dl, true) && sends(&dl, false));
+    assert!(sends(&app(""), true) && !sends(&app(""), false));
+    assert_eq!(Kind::of(&dl).bounded(), Some(1_000_000));
+}
