@@ -3,33 +3,16 @@
 //! and its line, and the resolved network shows each application's
 //! validated parameters.
 
+mod common;
+
+use common::{load, BASE};
 use mplab_backend::apps::{sends, Kind, Sends};
 use mplab_backend::plugins::resolve;
-use mplab_scenario::network::Network;
 use mplab_scenario::Scenario;
-
-/// Two hosts and a link: lines 1-12. Cases append from line 13 on.
-const BASE: &str = r#"name = "apps"
-
-[[nodes]]
-name = "c"
-
-[[nodes]]
-name = "s"
-
-[[links]]
-a = "c"
-b = "s"
-rate = "10Mbit"
-"#;
 
 /// Lines 14-17: `[[flows]]`, from, to, transport; `extra` from line 18.
 fn flow(transport: &str, extra: &str) -> String {
     format!("{BASE}\n[[flows]]\nfrom = \"c\"\nto = \"s\"\ntransport = \"{transport}\"\n{extra}")
-}
-
-fn load(text: &str) -> Result<Network, String> {
-    Scenario::from_str(text, "scenario.toml").and_then(|sc| resolve(&sc)).map_err(|e| e.to_string())
 }
 
 fn error(text: &str) -> String {

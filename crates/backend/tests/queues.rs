@@ -3,28 +3,9 @@
 //! field and its line, and the resolved network shows each discipline's
 //! validated parameters.
 
-use mplab_backend::plugins::resolve;
-use mplab_scenario::network::Network;
-use mplab_scenario::Scenario;
+mod common;
 
-/// Two hosts and a link: lines 1-12. Cases append from line 13 on.
-const BASE: &str = r#"name = "bad"
-
-[[nodes]]
-name = "c"
-
-[[nodes]]
-name = "s"
-
-[[links]]
-a = "c"
-b = "s"
-rate = "10Mbit"
-"#;
-
-fn load(text: &str) -> Result<Network, String> {
-    Scenario::from_str(text, "scenario.toml").and_then(|sc| resolve(&sc)).map_err(|e| e.to_string())
-}
+use common::{load, BASE};
 
 fn error(extra: &str) -> String {
     load(&format!("{BASE}{extra}")).expect_err("a bad queue")

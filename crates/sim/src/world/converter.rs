@@ -393,7 +393,7 @@ impl World {
     /// Per conversion, whether its carrier sends towards the CPE (the
     /// user flow is a download).
     pub(super) fn carriers_download(&self) -> Vec<bool> {
-        self.conversions.iter().map(|c| Kind::of(&self.net.flows[c.user].app).sends() == Sends::Server).collect()
+        self.conversions.iter().map(|c| self.flows[c.user].ends[0].app.kind.sends() == Sends::Server).collect()
     }
 
     /// A converter flow's summary.
