@@ -24,6 +24,10 @@
 //!   listing of every registry scenario files name;
 //! * [`call_quality`]: what a real-time datagram stream experienced (loss,
 //!   lateness, delay, jitter, interruptions, E-model R and MOS);
+//! * [`transport`] and [`packet`]: transports as one axis, each an engine
+//!   creating sans-IO endpoints over the model packet (one file and one
+//!   `ENGINES` line per transport), driven by the simulator and, on real
+//!   packets, by the userspace backend;
 //! * [`host`]: the sans-IO host stack of mplab's own TCP and MPTCP
 //!   (demultiplexing, listeners, joins by token, resets) and proto's
 //!   connections behind one stream interface;
@@ -40,11 +44,13 @@ pub mod datagram;
 pub mod host;
 pub mod link;
 pub mod middlebox;
+pub mod packet;
 pub mod plugins;
 pub mod quic;
 pub mod results;
 pub mod rng;
 pub mod summary;
+pub mod transport;
 pub mod workload;
 
 pub use results::{RunResults, Summary};

@@ -19,7 +19,7 @@
 //! ```
 
 pub mod capture;
-pub mod endpoint;
+pub use mplab_backend::transport::endpoint;
 pub mod event;
 pub mod hugepages;
 pub mod middlebox;

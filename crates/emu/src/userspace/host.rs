@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 use super::agenda::Agenda;
 use super::bridge::{Bridge, Exchange};
 use super::gso::Writer;
-use super::sctp::SctpEnds;
+use super::endpoints::{self, EndpointEnds};
 use super::tun::Tun;
 use crate::apps::{Clock, FlowState};
 pub use counters::{HostCounters, Role};
@@ -60,7 +60,8 @@ struct Host {
     tun: Tun,
     clk: Clock,
     epoch: Wall,
-    sctp: SctpEnds,
+    /// Ends whose transport is not carried in TCP (SCTP).
+    others: EndpointEnds,
     ends: Vec<End>,
     stack: Demux,
     agenda: Agenda,
@@ -111,8 +112,8 @@ pub fn run(net: &Network, spec: HostSpec, tun: Tun, states: Vec<Arc<FlowState>>,
 
 impl Host {
     fn new(net: &Network, mut spec: HostSpec, tun: Tun, states: &[Arc<FlowState>], clk: Clock) -> Host {
-        let sctp = SctpEnds::new(net, spec.node, &spec.ends, states);
-        let mut ends: Vec<End> = spec.ends.iter().filter(|(fi, _)| !net.flows[*fi].transport.is_sctp()).map(|&(fi, role)| new_end(net, spec.node, &net.flows[fi], role, &states[fi], &clk)).collect();
+        let others = EndpointEnds::new(net, spec.node, &spec.ends, states, &clk);
+        let mut ends: Vec<End> = spec.ends.iter().filter(|(fi, _)| !endpoints::takes(&net.flows[*fi])).map(|&(fi, role)| new_end(net, spec.node, &net.flows[fi], role, &states[fi], &clk)).collect();
         for (fi, role, fd) in spec.bridged.drain(..) {
             if let Some(e) = ends.iter_mut().find(|e| e.flow.id == fi && e.role == role) {
                 e.bridge = Some(Bridge::new(fd));
@@ -136,7 +137,7 @@ impl Host {
             tun,
             clk,
             epoch: Wall::now(),
-            sctp,
+            others,
             ends,
             stack,
             agenda: Agenda::new(n),
@@ -181,7 +182,7 @@ impl Host {
                 Err(_) => break,
             };
             self.c.rx_packets += 1;
-            if !self.sctp.is_empty() && self.sctp.input(now, &rbuf[..n], &mut self.c) {
+            if !self.others.is_empty() && self.others.input(now, &rbuf[..n], &mut self.c) {
                 continue;
             }
             let Ok(p) = TcpPacket::parse_ip(&rbuf[..n]) else {
@@ -302,7 +303,7 @@ impl Host {
             self.agenda.arm(ei, at.min(now.0.saturating_add(app)));
         }
         self.agenda.done(turn);
-        self.sctp.poll(now, t_ns, &self.clk, &self.tun, &mut self.c);
+        self.others.poll(now, t_ns, &self.clk, &self.tun, &mut self.c);
     }
 
     /// Publishes the touched ends for the prober, gives back the rings of
@@ -347,7 +348,7 @@ impl Host {
     fn wait(&mut self, more: bool, pass_start: std::time::Instant, pass_cpu: u64) {
         let now = self.now();
         let mut next = self.agenda.next_deadline().map_or(u64::MAX, |t| t.saturating_sub(now.0));
-        next = next.min(self.sctp.wait_ns(now, self.clk.now_ns()));
+        next = next.min(self.others.wait_ns(now, self.clk.now_ns()));
         next = next.min(20_000_000);
         let c = &mut self.c;
         let pass = pass_start.elapsed().as_nanos() as u64;

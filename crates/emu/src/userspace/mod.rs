@@ -5,7 +5,10 @@
 //! ([`tun`]) that carries all their addresses, and one thread each
 //! ([`host`]) that drives `mplab_proto::mptcp::Connection`s (or, for
 //! plain TCP flows, `mplab_proto::tcp::Connection`s, [`conn`]) and the
-//! applications over it, writing merged segments with GSO ([`gso`]). Hosts whose `stack` is `"kernel"` keep the Linux
+//! applications over it, writing merged segments with GSO ([`gso`]);
+//! flows of other transports carried on the TUN (SCTP) run the backend's
+//! transport endpoints, the simulator's own ([`endpoints`]). Hosts whose
+//! `stack` is `"kernel"` keep the Linux
 //! kernel's (MP)TCP, so mplab and Linux can face each other. See
 //! docs/userspace-backend.md.
 
@@ -14,9 +17,9 @@ pub mod bridge;
 pub mod choice;
 pub mod conn;
 pub mod control;
+pub mod endpoints;
 pub mod gso;
 pub mod host;
-pub mod sctp;
 pub mod stack;
 pub mod tun;
 
@@ -47,10 +50,13 @@ pub fn unsupported(sc: &Scenario, net: &Network) -> Vec<String> {
             }
         }
     }
-    // SCTP on an mplab host runs proto's association on the TUN; its
-    // kernel-host peer runs usrsctp (checked by kconf::unsupported_on).
-    for f in net.flows.iter().filter(|f| f.transport.is_sctp() && (mine[f.from] || mine[f.to])) {
-        if let Some(why) = crate::usrsctp::unsupported(f) {
+    // SCTP on an mplab host runs the backend's transport endpoint on the
+    // TUN; its kernel-host peer runs usrsctp (checked by
+    // kconf::unsupported_on).
+    for f in net.flows.iter().filter(|f| endpoints::takes(f) && (mine[f.from] || mine[f.to])) {
+        if mplab_backend::transport::engine(f.transport).is_none() {
+            errs.push(sc.error_at(&format!("flows[{}].transport", f.id), format!("transport {:?}: mplab's stack has no engine for it", f.transport.name())).to_string());
+        } else if let Some(why) = crate::usrsctp::unsupported(f) {
             errs.push(sc.error_at(&format!("flows[{}]", f.id), why).to_string());
         }
     }

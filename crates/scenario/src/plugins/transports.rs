@@ -143,8 +143,29 @@ pub static QUIC: TransportEntry = TransportEntry {
     settings: None,
 };
 
+/// A test-only transport (crates/backend/src/transport/fixture_stop_and_wait.rs),
+/// for other crates' tests: a stop-and-wait byte stream over UDP.
+#[cfg(feature = "test-fixtures")]
+pub static FIXTURE_STOP_AND_WAIT: TransportEntry = TransportEntry {
+    about: About { name: "fixture-stop-and-wait", params: &[], what: "test fixture: a stop-and-wait byte stream over UDP", kernel: OnKernel::Refuses("a test fixture") },
+    aliases: &[],
+    carrier: Carrier::Udp,
+    delivery: Delivery::Stream,
+    own_control: Some("one datagram in flight, a fixed timeout"),
+    settings: None,
+};
+
 /// Every transport by name; one line each.
-pub static REGISTRY: &[&TransportEntry] = &[&MPTCP, &TCP, &SCTP, &CMT_SCTP, &UDP, &QUIC];
+pub static REGISTRY: &[&TransportEntry] = &[
+    &MPTCP,
+    &TCP,
+    &SCTP,
+    &CMT_SCTP,
+    &UDP,
+    &QUIC,
+    #[cfg(feature = "test-fixtures")]
+    &FIXTURE_STOP_AND_WAIT,
+];
 
 /// A flow's transport: a handle on its registry entry, written in files
 /// and in network.json by its name.

@@ -1,14 +1,15 @@
-//! A transport endpoint as the simulated host sees it: packets and time in,
+//! A transport endpoint as a host stack sees it: model packets and time in,
 //! packets and a timer deadline out, a stream socket for the application.
-//! TCP (and MPTCP) connections from crates/proto sit behind this trait, so
-//! the host stack is the same for both.
+//! Every transport's connections (crates/proto's TCP, MPTCP and SCTP, QUIC,
+//! UDP datagram applications) sit behind this trait, so the host stack
+//! driving them is the same for all.
 
 use mplab_proto::Instant;
 
 use crate::apps::StreamSocket;
 use crate::packet::Packet;
 
-pub use mplab_backend::summary::PathStats;
+pub use crate::summary::PathStats;
 
 /// What changed after the endpoint processed input.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -76,8 +77,13 @@ pub trait Endpoint: StreamSocket {
     fn failure(&self) -> Option<bool> {
         None
     }
+    /// The first byte the application read that differs from the stream
+    /// pattern, described (transports that carry real bytes check them).
+    fn read_mismatch(&self) -> Option<&str> {
+        None
+    }
     /// A UDP endpoint's datagram application (what it sent and received).
-    fn datagram_app(&self) -> Option<&mplab_backend::datagram::DatagramApp> {
+    fn datagram_app(&self) -> Option<&crate::datagram::DatagramApp> {
         None
     }
 }

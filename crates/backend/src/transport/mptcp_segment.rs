@@ -1,4 +1,4 @@
-//! What is MPTCP's own in a simulator endpoint (see
+//! What is MPTCP's own in a transport endpoint (see
 //! [`super::stream::StreamEndpoint`]): one endpoint, many 4-tuples
 //! (its subflows). Payload bytes are never stored: when DSS checksums are
 //! on, the bytes of a segment are regenerated from its data-level offset
@@ -11,7 +11,7 @@ use mplab_proto::mptcp::{Connection, Event};
 use mplab_proto::Instant;
 
 use crate::apps::Pattern;
-use crate::endpoint::{PathStats, Progress};
+use super::endpoint::{PathStats, Progress};
 use crate::packet::Packet;
 
 fn v4(a: SocketAddr) -> Ipv4Addr {

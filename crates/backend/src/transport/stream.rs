@@ -1,4 +1,4 @@
-//! crates/proto's TCP and MPTCP connections as simulator endpoints: one
+//! crates/proto's TCP and MPTCP connections as transport endpoints: one
 //! [`StreamEndpoint`] over the backends' shared [`StreamConn`] (which is
 //! also the application's stream socket), for the `tcp` and `mptcp`
 //! engines; what is MPTCP's own in handling a segment is in
@@ -6,12 +6,12 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use mplab_backend::host::{AsStreamConn, StreamConn};
+use crate::host::{AsStreamConn, StreamConn};
 use mplab_proto::mptcp::MptcpConfig;
 use mplab_proto::tcp::{TcpConfig, Transmit};
 use mplab_proto::Instant;
 
-use crate::endpoint::{Endpoint, PathStats, Progress};
+use super::endpoint::{Endpoint, PathStats, Progress};
 use super::mptcp_segment as mp;
 use crate::packet::Packet;
 

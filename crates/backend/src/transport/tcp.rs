@@ -9,7 +9,7 @@ use mplab_scenario::network::{Flow, Network};
 use super::stream::StreamEndpoint;
 use super::{Engine, CHECKED};
 use crate::config::flow_tcp_end_config;
-use crate::endpoint::Endpoint;
+use super::endpoint::Endpoint;
 use crate::packet::Packet;
 
 pub(super) struct Tcp;

@@ -10,7 +10,7 @@ use mplab_scenario::network::{Flow, Network};
 use super::stream::StreamEndpoint;
 use super::{Engine, CHECKED};
 use crate::config::mptcp_config;
-use crate::endpoint::Endpoint;
+use super::endpoint::Endpoint;
 use crate::packet::Packet;
 
 pub(super) struct Mptcp;

@@ -1,16 +1,16 @@
 //! A QUIC connection end (`transport = "quic"`, crates/backend `quic`) as a
-//! simulator endpoint: its datagrams travel as the simulator's UDP packets
+//! transport endpoint: its datagrams travel as the simulator's UDP packets
 //! (real bytes, encrypted), and it is a byte stream for the flow's
 //! application, whose reads are checked against the stream pattern.
 
 use core::ops::Range;
 use std::net::{Ipv4Addr, SocketAddr};
 
-use mplab_backend::quic::QuicEnd;
+use crate::quic::QuicEnd;
 use mplab_proto::Instant;
 
 use crate::apps::StreamSocket;
-use crate::endpoint::{Endpoint, PathStats, Progress};
+use super::endpoint::{Endpoint, PathStats, Progress};
 use crate::packet::Packet;
 use mplab_scenario::network::{Flow, Network};
 
@@ -58,6 +58,10 @@ impl StreamSocket for QuicEndpoint {
 }
 
 impl Endpoint for QuicEndpoint {
+    fn read_mismatch(&self) -> Option<&str> {
+        self.q.mismatch.as_deref()
+    }
+
     fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress {
         if let Some(b) = pkt.udp.as_deref() {
             self.q.on_datagram(now.0, SocketAddr::new(pkt.src.into(), pkt.tcp.src_port), b);

@@ -1,5 +1,5 @@
 //! A UDP socket with its datagram application (`voip`, `game`) as a
-//! simulator endpoint. There is no connection: the end is "established"
+//! transport endpoint. There is no connection: the end is "established"
 //! from the start, sends on the application's schedule, and takes every
 //! datagram addressed to its port. It offers no byte stream, so the
 //! flow's stream application has nothing to do.
@@ -7,11 +7,11 @@
 use core::ops::Range;
 use std::net::Ipv4Addr;
 
-use mplab_backend::datagram::DatagramApp;
+use crate::datagram::DatagramApp;
 use mplab_proto::Instant;
 
 use crate::apps::StreamSocket;
-use crate::endpoint::{Endpoint, PathStats, Progress};
+use super::endpoint::{Endpoint, PathStats, Progress};
 use crate::packet::Packet;
 use mplab_scenario::network::{Flow, Network};
 

@@ -1,4 +1,4 @@
-//! A crates/proto SCTP association as a simulator endpoint. Unlike the TCP
+//! A crates/proto SCTP association as a transport endpoint. Unlike the TCP
 //! endpoints, which move only lengths and stream offsets, the association
 //! carries real bytes: the sender writes the stream pattern, packets travel
 //! encoded (CRC32c included), and the reader checks every byte it reads
@@ -11,8 +11,8 @@ use mplab_proto::sctp::{Association, PathState, SctpConfig};
 use mplab_proto::Instant;
 use mplab_wire::sctp::Packet as SctpPacket;
 
-use crate::apps::{fill_pattern, StreamSocket};
-use crate::endpoint::{Endpoint, PathStats, Progress};
+use crate::apps::{fill_pattern, pattern_mismatch, StreamSocket};
+use super::endpoint::{Endpoint, PathStats, Progress};
 use crate::packet::Packet;
 use crate::config::{sctp_addrs, sctp_config, sctp_mtu};
 use mplab_scenario::network::{Flow, Network};
@@ -28,8 +28,9 @@ pub struct SctpEndpoint {
     /// Stream offsets written and read so far.
     written: u64,
     read: u64,
-    /// A read byte differed from the pattern; reported once with the next input.
-    mismatch: bool,
+    /// The first read byte that differed from the pattern; reported once
+    /// with the next input.
+    mismatch: Option<String>,
     reported: bool,
     scratch: Vec<u8>,
 }
@@ -62,7 +63,7 @@ impl SctpEndpoint {
     }
 
     fn new(assoc: Association, now: Instant) -> Self {
-        SctpEndpoint { assoc, now, written: 0, read: 0, mismatch: false, reported: false, scratch: Vec::new() }
+        SctpEndpoint { assoc, now, written: 0, read: 0, mismatch: None, reported: false, scratch: Vec::new() }
     }
 
     pub fn association(&self) -> &Association {
@@ -70,7 +71,7 @@ impl SctpEndpoint {
     }
 
     fn progress(&mut self) -> Progress {
-        let corrupted = self.mismatch && !self.reported;
+        let corrupted = self.mismatch.is_some() && !self.reported;
         self.reported |= corrupted;
         Progress { corrupted, ..Default::default() }
     }
@@ -95,9 +96,9 @@ impl StreamSocket for SctpEndpoint {
         let n = max.min(self.assoc.readable()) as usize;
         self.scratch.resize(n, 0);
         let got = self.assoc.recv(self.now, &mut self.scratch);
-        let mut want = vec![0u8; got];
-        fill_pattern(self.read, &mut want);
-        self.mismatch |= want[..] != self.scratch[..got];
+        if self.mismatch.is_none() {
+            self.mismatch = pattern_mismatch(self.read, &self.scratch[..got]);
+        }
         let r = self.read..self.read + got as u64;
         self.read = r.end;
         r
@@ -175,6 +176,10 @@ impl Endpoint for SctpEndpoint {
                 }
             })
             .collect()
+    }
+
+    fn read_mismatch(&self) -> Option<&str> {
+        self.mismatch.as_deref()
     }
 
     fn reorder_probe(&self, now: Instant) -> Option<(u64, u64)> {
