@@ -140,6 +140,10 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             }
             continue;
         }
+        if let OnKernel::Refuses(why) = f.transport.entry().about.kernel {
+            err(&format!("flows[{}].transport", f.id), format!("transport = {:?}: {why}", f.transport.name()));
+            continue;
+        }
         let about = match &f.app {
             App::Stream(_) => mplab_backend::apps::Kind::of(&f.app).about(),
             _ => mplab_scenario::plugins::apps::REGISTRY.iter().find(|e| e.about.name == f.app.name()).map(|e| e.about),
@@ -149,7 +153,7 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
             continue;
         }
         if f.transport.over_udp() {
-            // Kernel UDP sockets (datagrams.rs, quic.rs); mplab's userspace
+            // Kernel UDP sockets (datagrams.rs, endpoint_flow.rs); mplab's userspace
             // hosts carry TCP and MPTCP only.
             if !is_k(f.from) || !is_k(f.to) {
                 err(&format!("flows[{}].transport", f.id), format!("transport = \"{}\" runs on kernel hosts only: mplab's userspace stack has no UDP", f.transport.name()));

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant as Wall};
 
-use mplab_scenario::network::{Flow, Transport};
+use mplab_scenario::network::Flow;
 
 use super::options::KernelError;
 use super::plan::{FlowKind, Plan};
@@ -145,6 +145,8 @@ impl Flows {
             s.start(t0_real);
         }
         let mut threads = Vec::new();
+        // The transport endpoints' engines configure ends from the network.
+        let shared = self.udp.iter().any(|&(fi, _, _)| crate::endpoint_flow::takes(&net.flows[fi])).then(|| Arc::new(net.clone()));
         for (fi, gw) in self.gateways.drain(..) {
             let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
             threads.push(spawn(format!("gw-{}", ff.name), move || crate::gateway::run(ff, gw, st, c))?);
@@ -157,10 +159,9 @@ impl Flows {
             let (ff, st, c) = (net.flows[fi].clone(), states[fi].clone(), clk.clone());
             let name = format!("{}-{}", if client { "cli" } else { "srv" }, ff.name);
             let seed = net.seed ^ (0x155_0000 + 2 * fi as u64 + u64::from(!client));
-            threads.push(if ff.transport == Transport::QUIC {
-                spawn(name, move || crate::quic::run(ff, sock, client, seed, st, c))?
-            } else {
-                spawn(name, move || crate::datagrams::run(ff, sock, client, st, c))?
+            threads.push(match shared.clone().filter(|_| crate::endpoint_flow::takes(&ff)) {
+                Some(n) => spawn(name, move || crate::endpoint_flow::run(n, ff, sock, client, seed, st, c))?,
+                None => spawn(name, move || crate::datagrams::run(ff, sock, client, st, c))?,
             });
         }
         for (i, f) in net.flows.iter().enumerate() {

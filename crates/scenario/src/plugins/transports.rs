@@ -147,7 +147,7 @@ pub static QUIC: TransportEntry = TransportEntry {
 /// for other crates' tests: a stop-and-wait byte stream over UDP.
 #[cfg(feature = "test-fixtures")]
 pub static FIXTURE_STOP_AND_WAIT: TransportEntry = TransportEntry {
-    about: About { name: "fixture-stop-and-wait", params: &[], what: "test fixture: a stop-and-wait byte stream over UDP", kernel: OnKernel::Refuses("a test fixture") },
+    about: About { name: "fixture-stop-and-wait", params: &[], what: "test fixture: a stop-and-wait byte stream over UDP", kernel: OnKernel::Runs("its engine over kernel UDP sockets") },
     aliases: &[],
     carrier: Carrier::Udp,
     delivery: Delivery::Stream,

@@ -1,0 +1,133 @@
+//! One end of a flow whose transport is carried in UDP and offers a byte
+//! stream (`transport = "quic"`, and any such transport with an engine) on
+//! the real-packet backends: the backend's transport endpoint, the one the
+//! simulator drives ([`mplab_backend::transport`]), run by the run's clock
+//! over a kernel UDP socket in the host's namespace, with the flow's stream
+//! application on top. Each datagram becomes the model packet the endpoint
+//! reads (its bytes), and each packet it writes goes out as a datagram.
+//! Every loop ends at the run's hard deadline or on the abort flag.
+
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use mplab_backend::apps::App as BackendApp;
+use mplab_backend::packet::Packet;
+use mplab_backend::transport::{engine, Endpoint};
+use mplab_proto::Instant;
+use mplab_scenario::network::{Flow, Network};
+use mplab_wire::TcpHeader;
+
+use crate::apps::{progress, report, Clock, FlowState};
+use crate::sys;
+
+fn sockaddr(a: Ipv4Addr, port: u16) -> libc::sockaddr_in {
+    libc::sockaddr_in { sin_family: libc::AF_INET as u16, sin_port: port.to_be(), sin_addr: libc::in_addr { s_addr: u32::from(a).to_be() }, sin_zero: [0; 8] }
+}
+
+const SA_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+
+/// Datagrams read, or written, in one turn of the loop at most.
+const BATCH: usize = 1024;
+
+/// Whether flow `f` runs here: carried in UDP, a byte stream, an engine.
+pub fn takes(f: &Flow) -> bool {
+    use mplab_scenario::plugins::transports::Delivery;
+    f.transport.over_udp() && f.transport.entry().delivery == Delivery::Stream && engine(f.transport).is_some()
+}
+
+fn error(st: &FlowState, e: String) {
+    if let Ok(mut v) = st.errors.lock() {
+        v.push(e);
+    }
+}
+
+/// Runs one end of flow `f` on `sock` (bound; the client's connected).
+pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, st: Arc<FlowState>, clk: Clock) {
+    let Some(engine) = engine(f.transport) else { return error(&st, format!("transport {:?}: no engine", f.transport.name())) };
+    let fd = sock.as_raw_fd();
+    let local = if client { (f.src, f.sport) } else { (f.dst, f.dport) };
+    let mut ep: Option<Box<dyn Endpoint>> = None;
+    if client {
+        if !clk.sleep_until(f.start_ns) {
+            return;
+        }
+        ep = engine.connect(&net, &f, seed, Instant(clk.now_ns()));
+        if ep.is_none() {
+            return error(&st, format!("{}: the client end could not be made", f.transport.name()));
+        }
+    }
+    let stop = Instant(f.stop_ns.min(clk.end_ns));
+    let mut app = BackendApp::new(mplab_backend::apps::Kind::of(&f.app), client, Some(stop));
+    let mut started = false;
+    let mut buf = vec![0u8; 65_536];
+    let mut pkt = Packet::new(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, TcpHeader::default(), 0, 0);
+    while !clk.over() {
+        // In: every datagram waiting.
+        for _ in 0..BATCH {
+            let mut from = sockaddr(Ipv4Addr::UNSPECIFIED, 0);
+            let mut len = SA_LEN;
+            // SAFETY: valid buffer and sockaddr.
+            let r = unsafe { libc::recvfrom(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT, &mut from as *mut _ as *mut libc::sockaddr, &mut len) };
+            if r < 0 {
+                break;
+            }
+            let src = Ipv4Addr::from(u32::from_be(from.sin_addr.s_addr));
+            pkt.set_udp(src, local.0, u16::from_be(from.sin_port), local.1, buf[..r as usize].into());
+            let now = Instant(clk.now_ns());
+            if ep.is_none() {
+                // The server's end is made by the first datagram that reaches it.
+                ep = engine.accept(&net, &f, local.0, src, &pkt, seed, now);
+            }
+            if let Some(e) = ep.as_mut() {
+                e.on_packet(now, &pkt);
+            }
+        }
+        let Some(e) = ep.as_mut() else {
+            let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+            let _ = sys::poll_in(&mut p, clk.poll_ns);
+            continue;
+        };
+        let now = clk.now_ns();
+        if e.poll_timeout().is_some_and(|t| t.0 <= now) {
+            e.on_timeout(Instant(now));
+        }
+        if e.is_established() {
+            let before = progress(&app);
+            if started {
+                app.pump(Instant(now), e.as_mut());
+            } else {
+                app.on_connected(Instant(now), e.as_mut());
+                started = true;
+                st.connected.store(true, Ordering::Relaxed);
+            }
+            report(&app, before, &st, now, &clk, f.start_ns);
+        }
+        // Out: everything the endpoint will send now (its pacing decides).
+        for _ in 0..BATCH {
+            if !e.poll_transmit_into(Instant(clk.now_ns()), &mut pkt) {
+                break;
+            }
+            let Some(d) = pkt.udp.as_deref() else { continue };
+            let sa = sockaddr(pkt.dst, pkt.tcp.dst_port);
+            // SAFETY: valid buffer and sockaddr. A full socket buffer drops
+            // the datagram, which the transport recovers like a loss.
+            unsafe { libc::sendto(fd, d.as_ptr() as *const libc::c_void, d.len(), libc::MSG_DONTWAIT, &sa as *const _ as *const libc::sockaddr, SA_LEN) };
+        }
+        if app.is_closed() && e.peer_closed() && clk.now_ns() >= clk.end_ns {
+            break;
+        }
+        let now = clk.now_ns();
+        let wake = [e.poll_timeout().map(|t| t.0), app.poll_timer().map(|t| t.0)].into_iter().flatten().min().map_or(clk.poll_ns, |t| t.saturating_sub(now)).min(clk.poll_ns);
+        let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+        if wake > 0 {
+            let _ = sys::poll_in(&mut p, wake);
+        }
+    }
+    if let Some(m) = ep.as_ref().and_then(|e| e.read_mismatch()) {
+        if let Ok(mut v) = st.mismatch.lock() {
+            v.get_or_insert_with(|| m.to_string());
+        }
+    }
+}
