@@ -72,81 +72,14 @@ impl<P: Segment> Middlebox<P> for DropEveryNth {
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
-
     use mplab_wire::{MptcpOption, TcpHeader};
 
     use super::super::{build, places};
     use super::super::segment::ModelPacket;
     use super::*;
 
-    /// A packet with what [`ModelPacket`] asks for and nothing else.
-    #[derive(Debug, Clone)]
-    struct Pkt {
-        src: Ipv4Addr,
-        dst: Ipv4Addr,
-        tcp: TcpHeader,
-        len: u32,
-        tag: u64,
-        tail: Option<(u32, u64)>,
-        corrupted: bool,
-    }
-
-    impl Segment for Pkt {
-        fn src(&self) -> Ipv4Addr {
-            self.src
-        }
-        fn dst(&self) -> Ipv4Addr {
-            self.dst
-        }
-        fn tcp(&self) -> &TcpHeader {
-            &self.tcp
-        }
-        fn payload_len(&self) -> u32 {
-            self.len
-        }
-        fn strip_mptcp(&mut self) {
-            self.tcp.options.clear_mptcp();
-        }
-    }
-
-    impl ModelPacket for Pkt {
-        fn new_segment(src: Ipv4Addr, dst: Ipv4Addr, tcp: TcpHeader, len: u32, tag: u64) -> Self {
-            Pkt { src, dst, tcp, len, tag, tail: None, corrupted: false }
-        }
-        fn set_src(&mut self, a: Ipv4Addr) {
-            self.src = a;
-        }
-        fn set_dst(&mut self, a: Ipv4Addr) {
-            self.dst = a;
-        }
-        fn tcp_mut(&mut self) -> &mut TcpHeader {
-            &mut self.tcp
-        }
-        fn set_payload_len(&mut self, n: u32) {
-            self.len = n;
-        }
-        fn tag(&self) -> u64 {
-            self.tag
-        }
-        fn set_tag(&mut self, tag: u64) {
-            self.tag = tag;
-        }
-        fn tail(&self) -> Option<(u32, u64)> {
-            self.tail
-        }
-        fn set_tail(&mut self, tail: Option<(u32, u64)>) {
-            self.tail = tail;
-        }
-        fn corrupted(&self) -> bool {
-            self.corrupted
-        }
-        fn set_corrupted(&mut self, c: bool) {
-            self.corrupted = c;
-        }
-        fn set_egress(&mut self, _iface: u16) {}
-        fn resize(&mut self) {}
-    }
+    /// The model packet every backend's middleboxes see.
+    type Pkt = crate::packet::Packet;
 
     fn scenario(fixture: &str) -> mplab_scenario::Scenario {
         let toml = format!("name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 1\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"path0\"\n[[middleboxes]]\nkind = \"fixture-drop-every-nth\"\nlink = \"path0\"\ndirection = \"ab\"\n{fixture}\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"tcp\"\napp = \"bulk\"\n");
