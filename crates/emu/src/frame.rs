@@ -154,27 +154,18 @@ pub fn strip_mptcp(frame: &mut [u8], syn_only: bool) -> bool {
 mod tests {
     use super::*;
 
-    fn checksum_ok(frame: &[u8]) -> bool {
+    /// The TCP segment of an Ethernet/IPv4 frame, with its addresses.
+    fn segment(frame: &[u8]) -> (std::net::IpAddr, std::net::IpAddr, &[u8]) {
         let ip = &frame[ETH_HLEN..];
         let ihl = usize::from(ip[0] & 0x0f) * 4;
         let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
-        let seg = &ip[ihl..total];
-        let mut sum: u32 = 0;
-        for w in ip[12..20].chunks(2) {
-            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-        }
-        sum += 6 + seg.len() as u32;
-        let mut c = seg.chunks_exact(2);
-        for w in &mut c {
-            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-        }
-        if let [l] = c.remainder() {
-            sum += u32::from(*l) << 8;
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        sum == 0xffff
+        let addr = |o: usize| std::net::IpAddr::from([ip[o], ip[o + 1], ip[o + 2], ip[o + 3]]);
+        (addr(12), addr(16), &ip[ihl..total])
+    }
+
+    fn checksum_ok(frame: &[u8]) -> bool {
+        let (src, dst, seg) = segment(frame);
+        mplab_wire::packet::tcp_checksum_ok(src, dst, seg)
     }
 
     /// An Ethernet/IPv4/TCP SYN with MSS, MP_CAPABLE (12 bytes) and a
@@ -192,26 +183,9 @@ mod tests {
         f.append(&mut ip);
         f.append(&mut tcp);
         f.extend_from_slice(&[0, 0]); // Ethernet padding must be ignored
-        // Compute a valid checksum by "stripping" nothing: do it by hand.
-        let t = 34;
-        let seg_len = total - 20;
-        let mut sum: u32 = 0;
-        for w in f[26..34].chunks(2) {
-            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-        }
-        sum += 6 + seg_len as u32;
-        let mut c = f[t..t + seg_len].chunks_exact(2);
-        for w in &mut c {
-            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-        }
-        if let [l] = c.remainder() {
-            sum += u32::from(*l) << 8;
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        let ck = !(sum as u16);
-        f[t + 16..t + 18].copy_from_slice(&ck.to_be_bytes());
+        let (src, dst, seg) = segment(&f);
+        let ck = mplab_wire::packet::tcp_checksum(src, dst, seg).expect("an IPv4 segment");
+        f[34 + 16..34 + 18].copy_from_slice(&ck.to_be_bytes());
         assert!(checksum_ok(&f));
         f
     }
