@@ -104,8 +104,8 @@ impl World {
     /// A packet reached `node` on `iface`: true when it is for a client
     /// connection the CPE converts (delivered to the CPE's own stack).
     pub(super) fn converter_takes(&self, node: usize, iface: usize, h: Hop) -> bool {
-        let Some(c) = self.converter_at[node] else { return false };
-        let c = &self.converters[c as usize];
+        let Some(c) = self.hybrid.converter_at[node] else { return false };
+        let c = &self.hybrid.converters[c as usize];
         let p = &self.pool.pkts[h.id as usize];
         c.cpe == node && p.is_tcp() && (iface >= 64 || c.access & (1 << iface) == 0) && c.class.matches(6, p.tcp.src_port, p.tcp.dst_port) && !self.owns(node, h.dst_idx)
     }
@@ -114,18 +114,18 @@ impl World {
     /// a client's (a new conversion), at the HAG a carrier's. `None`: not
     /// the converter's; `Some(None)`: refused.
     pub(super) fn converter_syn(&mut self, node: usize, id: u32, key: DemuxKey) -> Option<Option<(u32, u8)>> {
-        let c = self.converter_at[node]? as usize;
+        let c = self.hybrid.converter_at[node]? as usize;
         let p = &self.pool.pkts[id as usize];
         let (src, dst, sport, dport) = (p.src, p.dst, p.tcp.src_port, p.tcp.dst_port);
-        if self.converters[c].hag == node && dport == self.net.flows[self.converters[c].flow].dport && self.owns(node, p.dst_idx) {
+        if self.hybrid.converters[c].hag == node && dport == self.net.flows[self.hybrid.converters[c].flow].dport && self.owns(node, p.dst_idx) {
             return Some(self.carrier_accept(node, id, key, src, sport));
         }
-        if self.converters[c].cpe != node || self.owns(node, p.dst_idx) {
+        if self.hybrid.converters[c].cpe != node || self.owns(node, p.dst_idx) {
             return None;
         }
         // The scenario's flow this client connection belongs to.
         let user = self.net.flows[..self.user_flows].iter().position(|f| f.src == src && f.sport == sport && f.dst == dst && f.dport == dport)?;
-        if self.flows[user].relay_of_user.is_some() {
+        if self.hybrid.relay_of_user[user].is_some() {
             return Some(None); // one connection per flow
         }
         let seed = self.rng.stream(0x155_0000 + 2 * user as u64 + 1).next_u64();
@@ -134,13 +134,13 @@ impl World {
         lan.mptcp = None;
         lan.to = node;
         let ep = self.factory.accept(&self.net, &lan, dst, src, &self.pool.pkts[id as usize], seed, self.now)?;
-        let conv = self.conversions.len() as u32;
+        let conv = self.hybrid.conversions.len() as u32;
         let client = self.add_leg(lan, (conv, Leg::Client), node);
         self.flows[client].ends[1].ep = Some(ep);
         self.demux.insert(key, (client as u32, 1));
-        self.flows[user].relay_of_user = Some(conv);
+        self.hybrid.relay_of_user[user] = Some(conv);
         // The carrier: the converter flow's transport, from a port of its own.
-        let cv = &mut self.converters[c];
+        let cv = &mut self.hybrid.converters[c];
         cv.summary.connections += 1;
         let port = cv.next_port;
         cv.next_port = cv.next_port.wrapping_add(1).max(FIRST_CARRIER_PORT);
@@ -149,7 +149,7 @@ impl World {
         carrier.name = format!("{}~{}", carrier.name, self.net.flows[user].name);
         let hag = carrier.to;
         let carrier = self.add_leg(carrier, (conv, Leg::Carrier), hag);
-        self.conversions.push(Conversion {
+        self.hybrid.conversions.push(Conversion {
             converter: c,
             user,
             client,
@@ -173,11 +173,11 @@ impl World {
     /// The HAG accepts a carrier's SYN (its conversion found by the
     /// CPE's address and port).
     fn carrier_accept(&mut self, node: usize, id: u32, key: DemuxKey, src: Ipv4Addr, sport: u16) -> Option<(u32, u8)> {
-        let conv = self.conversions.iter().position(|v| {
+        let conv = self.hybrid.conversions.iter().position(|v| {
             let f = &self.net.flows[v.carrier];
             f.src == src && f.sport == sport
         })?;
-        let carrier = self.conversions[conv].carrier;
+        let carrier = self.hybrid.conversions[conv].carrier;
         if self.flows[carrier].ends[1].ep.is_some() {
             return None;
         }
@@ -211,10 +211,8 @@ impl World {
             closed_sampled: Vec::new(),
             ended_sampled: false,
             ended: None,
-            tunnel: None,
-            relay: Some(relay),
-            relay_of_user: None,
         });
+        self.hybrid.add_flow(Some(relay));
         self.net.flows.push(f);
         id
     }
@@ -222,34 +220,34 @@ impl World {
     /// The server's SYN+ACK reached the HAG's server leg: its options go
     /// into the answer.
     pub(super) fn converter_syn_ack(&mut self, conv: u32, o: &mplab_wire::TcpOptions) {
-        self.conversions[conv as usize].server_options = ServerOptions { mss: o.mss, wscale: o.wscale, sack_permitted: o.sack_permitted };
+        self.hybrid.conversions[conv as usize].server_options = ServerOptions { mss: o.mss, wscale: o.wscale, sack_permitted: o.sack_permitted };
     }
 
     /// Moves what can move in conversion `conv`, then lets every leg send.
     pub(super) fn converter_pump(&mut self, conv: u32) {
-        if self.pumping {
+        if self.hybrid.pumping {
             return;
         }
-        self.pumping = true;
+        self.hybrid.pumping = true;
         let v = conv as usize;
         self.pump_cpe(v);
         self.pump_hag(v);
-        let c = &self.conversions[v];
+        let c = &self.hybrid.conversions[v];
         let legs = [(c.client, 1), (c.carrier, 0), (c.carrier, 1)].into_iter().chain(c.server.map(|s| (s, 0)));
         for (flow, end) in legs.collect::<Vec<_>>() {
             self.service(flow, end);
         }
-        self.pumping = false;
+        self.hybrid.pumping = false;
     }
 
     /// The CPE: the request, the client's bytes up, the answer, the
     /// server's bytes down.
     fn pump_cpe(&mut self, v: usize) {
-        let (client, carrier) = (self.conversions[v].client, self.conversions[v].carrier);
+        let (client, carrier) = (self.hybrid.conversions[v].client, self.hybrid.conversions[v].carrier);
         let [a, b] = two_ends(&mut self.flows, (client, 1), (carrier, 0));
         let (Some(lan), Some(up)) = (a.ep.as_deref_mut(), b.ep.as_deref_mut()) else { return };
-        let c = &mut self.conversions[v];
-        let cv = &mut self.converters[c.converter];
+        let c = &mut self.hybrid.conversions[v];
+        let cv = &mut self.hybrid.converters[c.converter];
         let s = &mut cv.summary;
         if c.cpe == State::Over {
             return;
@@ -295,15 +293,15 @@ impl World {
     /// The HAG: the request judged, the server leg opened, the answer,
     /// then bytes both ways.
     fn pump_hag(&mut self, v: usize) {
-        let carrier = self.conversions[v].carrier;
-        if self.conversions[v].hag == State::Opening && self.conversions[v].server.is_none() {
+        let carrier = self.hybrid.conversions[v].carrier;
+        if self.hybrid.conversions[v].hag == State::Opening && self.hybrid.conversions[v].server.is_none() {
             let Some(down) = self.flows[carrier].ends[1].ep.as_deref_mut() else { return };
-            let c = &mut self.conversions[v];
+            let c = &mut self.hybrid.conversions[v];
             if down.readable() < c.request.len() as u64 {
                 return;
             }
             down.recv(c.request.len() as u64);
-            let conv = &mut self.converters[c.converter];
+            let conv = &mut self.hybrid.converters[c.converter];
             match conv.policy.judge(&c.request) {
                 Decision::Connect { dst, .. } => self.open_server_leg(v, dst),
                 Decision::Answer { reply, code } => {
@@ -325,11 +323,11 @@ impl World {
             }
             return;
         }
-        let Some(server) = self.conversions[v].server else { return };
+        let Some(server) = self.hybrid.conversions[v].server else { return };
         let [a, b] = two_ends(&mut self.flows, (carrier, 1), (server, 0));
         let (Some(down), Some(out)) = (a.ep.as_deref_mut(), b.ep.as_deref_mut()) else { return };
-        let c = &mut self.conversions[v];
-        let conv = &mut self.converters[c.converter];
+        let c = &mut self.hybrid.conversions[v];
+        let conv = &mut self.hybrid.converters[c.converter];
         if c.hag == State::Opening {
             if let Some(timed_out) = out.failure() {
                 // The server reset the connection, or never answered.
@@ -368,8 +366,8 @@ impl World {
     /// The HAG connects to `dst` for conversion `v`, from its address on
     /// the way there.
     fn open_server_leg(&mut self, v: usize, dst: SocketAddrV4) {
-        let c = &self.conversions[v];
-        let conv = &mut self.converters[c.converter];
+        let c = &self.hybrid.conversions[v];
+        let conv = &mut self.hybrid.converters[c.converter];
         let hag = conv.hag;
         let port = conv.next_port;
         conv.next_port = conv.next_port.wrapping_add(1).max(FIRST_CARRIER_PORT);
@@ -386,19 +384,19 @@ impl World {
         f.dport = dst.port();
         let to = f.to;
         let leg = self.add_leg(f, (v as u32, Leg::Server), to);
-        self.conversions[v].server = Some(leg);
+        self.hybrid.conversions[v].server = Some(leg);
         self.flow_start(leg);
     }
 
     /// Per conversion, whether its carrier sends towards the CPE (the
     /// user flow is a download).
     pub(super) fn carriers_download(&self) -> Vec<bool> {
-        self.conversions.iter().map(|c| self.flows[c.user].ends[0].app.kind.sends() == Sends::Server).collect()
+        self.hybrid.conversions.iter().map(|c| self.flows[c.user].ends[0].app.kind.sends() == Sends::Server).collect()
     }
 
     /// A converter flow's summary.
     pub(super) fn converter_summary(&self, flow: usize) -> Option<TunnelSummary> {
-        let c = self.converters.iter().find(|c| c.flow == flow)?;
+        let c = self.hybrid.converters.iter().find(|c| c.flow == flow)?;
         Some(TunnelSummary { converter: Some(c.summary.clone()), ..Default::default() })
     }
 }

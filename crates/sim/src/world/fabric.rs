@@ -63,8 +63,6 @@ pub(super) struct NodeRt {
     pub(super) counters: Vec<IfCounters>,
     /// (link, direction) leaving through each interface.
     pub(super) egress: Vec<(usize, u8)>,
-    /// The tunnel ends this node holds (a gateway's, by traffic class).
-    pub(super) gateways: Vec<super::tunnel::Gateway>,
 }
 
 impl World {
@@ -194,12 +192,12 @@ impl World {
             self.pool.release(h); // nobody has that address
             return;
         }
-        if self.converter_at[node].is_some() && self.converter_takes(node, iface, h) {
+        if self.hybrid.converter_at[node].is_some() && self.converter_takes(node, iface, h) {
             self.deliver_local(node, h.id);
             self.pool.release(h);
             return;
         }
-        if !self.nodes[node].gateways.is_empty() && self.tunnel_ingress(node, iface, h) {
+        if !self.hybrid.gateways[node].is_empty() && self.tunnel_ingress(node, iface, h) {
             return;
         }
         if self.boxes.on_node(node) {

@@ -51,12 +51,6 @@ pub(super) struct FlowRt {
     /// endpoint (fell back, its paths); the endpoints themselves are then
     /// dropped, so that finished connections hold no memory.
     pub(super) ended: Option<(bool, Vec<crate::summary::PathStats>)>,
-    /// The tunnel this flow carries (`app = "tunnel"`), by index.
-    pub(super) tunnel: Option<u32>,
-    /// A converter's connection: its conversion and which leg it is.
-    pub(super) relay: Option<(u32, Leg)>,
-    /// A scenario flow a converter took: its conversion.
-    pub(super) relay_of_user: Option<u32>,
 }
 
 impl FlowRt {
@@ -73,7 +67,7 @@ impl World {
 
     pub(super) fn flow_start(&mut self, flow: usize) {
         let f = &self.net.flows[flow];
-        if matches!(f.app, network::App::Converter { .. }) && self.flows[flow].relay.is_none() {
+        if matches!(f.app, network::App::Converter { .. }) && self.hybrid.relay[flow].is_none() {
             return; // its gateways open a connection per client connection
         }
         let seed = self.rng.stream(0x155_0000 + 2 * flow as u64).next_u64();
@@ -119,7 +113,7 @@ impl World {
     }
 
     pub(super) fn after_input(&mut self, flow: usize, end: usize, p: Progress) {
-        let relay = self.flows[flow].relay;
+        let relay = self.hybrid.relay[flow];
         let e = &mut self.flows[flow].ends[end];
         e.misplaced |= p.misplaced;
         e.corrupted |= p.corrupted;
@@ -139,7 +133,7 @@ impl World {
     pub(super) fn service(&mut self, flow: usize, end: usize) {
         let node = if end == 0 { self.net.flows[flow].from } else { self.flows[flow].server };
         let mut out = std::mem::take(&mut self.out_buf);
-        let relay = self.flows[flow].relay;
+        let relay = self.hybrid.relay[flow];
         {
             let e = &mut self.flows[flow].ends[end];
             let Some(ep) = e.ep.as_mut() else {
@@ -157,7 +151,7 @@ impl World {
         // A tunnel's gateway writes the frames that wait and takes out the
         // datagrams read whole (routed on below).
         let mut egress = Vec::new();
-        if self.flows[flow].tunnel.is_some() && self.flows[flow].ends[end].connected_at.is_some() {
+        if self.hybrid.tunnel_of[flow].is_some() && self.flows[flow].ends[end].connected_at.is_some() {
             self.tunnel_pump(flow, end, &mut egress);
         }
         {

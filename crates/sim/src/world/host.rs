@@ -91,7 +91,7 @@ impl World {
             }
         };
         let pkt = &self.pool.pkts[id as usize];
-        if let (Some((conv, super::flows::Leg::Server)), true) = (self.flows[flow as usize].relay, pkt.tcp.syn() && pkt.tcp.ack_flag()) {
+        if let (Some((conv, super::flows::Leg::Server)), true) = (self.hybrid.relay[flow as usize], pkt.tcp.syn() && pkt.tcp.ack_flag()) {
             let o = pkt.tcp.options.clone();
             self.converter_syn_ack(conv, &o);
         }

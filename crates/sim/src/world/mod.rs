@@ -17,6 +17,7 @@ mod fabric;
 mod finish;
 mod flows;
 mod host;
+mod hybrid;
 mod middleboxes;
 mod pool;
 mod probes;
@@ -121,16 +122,11 @@ pub struct World {
     dropped: Vec<Hop>,
     /// Reused for the segments one endpoint emits in one service call.
     out_buf: Vec<(Hop, Ipv4Addr)>,
-    tunnels: Vec<tunnel::TunnelRt>,
-    converters: Vec<converter::ConverterRt>,
-    /// Per node, the converter it is the CPE or the HAG of.
-    converter_at: Vec<Option<u32>>,
-    conversions: Vec<converter::Conversion>,
+    /// The tunnels and converters, and what they keep per node and flow.
+    hybrid: hybrid::HybridAccess,
     /// The scenario's flows come first in `flows`; a converter's
     /// connections follow them.
     user_flows: usize,
-    /// A converter is moving bytes: the legs it services do not pump again.
-    pumping: bool,
 }
 
 /// `addr_owner` of an address held by several nodes.
@@ -177,7 +173,6 @@ impl World {
                 policy_fib: HashMap::default(),
                 counters: vec![IfCounters::default(); n.interfaces.len()],
                 egress: vec![(usize::MAX, 0); n.interfaces.len()],
-                gateways: Vec::new(),
             })
             .collect();
         let mut links = Vec::with_capacity(net.links.len());
@@ -219,19 +214,9 @@ impl World {
                 srtt_sum_ns: 0.0,
                 srtt_samples: 0,
                 last_path_acked: Vec::new(),
-                tunnel: None,
-                relay: None,
-                relay_of_user: None,
             });
         }
-        let (tunnels, gateways) = tunnel::build(&net);
-        let (converters, converter_at) = converter::build(&net);
-        for (n, g) in nodes.iter_mut().zip(gateways) {
-            n.gateways = g;
-        }
-        for (i, t) in tunnels.iter().enumerate() {
-            flows[t.flow()].tunnel = Some(i as u32);
-        }
+        let hybrid = hybrid::HybridAccess::new(&net);
         let boxes = middleboxes::Boxes::new(&net);
         let mut pcaps = HashMap::default();
         if let Some(dir) = pcap_dir {
@@ -289,12 +274,8 @@ impl World {
             dropped: Vec::new(),
             boxes,
             out_buf: Vec::new(),
-            tunnels,
-            converters,
-            converter_at,
-            conversions: Vec::new(),
+            hybrid,
             user_flows: net.flows.len(),
-            pumping: false,
             net,
         };
         for f in 0..w.flows.len() {

@@ -46,7 +46,7 @@ impl World {
             // Of a converter's connections, the carrier between the
             // gateways has rows; the legs to the client and the server
             // are the user flow's.
-            if f.relay.is_some_and(|(_, leg)| leg != super::flows::Leg::Carrier) {
+            if self.hybrid.relay[fi].is_some_and(|(_, leg)| leg != super::flows::Leg::Carrier) {
                 continue;
             }
             let name = &self.net.flows[fi].name;
@@ -58,7 +58,7 @@ impl World {
             let gp = (delivered - f.last_delivered) as f64 * 8.0 / secs;
             f.last_delivered = delivered;
             // A converter's carrier sends the way its user flow does.
-            let download = f.relay.map_or(f.ends[0].app.kind.sends() == Sends::Server, |(v, _)| carriers_download[v as usize]);
+            let download = self.hybrid.relay[fi].map_or(f.ends[0].app.kind.sends() == Sends::Server, |(v, _)| carriers_download[v as usize]);
             let sender = if download { 1 } else { 0 };
             let paths = f.ends[sender].ep.as_ref().map(|e| e.paths()).unwrap_or_default();
             // A flow whose subflows are all closed gets one last row.

@@ -130,20 +130,20 @@ impl World {
     /// it (a packet for elsewhere, from outside the access links).
     pub(super) fn tunnel_ingress(&mut self, node: usize, iface: usize, h: Hop) -> bool {
         let p = &self.pool.pkts[h.id as usize];
-        let tunnel_port = usize::from(p.tcp.dst_port).checked_sub(usize::from(DATAGRAM_PORT)).filter(|&t| t < self.tunnels.len() && self.tunnels[t].datagram);
+        let tunnel_port = usize::from(p.tcp.dst_port).checked_sub(usize::from(DATAGRAM_PORT)).filter(|&t| t < self.hybrid.tunnels.len() && self.hybrid.tunnels[t].datagram);
         if let (true, Some(t)) = (p.is_udp() && self.owns(node, h.dst_idx), tunnel_port) {
             return self.datagram_egress(node, t, h);
         }
         let proto = if p.is_udp() { 17 } else if p.is_sctp() { 132 } else { 6 };
         let (sport, dport) = (p.tcp.src_port, p.tcp.dst_port);
-        let Some(g) = self.nodes[node].gateways.iter().find(|g| g.takes_from(iface) && g.class.matches(proto, sport, dport)).copied() else { return false };
+        let Some(g) = self.hybrid.gateways[node].iter().find(|g| g.takes_from(iface) && g.class.matches(proto, sport, dport)).copied() else { return false };
         if self.owns(node, h.dst_idx) {
             return false;
         }
         let mut pkt = self.pool.pkts[h.id as usize].clone();
         let ttl = h.ttl();
         self.pool.release(h);
-        let t = &mut self.tunnels[g.tunnel as usize];
+        let t = &mut self.hybrid.tunnels[g.tunnel as usize];
         let d = &mut t.dirs[g.end as usize];
         if ttl <= 1 {
             return true; // expired here, as a forwarding router drops it
@@ -169,7 +169,7 @@ impl World {
     /// access link.
     fn datagram_ingress(&mut self, g: Gateway, node: usize, pkt: Packet) {
         let now = self.now.as_nanos();
-        let t = &mut self.tunnels[g.tunnel as usize];
+        let t = &mut self.hybrid.tunnels[g.tunnel as usize];
         let d = &mut t.dirs[g.end as usize];
         let seq = d.next_seq;
         d.next_seq += 1;
@@ -188,7 +188,7 @@ impl World {
             let mut outer = Packet::new(src, dst, mplab_wire::TcpHeader::default(), 0, 0);
             outer.set_udp(src, dst, port, port, payload.into_boxed_slice());
             outer.dst_idx = self.addr_idx.get(&u32::from(dst)).copied().unwrap_or(crate::packet::NO_ADDR);
-            self.tunnels[g.tunnel as usize].dirs[g.end as usize].stats.frame_bytes += u64::from(outer.size);
+            self.hybrid.tunnels[g.tunnel as usize].dirs[g.end as usize].stats.frame_bytes += u64::from(outer.size);
             let h = self.pool.put(outer);
             self.route_out(node, Some(src), h);
         }
@@ -199,9 +199,9 @@ impl World {
     fn datagram_egress(&mut self, node: usize, t: usize, h: Hop) -> bool {
         let seq = self.pool.pkts[h.id as usize].udp.as_deref().and_then(|b| b.get(..DATAGRAM_HEADER)).map(|b| u64::from_be_bytes(b.try_into().unwrap_or_default()));
         self.pool.release(h);
-        let Some(g) = self.nodes[node].gateways.iter().find(|g| g.tunnel as usize == t).copied() else { return true };
+        let Some(g) = self.hybrid.gateways[node].iter().find(|g| g.tunnel as usize == t).copied() else { return true };
         let Some(seq) = seq else { return true };
-        let d = &mut self.tunnels[t].dirs[1 - g.end as usize];
+        let d = &mut self.hybrid.tunnels[t].dirs[1 - g.end as usize];
         match d.datagrams.remove(&seq) {
             Some((_, mut pkt)) => {
                 d.stats.datagrams_out += 1;
@@ -221,10 +221,10 @@ impl World {
     /// writes the frames that fit into the send buffer, and hands back the
     /// datagrams whose frame the reader now has whole (to be routed on).
     pub(super) fn tunnel_pump(&mut self, flow: usize, end: usize, out: &mut Vec<Packet>) {
-        let Some(t) = self.flows[flow].tunnel else { return };
+        let Some(t) = self.hybrid.tunnel_of[flow] else { return };
         let e = &mut self.flows[flow].ends[end];
         let Some(ep) = e.ep.as_mut() else { return };
-        let tun = &mut self.tunnels[t as usize];
+        let tun = &mut self.hybrid.tunnels[t as usize];
         let w = &mut tun.dirs[end];
         while let Some(p) = w.waiting.front() {
             let len = FRAME_HEADER + u64::from(p.size);
@@ -261,6 +261,6 @@ impl World {
     }
 
     pub(super) fn tunnel_summary(&self, flow: usize) -> Option<TunnelSummary> {
-        self.flows[flow].tunnel.map(|t| self.tunnels[t as usize].summary())
+        self.hybrid.tunnel_of[flow].map(|t| self.hybrid.tunnels[t as usize].summary())
     }
 }
