@@ -364,7 +364,7 @@ pub fn link_params(d: &network::LinkDirection) -> Result<LinkParams, PluginError
 pub fn is_bounded(a: &network::App) -> Option<u64> {
     match a {
         network::App::Stream(_) => crate::apps::Kind::of(a).bounded(),
-        network::App::Voip { .. } | network::App::Game { .. } | network::App::Tunnel { .. } | network::App::Converter { .. } => None,
+        network::App::Datagram(_) | network::App::Tunnel { .. } | network::App::Converter { .. } => None,
     }
 }
 

@@ -1,10 +1,10 @@
 //! The plug-in axes whose entries live in this crate and that scenario
 //! files name by `kind` or `app`: queue disciplines
-//! (crates/backend/src/link/queue/), byte-stream applications
-//! (crates/backend/src/apps/) and middleboxes
+//! (crates/backend/src/link/queue/), byte-stream and datagram applications
+//! (crates/backend/src/apps/, crates/backend/src/datagram/) and middleboxes
 //! (crates/backend/src/middlebox/). The scenario keeps their tables as
 //! written ([`mplab_scenario::network::Queue`],
-//! [`mplab_scenario::network::StreamAppTable`],
+//! [`mplab_scenario::network::AppTable`],
 //! [`mplab_scenario::network::MiddleboxPlugin`]);
 //! this module checks them against the registry when a scenario is loaded
 //! for a run, so that a bad table is refused with its line on every
@@ -18,6 +18,7 @@ use mplab_scenario::plugins::About;
 use mplab_scenario::{Scenario, ScenarioError};
 
 use crate::apps;
+use crate::datagram;
 use crate::link::{disciplines, QueueConfig};
 use crate::middlebox::{self, MiddleboxConfig};
 
@@ -42,11 +43,24 @@ pub fn check(net: &mut Network) -> Result<(), PluginError> {
         }
     }
     for f in &mut net.flows {
-        if let network::App::Stream(t) = &mut f.app {
-            apps::check(t)?;
-            if f.transport.delivery() == Delivery::Datagrams {
+        match &mut f.app {
+            // The scenario reads an application as the flow's transport
+            // delivers (a stream here), so a datagram application lands
+            // here when the transport is the wrong one.
+            network::App::Stream(t) if datagram::kind_of(&t.table.kind).is_some() => {
+                return Err(PluginError::new(format!("{}.transport", t.path), format!("app = {:?} sends datagrams: give transport = \"udp\"", t.table.kind)));
+            }
+            network::App::Stream(t) => {
+                apps::check(t)?;
+                if f.transport.delivery() == Delivery::Datagrams {
+                    return Err(PluginError::new(format!("{}.app", t.path), needs_a_stream(&t.table.kind)));
+                }
+            }
+            network::App::Datagram(t) if datagram::kind_of(&t.table.kind).is_none() && apps::applications().iter().any(|a| a.name == t.table.kind) => {
                 return Err(PluginError::new(format!("{}.app", t.path), needs_a_stream(&t.table.kind)));
             }
+            network::App::Datagram(t) => datagram::check(t)?,
+            _ => {}
         }
     }
     for m in &mut net.middleboxes {
@@ -67,7 +81,7 @@ pub fn all() -> Vec<(&'static str, About)> {
     let mut v = mplab_scenario::plugins::all();
     // The byte-stream applications before the scenario's own.
     let at = v.iter().position(|(axis, _)| *axis == "application").unwrap_or(v.len());
-    v.splice(at..at, apps::applications().into_iter().map(|a| ("application", a)));
+    v.splice(at..at, apps::applications().into_iter().chain(datagram::applications()).map(|a| ("application", a)));
     // Queues, then middleboxes, after the applications, as the scenario's
     // reference lists them.
     v.extend(disciplines().into_iter().map(|a| ("queue", a)));

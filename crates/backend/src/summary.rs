@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn completion_follows_the_application() {
-        let app = |fields: &str| network::App::Stream(network::StreamAppTable::new(toml::from_str(fields).unwrap(), "flows[0]"));
+        let app = |fields: &str| network::App::Stream(network::AppTable::new(toml::from_str(fields).unwrap(), "flows[0]"));
         let bulk = app("kind = \"bulk\"\nbytes = 1000");
         assert!(completed(&bulk, 1000, 0));
         assert!(!completed(&bulk, 999, 0));
@@ -203,6 +203,6 @@ mod tests {
         let req = app("kind = \"request\"\nrequest_size = 10\nresponse_size = 10\ncount = 3");
         assert!(completed(&req, 0, 3) && !completed(&req, 0, 2));
         assert!(!completed(&app("kind = \"request\"\nrequest_size = 10\nresponse_size = 10"), 0, 1 << 40));
-        assert!(!completed(&network::App::Voip { packet_bytes: 160, interval_ns: 20_000_000 }, u64::MAX, 0));
+        assert!(!completed(&crate::datagram::datagram_app("voip", ""), u64::MAX, 0));
     }
 }

@@ -38,6 +38,31 @@ fn application_errors_name_the_field_and_line() {
     assert_eq!(error(&flow("udp", "")), r#"scenario.toml:14:1: flows[0].app: app = "bulk" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
 }
 
+/// The datagram applications (crates/backend/src/datagram/) go over UDP,
+/// name their bad fields with the line, and show their validated
+/// parameters in the resolved network.
+#[test]
+fn datagram_applications_go_over_udp_and_name_their_fields() {
+    assert_eq!(error(&flow("tcp", "app = \"voip\"\n")), r#"scenario.toml:17:13: flows[0].transport: app = "voip" sends datagrams: give transport = "udp""#);
+    assert_eq!(error(&flow("quic", "app = \"voip\"\n")), r#"scenario.toml:17:13: flows[0].transport: app = "voip" sends datagrams: give transport = "udp""#);
+    assert_eq!(
+        error(&flow("udp", "app = \"voip\"\npacket_size = \"19B\"\n")),
+        r#"scenario.toml:19:15: flows[0].packet_size: must be 20 B (its sequence number and send time) to 65507 B (UDP over IPv4), got 19 B"#
+    );
+    assert_eq!(error(&flow("udp", "app = \"game\"\ninterval = \"0ms\"\n")), r#"scenario.toml:19:12: flows[0].interval: must be 1ms to 10s"#);
+    assert_eq!(error(&flow("udp", "app = \"voip\"\nrate = \"1Mbit\"\n")), r#"scenario.toml:19:8: flows[0].rate: does not apply to app = "voip" (it takes interval, packet_size)"#);
+    let e = error(&flow("udp", "app = \"voipp\"\n"));
+    assert!(e.starts_with("scenario.toml:18:7: flows[0].app: unknown variant `voipp`, expected one of `bulk`, `rate`, `download`, `request`, `voip`, `game`, `tunnel`, `converter`"), "{e}");
+    assert_eq!(error(&flow("udp", "app = \"download\"\n")), r#"scenario.toml:18:7: flows[0].app: app = "download" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
+    assert_eq!(app_json(&flow("udp", "app = \"game\"\npacket_size = \"100B\"\ninterval = \"15ms\"\n")), r#"{"kind":"game","packet_bytes":100,"interval_ns":15000000}"#);
+    assert_eq!(app_json(&flow("udp", "app = \"voip\"\n")), r#"{"kind":"voip","packet_bytes":160,"interval_ns":20000000}"#);
+    // The server of a game echoes: both ends send; a call's listener does not.
+    let net = load(&flow("udp", "app = \"game\"\n")).unwrap();
+    assert!(sends(&net.flows[0].app, true) && sends(&net.flows[0].app, false));
+    let net = load(&flow("udp", "app = \"voip\"\n")).unwrap();
+    assert!(sends(&net.flows[0].app, true) && !sends(&net.flows[0].app, false));
+}
+
 /// A field set by `--set` that the application does not take is refused
 /// at the override.
 #[test]

@@ -146,6 +146,7 @@ pub fn unsupported_on(sc: &Scenario, net: &Network, kernel: &[bool]) -> Vec<Stri
         }
         let about = match &f.app {
             App::Stream(_) => mplab_backend::apps::Kind::of(&f.app).about(),
+            App::Datagram(t) => mplab_backend::datagram::kind_of(&t.table.kind).map(|k| k.about),
             _ => mplab_scenario::plugins::apps::REGISTRY.iter().find(|e| e.about.name == f.app.name()).map(|e| e.about),
         };
         if let Some(OnKernel::Refuses(why)) = about.map(|a| a.kernel) {

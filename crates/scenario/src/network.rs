@@ -393,13 +393,11 @@ pub struct Flow {
 pub enum App {
     /// A byte-stream application of crates/backend's registry (`bulk`,
     /// `rate`, `download`, `request`, ...), kept as the scenario gave it.
-    Stream(StreamAppTable),
-    /// UDP datagrams of `packet_bytes` every `interval_ns`, `from` to `to`;
-    /// measured: the call's quality.
-    Voip { packet_bytes: u32, interval_ns: u64 },
-    /// UDP updates of `packet_bytes` every `interval_ns` from `from`, each
-    /// echoed by `to`; measured: round-trip latency and loss.
-    Game { packet_bytes: u32, interval_ns: u64 },
+    Stream(AppTable),
+    /// A datagram application of crates/backend's registry (`voip`,
+    /// `game`, ...: `mplab_backend::datagram`) over a transport that
+    /// delivers datagrams, kept as the scenario gave it.
+    Datagram(AppTable),
     /// A tunnel between two gateway routers, carrying the IPv4 packets of
     /// `class` they forward, each up to `mtu` bytes: in the connection's
     /// byte stream, or (`datagram`) each in a UDP datagram on every access
@@ -418,8 +416,6 @@ pub enum App {
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum OwnApp<'a> {
-    Voip { packet_bytes: u32, interval_ns: u64 },
-    Game { packet_bytes: u32, interval_ns: u64 },
     Tunnel { mtu: u32, class: TrafficClass, datagram: bool },
     Converter { class: TrafficClass, refuse: &'a [Prefix], fast_open: bool },
 }
@@ -427,20 +423,19 @@ enum OwnApp<'a> {
 impl Serialize for App {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self {
-            App::Stream(ref t) => t.serialize(s),
-            App::Voip { packet_bytes, interval_ns } => OwnApp::Voip { packet_bytes, interval_ns }.serialize(s),
-            App::Game { packet_bytes, interval_ns } => OwnApp::Game { packet_bytes, interval_ns }.serialize(s),
+            App::Stream(ref t) | App::Datagram(ref t) => t.serialize(s),
             App::Tunnel { mtu, class, datagram } => OwnApp::Tunnel { mtu, class, datagram }.serialize(s),
             App::Converter { class, ref refuse, fast_open } => OwnApp::Converter { class, refuse, fast_open }.serialize(s),
         }
     }
 }
 
-/// A flow's byte-stream application: the applications are a registry of
-/// crates/backend (`mplab_backend::apps`), which reads and checks the
-/// table (`mplab_backend::plugins::check`) and fills in `resolved`.
+/// A flow's application of a crates/backend registry (the byte-stream
+/// applications, `mplab_backend::apps`; the datagram applications,
+/// `mplab_backend::datagram`), which reads and checks the table
+/// (`mplab_backend::plugins::check`) and fills in `resolved`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StreamAppTable {
+pub struct AppTable {
     /// The `app` name as `kind`, and the application's fields.
     pub table: PluginTable,
     /// The flow's path (`flows[2]`): its fields are the application's.
@@ -450,15 +445,15 @@ pub struct StreamAppTable {
     pub resolved: Option<Resolved>,
 }
 
-impl StreamAppTable {
+impl AppTable {
     pub fn new(table: PluginTable, path: impl Into<String>) -> Self {
-        StreamAppTable { table, path: path.into(), resolved: None }
+        AppTable { table, path: path.into(), resolved: None }
     }
 }
 
 /// The validated parameters once checked (`{"kind":"bulk","bytes":1000}`),
 /// the table as given before.
-impl Serialize for StreamAppTable {
+impl Serialize for AppTable {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match &self.resolved {
             Some(r) => r.serialize(s),
@@ -503,15 +498,13 @@ impl App {
     /// A datagram application (over `transport = "udp"`), rather than a
     /// byte stream's.
     pub fn is_datagram(&self) -> bool {
-        matches!(self, App::Voip { .. } | App::Game { .. })
+        matches!(self, App::Datagram(_))
     }
 
     /// The name scenario files use (the `app` value).
     pub fn name(&self) -> &str {
         match self {
-            App::Stream(t) => &t.table.kind,
-            App::Voip { .. } => "voip",
-            App::Game { .. } => "game",
+            App::Stream(t) | App::Datagram(t) => &t.table.kind,
             App::Tunnel { .. } => "tunnel",
             App::Converter { .. } => "converter",
         }

@@ -362,29 +362,23 @@ fn middlebox_windows_are_checked() {
     assert!(!m.active_at(999_999_999) && m.active_at(1_000_000_000) && !m.active_at(2_000_000_000));
 }
 
-/// Datagram applications and UDP go together; stream knobs and bad sizes
-/// on them are refused at the field.
+/// UDP flows refuse the stream knobs at the field (their datagram
+/// applications are the backend's registry: crates/backend/tests/apps.rs).
 #[test]
 fn udp_flows_and_datagram_apps() {
     let flow = |extra: &str| with(&format!("\n[[flows]]\nfrom = \"c\"\nto = \"s\"\n{extra}"));
     // Lines: 14 [[flows]], 15 from, 16 to, 17 on.
-    assert_eq!(error(&flow("transport = \"tcp\"\napp = \"voip\"\n")), r#"scenario.toml:17:13: flows[0].transport: app = "voip" sends datagrams: give transport = "udp""#);
-    assert_eq!(
-        error(&flow("transport = \"udp\"\napp = \"voip\"\npacket_size = \"19B\"\n")),
-        r#"scenario.toml:19:15: flows[0].packet_size: must be 20 B (its sequence number and send time) to 65507 B (UDP over IPv4), got 19 B"#
-    );
-    assert_eq!(error(&flow("transport = \"udp\"\napp = \"game\"\ninterval = \"0ms\"\n")), r#"scenario.toml:19:12: flows[0].interval: must be 1ms to 10s"#);
     assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\ncc = \"reno\"\n")), r#"scenario.toml:19:6: flows[0].cc: does not apply to transport = "udp" (no congestion control, no buffers)"#);
     assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\nscheduler = \"redundant\"\n")), r#"scenario.toml:19:13: flows[0].scheduler: only applies to transport = "mptcp""#);
-    assert_eq!(error(&flow("transport = \"udp\"\napp = \"voip\"\nrate = \"1Mbit\"\n")), r#"scenario.toml:19:8: flows[0].rate: does not apply to app = "voip" (it takes interval, packet_size)"#);
     // The transport registry: an unknown name lists the known ones, and a
     // field of another transport names the ones that take it.
     // (A workspace test build lists the test-only fixture transport after these.)
     let e = error(&flow("transport = \"tcpp\"\n"));
     assert!(e.starts_with("scenario.toml:17:13: flows[0].transport: unknown transport `tcpp`, expected one of `mptcp`, `tcp`, `sctp`, `cmt-sctp`, `udp`, `quic`"), "{e}");
     assert_eq!(error(&flow("transport = \"sctp\"\ncc = \"reno\"\n")), r#"scenario.toml:18:6: flows[0].cc: does not apply to transport = "sctp" (see [transport.sctp])"#);
-    let ok = common::net(&flow("transport = \"udp\"\napp = \"game\"\npacket_size = \"100B\"\ninterval = \"15ms\"\n"));
-    assert_eq!(ok.flows[0].app, mplab_scenario::network::App::Game { packet_bytes: 100, interval_ns: 15_000_000 });
+    // Over UDP the application is read as a datagram one.
+    let ok = common::net(&flow("transport = \"udp\"\napp = \"game\"\npacket_size = \"100B\"\n"));
+    assert!(ok.flows[0].app.is_datagram() && ok.flows[0].app.name() == "game");
 }
 
 /// A tunnel runs between two routers that share a link, over TCP or
@@ -424,6 +418,5 @@ fn converter_flows() {
 fn quic_flows_take_the_stream_apps_but_not_tcps_knobs() {
     let flow = |extra: &str| with(&format!("\n[[flows]]\nfrom = \"c\"\nto = \"s\"\ntransport = \"quic\"\n{extra}"));
     assert_eq!(error(&flow("cc = \"reno\"\n")), r#"scenario.toml:18:6: flows[0].cc: does not apply to transport = "quic" (quinn's own congestion control and flow control)"#);
-    assert_eq!(error(&flow("app = \"voip\"\n")), r#"scenario.toml:17:13: flows[0].transport: app = "voip" sends datagrams: give transport = "udp""#);
     common::net(&flow("app = \"download\"\nbytes = \"1MB\"\n"));
 }

@@ -10,9 +10,9 @@
 //! about itself, how it reads its fields from the flow, which end writes)
 //! and [`StreamApp`] (its state machine on one end); a new one is that
 //! file and its line in the `applications!` list below, which declares the
-//! module. The datagram applications (`voip`, `game`: [`crate::datagram`])
-//! and the gateways' programs (`tunnel`, `converter`) are the scenario's
-//! own kinds, run by their drivers.
+//! module. The datagram applications (`voip`, `game`) are a registry of
+//! their own ([`crate::datagram`]); the gateways' programs (`tunnel`,
+//! `converter`) are the scenario's own kinds, run by their drivers.
 //!
 //! Every receiver checks what it got: each chunk must start exactly where
 //! the previous one ended (stream-offset continuity), and the host stack
@@ -27,7 +27,7 @@ mod receiver;
 use core::fmt;
 use core::ops::Range;
 
-use mplab_scenario::network::{self, PluginTable, StreamAppTable};
+use mplab_scenario::network::{self, PluginTable, AppTable};
 use mplab_scenario::plugins::fields::{Fields, PluginError};
 use mplab_scenario::plugins::{About, OnKernel, Resolved};
 
@@ -327,7 +327,7 @@ impl Kind {
 }
 
 /// Checks a flow's stream application and records what it resolved to.
-pub fn check(t: &mut StreamAppTable) -> Result<(), PluginError> {
+pub fn check(t: &mut AppTable) -> Result<(), PluginError> {
     t.resolved = Some(Kind::of_table(&t.table, &t.path)?.resolved_table());
     Ok(())
 }
@@ -337,8 +337,10 @@ pub fn check(t: &mut StreamAppTable) -> Result<(), PluginError> {
 /// that a backend refuses a bad one before it runs anything.
 pub fn check_flows(net: &network::Network) -> Result<(), PluginError> {
     for f in &net.flows {
-        if let network::App::Stream(t) = &f.app {
-            Kind::of_table(&t.table, &t.path)?;
+        match &f.app {
+            network::App::Stream(t) => drop(Kind::of_table(&t.table, &t.path)?),
+            network::App::Datagram(t) => drop(crate::datagram::DatagramConfig::of(t)?),
+            _ => {}
         }
     }
     Ok(())
@@ -349,8 +351,9 @@ pub fn check_flows(net: &network::Network) -> Result<(), PluginError> {
 pub fn sends(app: &network::App, client: bool) -> bool {
     match app {
         network::App::Stream(_) => Kind::of(app).sends().by(client),
-        network::App::Voip { .. } => client,
-        network::App::Game { .. } | network::App::Tunnel { .. } | network::App::Converter { .. } => true,
+        // The client sends; a server that echoes sends too.
+        network::App::Datagram(t) => client || crate::datagram::kind_of(&t.table.kind).is_some_and(|k| k.echoes),
+        network::App::Tunnel { .. } | network::App::Converter { .. } => true,
     }
 }
 
@@ -375,8 +378,8 @@ pub fn bulk_transfer(app: &network::App) -> Option<Option<u64>> {
 
 /// The error for an `app` no application has: every name a flow may use,
 /// the scenario's kinds with this registry's.
-fn unknown_app(table: &PluginTable, path: &str) -> PluginError {
-    let mut names: Vec<String> = applications().iter().map(|a| format!("`{}`", a.name)).collect();
+pub(crate) fn unknown_app(table: &PluginTable, path: &str) -> PluginError {
+    let mut names: Vec<String> = applications().iter().chain(&crate::datagram::applications()).map(|a| format!("`{}`", a.name)).collect();
     names.extend(mplab_scenario::plugins::apps::REGISTRY.iter().map(|e| format!("`{}`", e.about.name)));
     PluginError::new(format!("{path}.app"), format!("unknown variant `{}`, expected one of {}", table.kind, names.join(", ")))
 }

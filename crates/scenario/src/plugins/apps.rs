@@ -1,17 +1,18 @@
 //! The applications (`app = ...` of a flow) this crate knows itself: the
-//! datagram applications (`voip`, `game`) and the gateways' programs
-//! (`tunnel`, `converter`), whose validated forms the backends' drivers
-//! take ([`crate::network::App`]). Any other name is a byte-stream
-//! application of crates/backend's registry (`mplab_backend::apps`:
-//! `bulk`, `rate`, `download`, `request`, ...), which reads and checks the
-//! flow's fields when the scenario is loaded for a run.
+//! gateways' programs (`tunnel`, `converter`), whose validated forms the
+//! backends' drivers take ([`crate::network::App`]). Any other name is an
+//! application of a crates/backend registry, read as the flow's transport
+//! delivers: a byte-stream application (`mplab_backend::apps`: `bulk`,
+//! `rate`, `download`, `request`, ...) or, over a transport of datagrams,
+//! a datagram application (`mplab_backend::datagram`: `voip`, `game`);
+//! the backend reads and checks the flow's fields when the scenario is
+//! loaded for a run.
 
 use super::about::{About, OnKernel};
 use super::fields::{Fields, PluginError};
 use crate::error::{diag, Diag};
-use crate::network::{App, StreamAppTable};
+use crate::network::{App, AppTable};
 use crate::schema::FlowSpec;
-use crate::units::{Duration, Size};
 
 /// One application kind of this crate.
 pub struct AppEntry {
@@ -19,25 +20,10 @@ pub struct AppEntry {
     /// Reads and checks the flow's fields and builds the validated
     /// application.
     pub(crate) resolve: fn(&mut Fields, &FlowSpec) -> Result<App, PluginError>,
-    /// It sends datagrams (`transport = "udp"`), not a byte stream.
-    pub datagram: bool,
 }
-
-/// The datagram applications likewise, over a kernel UDP socket.
-const OVER_UDP: OnKernel = OnKernel::Runs("mplab's application over a kernel UDP socket");
 
 /// The applications of this crate by name; one entry each.
 pub const REGISTRY: &[AppEntry] = &[
-    AppEntry {
-        about: About { name: "voip", params: &["packet_size", "interval"], what: "a voice call over UDP: one `packet_size` datagram (160 B) every `interval` (20 ms); the result is its loss, delay, jitter, longest interruption and MOS", kernel: OVER_UDP },
-        resolve: voip,
-        datagram: true,
-    },
-    AppEntry {
-        about: About { name: "game", params: &["packet_size", "interval"], what: "a game's updates over UDP: one `packet_size` datagram (64 B) every `interval` (30 ms), each echoed; the results are its round-trip latency percentiles and loss", kernel: OVER_UDP },
-        resolve: game,
-        datagram: true,
-    },
     AppEntry {
         about: About {
             name: "tunnel",
@@ -46,7 +32,6 @@ pub const REGISTRY: &[AppEntry] = &[
             kernel: OnKernel::Runs("a gateway program in each gateway's namespace: a TUN device fed by a policy rule, and a kernel MPTCP socket"),
         },
         resolve: tunnel,
-        datagram: false,
     },
     AppEntry {
         about: About {
@@ -56,26 +41,22 @@ pub const REGISTRY: &[AppEntry] = &[
             kernel: OnKernel::Runs("a converter program in each gateway's namespace: an nftables redirect to a TCP listener on the CPE, kernel MPTCP sockets with TCP Fast Open between the gateways"),
         },
         resolve: converter,
-        datagram: false,
     },
 ];
 
 /// The flow's application: one of this crate's, its fields read and
 /// checked (a field that does not apply to it is refused, so `rate = ...`
-/// on a voip flow isn't silently ignored), or a byte-stream application
-/// kept for crates/backend's registry to check.
+/// on a tunnel flow isn't silently ignored), or a byte-stream or datagram
+/// application kept for crates/backend's registries to check.
 pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
     let table = f.app_table();
-    let Some(e) = REGISTRY.iter().find(|e| e.about.name == table.kind) else {
-        return Ok(App::Stream(StreamAppTable::new(table, path)));
-    };
     let udp = f.transport.delivery() == super::transports::Delivery::Datagrams;
-    let name = e.about.name;
-    if e.datagram && !udp {
-        return diag(format!("{path}.transport"), format!("app = {name:?} sends datagrams: give transport = \"udp\""));
-    }
-    if udp && !e.datagram {
-        return diag(format!("{path}.app"), needs_a_stream(name));
+    let Some(e) = REGISTRY.iter().find(|e| e.about.name == table.kind) else {
+        let t = AppTable::new(table, path);
+        return Ok(if udp { App::Datagram(t) } else { App::Stream(t) });
+    };
+    if udp {
+        return diag(format!("{path}.app"), needs_a_stream(e.about.name));
     }
     let mut fields = Fields::new(&table, path).keyed("app");
     (e.resolve)(&mut fields, f).map_err(|e| Diag::new(e.path, e.message))
@@ -84,38 +65,6 @@ pub(crate) fn resolve(f: &FlowSpec, path: &str) -> Result<App, Diag> {
 /// Why an application that needs a byte stream cannot run over UDP.
 pub fn needs_a_stream(name: &str) -> String {
     format!("app = {name:?} needs a byte stream; over transport = \"udp\" use app = \"voip\" or \"game\"")
-}
-
-/// Header of mplab's datagram applications (sequence number, send time):
-/// a datagram cannot be smaller.
-pub const DATAGRAM_HEADER: u64 = 20;
-/// The largest UDP payload over IPv4 (65535 - 20 - 8).
-const MAX_DATAGRAM: u64 = 65_507;
-
-/// `packet_size` and `interval` of a datagram application, with defaults.
-fn datagram_fields(f: &mut Fields, size: u64, interval_ms: u64) -> Result<(u32, u64), PluginError> {
-    let packet_size = f.get::<Size>("packet_size")?;
-    let interval = f.get::<Duration>("interval")?;
-    f.finish()?;
-    let size = packet_size.map_or(size, |s| s.bytes());
-    if !(DATAGRAM_HEADER..=MAX_DATAGRAM).contains(&size) {
-        return Err(f.error_at("packet_size", format!("must be {DATAGRAM_HEADER} B (its sequence number and send time) to {MAX_DATAGRAM} B (UDP over IPv4), got {size} B")));
-    }
-    let interval = interval.map_or(interval_ms * 1_000_000, |d| d.as_nanos());
-    if !(1_000_000..=10_000_000_000).contains(&interval) {
-        return Err(f.error_at("interval", "must be 1ms to 10s"));
-    }
-    Ok((size as u32, interval))
-}
-
-fn voip(f: &mut Fields, _: &FlowSpec) -> Result<App, PluginError> {
-    let (packet_bytes, interval_ns) = datagram_fields(f, 160, 20)?;
-    Ok(App::Voip { packet_bytes, interval_ns })
-}
-
-fn game(f: &mut Fields, _: &FlowSpec) -> Result<App, PluginError> {
-    let (packet_bytes, interval_ns) = datagram_fields(f, 64, 30)?;
-    Ok(App::Game { packet_bytes, interval_ns })
 }
 
 fn tunnel(f: &mut Fields, flow: &FlowSpec) -> Result<App, PluginError> {

@@ -1,7 +1,8 @@
-//! The datagram applications (`voip`, `game`) as sans-IO state machines:
-//! time and datagrams in, datagrams and a timer out, shared by every
-//! backend (the simulator's UDP endpoints and the kernel backend's UDP
-//! sockets run the same code).
+//! One end of a datagram application (`voip`, `game`, ...: its kind's
+//! facts in [`super::DatagramKind`]) as a sans-IO state machine: time and
+//! datagrams in, datagrams and a timer out, shared by every backend (the
+//! simulator's UDP endpoints and the kernel backend's UDP sockets run the
+//! same code).
 //!
 //! Every datagram starts with mplab's 20-byte header, the same idea as
 //! RTP's sequence number and timestamp: magic `0x6d70`, a type (data or
@@ -23,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::apps::fill_pattern;
 use crate::call_quality::{assess, CallQuality, Codec, Datagram};
 
+use super::{DatagramConfig, DatagramKind};
+
 /// Bytes of mplab's datagram header.
 pub const HEADER: usize = 20;
 const MAGIC: u16 = 0x6d70;
@@ -31,11 +34,6 @@ const ECHO: u8 = 1;
 /// A sequence number this far past the highest seen is not believed (a
 /// forged or corrupted header must not make the receiver allocate).
 const SEQ_WINDOW: u64 = 1 << 20;
-/// The playout buffer a voice receiver gives each packet beyond the first
-/// packet's delay, ms: a common fixed jitter buffer.
-pub const VOIP_PLAYOUT_MS: f64 = 60.0;
-/// A game's update is stale once it is this late, ms.
-pub const GAME_PLAYOUT_MS: f64 = 100.0;
 /// Datagrams sent this close to the end of the run are left out of the
 /// report: they may still be on their way.
 const IN_FLIGHT_GRACE_NS: u64 = 1_000_000_000;
@@ -87,14 +85,6 @@ fn payload_ok(h: &Header, buf: &[u8]) -> bool {
     want[..] == buf[HEADER..]
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// One way, `from` to `to`.
-    Voip,
-    /// `from` sends, `to` echoes.
-    Game,
-}
-
 /// What a datagram flow measured, in the flow's summary.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct DatagramSummary {
@@ -121,7 +111,7 @@ pub struct DatagramSummary {
 /// One end of a datagram flow.
 #[derive(Debug, Clone)]
 pub struct DatagramApp {
-    kind: Kind,
+    kind: &'static DatagramKind,
     /// The end that sends on its own schedule (`from`).
     client: bool,
     packet_bytes: usize,
@@ -145,17 +135,16 @@ pub struct DatagramApp {
 impl DatagramApp {
     /// The end of `app` (a datagram application) that is the `client`
     /// (`from`) or not, active from `start` to `stop`.
+    /// None: not a datagram application, or one whose table does not
+    /// check (a network that [`crate::plugins::check`] passed has none).
     pub fn new(app: &network::App, client: bool, start: Instant, stop: Instant) -> Option<DatagramApp> {
-        let (kind, packet_bytes, interval_ns) = match *app {
-            network::App::Voip { packet_bytes, interval_ns } => (Kind::Voip, packet_bytes, interval_ns),
-            network::App::Game { packet_bytes, interval_ns } => (Kind::Game, packet_bytes, interval_ns),
-            _ => return None,
-        };
+        let network::App::Datagram(t) = app else { return None };
+        let c = DatagramConfig::of(t).ok()?;
         Some(DatagramApp {
-            kind,
+            kind: c.kind,
             client,
-            packet_bytes: (packet_bytes as usize).max(HEADER),
-            interval_ns: interval_ns.max(1),
+            packet_bytes: (c.packet_bytes as usize).max(HEADER),
+            interval_ns: c.interval_ns.max(1),
             start,
             stop,
             next_seq: 0,
@@ -168,7 +157,7 @@ impl DatagramApp {
         })
     }
 
-    pub fn kind(&self) -> Kind {
+    pub fn kind(&self) -> &'static DatagramKind {
         self.kind
     }
 
@@ -208,7 +197,7 @@ impl DatagramApp {
             return;
         };
         // The client takes only echoes (of what it sent), the server only data.
-        let fits = if self.client { h.echo && self.kind == Kind::Game && h.seq < self.next_seq } else { !h.echo && h.seq < self.arrived.len() as u64 + SEQ_WINDOW };
+        let fits = if self.client { h.echo && self.kind.echoes && h.seq < self.next_seq } else { !h.echo && h.seq < self.arrived.len() as u64 + SEQ_WINDOW };
         if !fits {
             self.malformed += 1;
             return;
@@ -223,7 +212,7 @@ impl DatagramApp {
         }
         self.arrived[i] = Some((h.sent_ns, now.0));
         self.bytes_received += buf.len() as u64;
-        if !self.client && self.kind == Kind::Game {
+        if !self.client && self.kind.echoes {
             self.out.push_back(build(Header { echo: true, ..h }, buf.len()));
         }
     }
@@ -236,16 +225,15 @@ impl DatagramApp {
         let upstream: Vec<Datagram> = (0..counted)
             .map(|i| Datagram { seq: i as u64, sent_ns: client.sent_ns[i], arrived_ns: server.arrived.get(i).copied().flatten().map(|a| a.1) })
             .collect();
-        let playout = if client.kind == Kind::Voip { VOIP_PLAYOUT_MS } else { GAME_PLAYOUT_MS };
-        let stream = assess(&upstream, playout, &Codec::G711_PLC);
+        let stream = assess(&upstream, client.kind.playout_ms, &Codec::G711_PLC);
         let mut s = DatagramSummary {
-            app: if client.kind == Kind::Voip { "voip" } else { "game" }.into(),
+            app: client.kind.about.name.into(),
             stream,
             duplicates: client.duplicates + server.duplicates,
             malformed: client.malformed + server.malformed,
             ..Default::default()
         };
-        if client.kind == Kind::Game {
+        if client.kind.echoes {
             let mut rtts: Vec<f64> = (0..counted).filter_map(|i| client.arrived.get(i).copied().flatten().map(|(_, a)| (a - client.sent_ns[i]) as f64 / 1e6)).collect();
             rtts.sort_by(f64::total_cmp);
             let pct = |p: f64| (!rtts.is_empty()).then(|| rtts[((rtts.len() as f64 * p).ceil() as usize).clamp(1, rtts.len()) - 1]);
@@ -267,11 +255,12 @@ impl DatagramApp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datagram::datagram_app;
 
     const MS: u64 = 1_000_000;
 
     fn voip() -> network::App {
-        network::App::Voip { packet_bytes: 160, interval_ns: 20 * MS }
+        datagram_app("voip", "")
     }
 
     /// Runs a sender to `until`, delivering each datagram to `rx` after
@@ -337,7 +326,7 @@ mod tests {
 
     #[test]
     fn game_echoes_give_round_trips_and_copies_and_garbage_are_counted() {
-        let app = network::App::Game { packet_bytes: 64, interval_ns: 30 * MS };
+        let app = datagram_app("game", "");
         let stop = Instant(3_000 * MS);
         let mut c = DatagramApp::new(&app, true, Instant::ZERO, stop).unwrap();
         let mut s = DatagramApp::new(&app, false, Instant::ZERO, stop).unwrap();
