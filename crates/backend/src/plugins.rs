@@ -59,6 +59,7 @@ pub fn check(net: &mut Network) -> Result<(), PluginError> {
             network::App::Datagram(t) if datagram::kind_of(&t.table.kind).is_none() && apps::applications().iter().any(|a| a.name == t.table.kind) => {
                 return Err(PluginError::new(format!("{}.app", t.path), needs_a_stream(&t.table.kind)));
             }
+            network::App::Datagram(t) if datagram::kind_of(&t.table.kind).is_none() => return Err(apps::unknown_app(&t.table, &t.path)),
             network::App::Datagram(t) => datagram::check(t)?,
             _ => {}
         }

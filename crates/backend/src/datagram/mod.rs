@@ -84,7 +84,9 @@ impl DatagramConfig {
     /// Reads and checks the flow's application table (`path` names its
     /// fields in errors).
     pub fn of(t: &AppTable) -> Result<DatagramConfig, PluginError> {
-        let Some(kind) = kind_of(&t.table.kind) else { return Err(crate::apps::unknown_app(&t.table, &t.path)) };
+        // An unknown name is refused by the caller, which lists every
+        // application (`plugins::check`).
+        let Some(kind) = kind_of(&t.table.kind) else { return Err(PluginError::new(format!("{}.app", t.path), format!("no datagram application `{}`", t.table.kind))) };
         let mut f = Fields::new(&t.table, &t.path).keyed("app");
         let packet_size = f.get::<Size>("packet_size")?;
         let interval = f.get::<Duration>("interval")?;
