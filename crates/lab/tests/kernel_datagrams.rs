@@ -79,6 +79,12 @@ fn kernel_datagrams_match_the_simulator() {
     g.assert_clean();
 }
 
+/// Two hosts on one 10 Mbit/s link with `delay` each way and a 100-packet
+/// queue, and one flow `c` to `s` with `flow`'s fields.
+fn two_hosts(name: &str, duration: &str, delay: &str, flow: &str) -> String {
+    format!("name = \"{name}\"\nduration = \"{duration}\"\n[[nodes]]\nname = \"c\"\n[[nodes]]\nname = \"s\"\n[[links]]\na = \"c\"\nb = \"s\"\nrate = \"10Mbit\"\ndelay = \"{delay}\"\nqueue = {{ kind = \"droptail\", packets = 100 }}\n[[flows]]\nname = \"x\"\nfrom = \"c\"\nto = \"s\"\n{flow}")
+}
+
 /// QUIC (quinn-proto) over kernel UDP sockets against the simulator's
 /// virtual clock: a 5 MB download over 10 Mbit/s and 20 ms, every byte
 /// checked, the completion times within 10 %.
@@ -89,27 +95,8 @@ fn kernel_quic_download_matches_the_simulator() {
         return;
     }
     let g = NsGuard::new("quic");
-    let text = r#"
-name = "quic"
-duration = "10s"
-[[nodes]]
-name = "c"
-[[nodes]]
-name = "s"
-[[links]]
-a = "c"
-b = "s"
-rate = "10Mbit"
-delay = "20ms"
-queue = { kind = "droptail", packets = 100 }
-[[flows]]
-name = "q"
-from = "c"
-to = "s"
-transport = "quic"
-app = "download"
-bytes = "5MB"
-"#;
+    let text = two_hosts("quic", "10s", "20ms", "transport = \"quic\"\napp = \"download\"\nbytes = \"5MB\"\n");
+    let text = text.as_str();
     let k = run(&g, 0, text);
     let sim = mplab_sim::simulate(mplab_scenario::Scenario::from_str(text, "q.toml").unwrap().resolve().unwrap()).unwrap();
     let (kf, sf) = (&k.results.summary.flows[0], &sim.summary.flows[0]);
@@ -134,29 +121,9 @@ fn a_transport_added_by_one_file_runs_on_real_packets() {
         return;
     }
     let g = NsGuard::new("fixsw");
-    let text = r#"
-name = "fixsw"
-duration = "8s"
-[[nodes]]
-name = "c"
-[[nodes]]
-name = "s"
-[[links]]
-a = "c"
-b = "s"
-rate = "10Mbit"
-delay = "10ms"
-queue = { kind = "droptail", packets = 100 }
-[[flows]]
-name = "x"
-from = "c"
-to = "s"
-transport = "fixture-stop-and-wait"
-app = "bulk"
-bytes = "100kB"
-"#;
-    let k = run(&g, 1, text);
-    let net = mplab_backend::plugins::resolve(&mplab_scenario::Scenario::from_str(text, "x.toml").unwrap()).unwrap();
+    let text = two_hosts("fixsw", "8s", "10ms", "transport = \"fixture-stop-and-wait\"\napp = \"bulk\"\nbytes = \"100kB\"\n");
+    let k = run(&g, 1, &text);
+    let net = mplab_backend::plugins::resolve(&mplab_scenario::Scenario::from_str(&text, "x.toml").unwrap()).unwrap();
     let sim = mplab_sim::simulate(net).unwrap();
     let (kf, sf) = (&k.results.summary.flows[0], &sim.summary.flows[0]);
     eprintln!("stop-and-wait 100 kB: kernel {:?} s, sim {:?} s", kf.completion_time_s, sf.completion_time_s);
