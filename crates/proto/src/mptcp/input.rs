@@ -93,7 +93,7 @@ impl Connection {
             // only after tcp_sequence()): no fallback for a missing DSS, no
             // MP_FAIL, MP_FASTCLOSE, address or priority change from a
             // sender who does not know where the subflow stands.
-            self.subflows[i].tcp.on_unacceptable(h);
+            self.subflows[i].tcp.on_unacceptable(now, h, payload_len);
             self.stats.unacceptable_segments += 1;
             return Screened::Done(None);
         }

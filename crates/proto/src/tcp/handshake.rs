@@ -43,6 +43,7 @@ impl Connection {
             c.ts_recent = ts.tsval;
         }
         c.peer_wnd = syn.window as u64;
+        c.max_peer_wnd = c.peer_wnd;
         Ok(c)
     }
 
@@ -114,6 +115,7 @@ impl Connection {
             self.ts_recent = ts.tsval;
         }
         self.peer_wnd = h.window as u64; // never scaled in a SYN
+        self.max_peer_wnd = self.max_peer_wnd.max(self.peer_wnd);
         // SYN bytes left unacknowledged go again as ordinary data.
         let acked = acked.unwrap_or(0);
         self.syn_tx_acked = acked;

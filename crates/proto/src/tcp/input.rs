@@ -9,7 +9,7 @@ use mplab_wire::TcpHeader;
 
 use crate::time::Instant;
 
-use super::{now_ms, seq, AckDue, Connection, Recovery, State};
+use super::{now_ms, seq, AckDue, Connection, Recovery, State, OOW_ACK_INTERVAL};
 
 impl Connection {
     /// Whether a segment falls in the receive window once the connection
@@ -27,7 +27,16 @@ impl Connection {
         let Some(start) = seq::unwrap(h.seq, self.irs.wrapping_add(1), nxt) else { return false };
         let wnd = self.rcv_window().max(self.adv_right.saturating_sub(nxt));
         let end = start + u64::from(payload_len) + u64::from(h.fin());
-        start <= nxt + wnd.max(1) && end + wnd.max(self.mss) >= nxt
+        start <= nxt + wnd.max(1) && end + wnd.max(self.mss) >= nxt && (!h.ack_flag() || self.ack_acceptable(h.ack))
+    }
+
+    /// Whether an ACK number is one the peer can have sent: from a window
+    /// behind SND.UNA up to SND.NXT (RFC 5961 5.2, RFC 9293 3.10.7.4;
+    /// Linux drops the segment otherwise, in tcp_ack, before it reads its
+    /// MPTCP options). An off-path sender must guess both sequence
+    /// numbers before anything its segment carries is believed.
+    fn ack_acceptable(&self, ack: u32) -> bool {
+        seq::unwrap(ack, self.iss.wrapping_add(1), self.snd_una).is_some_and(|a| a <= self.snd_nxt && a + self.max_peer_wnd.max(self.mss) >= self.snd_una)
     }
 
     /// The stream offset of sequence number `seq` (relative to the
@@ -41,11 +50,31 @@ impl Connection {
 
     /// An unacceptable segment ([`acceptable`](Self::acceptable)): an ACK
     /// goes back (not for a RST), the segment is otherwise dropped.
-    pub fn on_unacceptable(&mut self, h: &TcpHeader) {
+    pub fn on_unacceptable(&mut self, now: Instant, h: &TcpHeader, payload_len: u32) {
         self.stats.segments_received += 1;
-        if !h.rst() {
-            self.ack_due = AckDue::Now;
+        self.answer_unacceptable(now, h, payload_len);
+    }
+
+    /// RFC 9293 3.10.7.4: an unacceptable segment gets an ACK, nothing
+    /// else (its ACK number and window are not believed either). Without
+    /// data it gets at most one every [`OOW_ACK_INTERVAL`], as Linux's
+    /// tcp_oow_rate_limited (net.ipv4.tcp_invalid_ratelimit) gives: each
+    /// such ACK repeats our ACK number, a duplicate ACK to the peer, so a
+    /// flood of forged segments would otherwise make the peer's sender
+    /// retransmit and halve its window (an ACK loop, RFC 5961 10).
+    fn answer_unacceptable(&mut self, now: Instant, h: &TcpHeader, payload_len: u32) {
+        if h.rst() {
+            return;
         }
+        let data = payload_len > 0 || h.fin();
+        if !data && !h.syn() && self.last_oow_ack.is_some_and(|t| now.0.saturating_sub(t.0) < OOW_ACK_INTERVAL.as_nanos() as u64) {
+            self.stats.oow_acks_skipped += 1;
+            return;
+        }
+        if !data && !h.syn() {
+            self.last_oow_ack = Some(now);
+        }
+        self.ack_due = AckDue::Now;
     }
 
     /// Processes one segment addressed to this connection. Returns the
@@ -95,11 +124,7 @@ impl Connection {
                 self.on_synced_segment(now, h, payload_len)
             }
             _ if !self.acceptable(h, payload_len) => {
-                // RFC 9293 3.10.7.4: an ACK back, nothing else (its ACK
-                // number and window are not believed either).
-                if !h.rst() {
-                    self.ack_due = AckDue::Now;
-                }
+                self.answer_unacceptable(now, h, payload_len);
                 None
             }
             _ => self.on_synced_segment(now, h, payload_len),
@@ -228,6 +253,7 @@ impl Connection {
         }
         let old_wnd = self.peer_wnd;
         self.peer_wnd = (h.window as u64) << self.snd_wscale;
+        self.max_peer_wnd = self.max_peer_wnd.max(self.peer_wnd);
         if self.peer_wnd > 0 {
             self.timers.persist = None;
         }

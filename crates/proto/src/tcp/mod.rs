@@ -122,6 +122,9 @@ pub struct TcpStats {
     pub rto_count: u64,
     pub fast_recoveries: u64,
     pub tail_loss_probes: u64,
+    /// ACKs not sent for segments outside the window without data (at
+    /// most one per [`OOW_ACK_INTERVAL`]; Linux's TCPACKSkippedSeq).
+    pub oow_acks_skipped: u64,
     /// Slow start left by HyStart (CUBIC only).
     pub hystart: crate::cc::hystart::HyStartExits,
 }
@@ -138,6 +141,10 @@ enum AckDue {
 /// down to whole segments of 1448 bytes (65160, as the kernel's SYN-ACKs
 /// here advertise).
 const INITIAL_RCV_SSTHRESH: u64 = 45 * 1448;
+
+/// The least time between two ACKs answering data-less segments outside
+/// the receive window (Linux's net.ipv4.tcp_invalid_ratelimit default).
+pub const OOW_ACK_INTERVAL: core::time::Duration = core::time::Duration::from_millis(500);
 
 #[derive(Debug)]
 pub struct Connection {
@@ -173,6 +180,8 @@ pub struct Connection {
     record_ends: std::collections::VecDeque<u64>,
     board: Scoreboard,
     peer_wnd: u64,
+    /// The largest window the peer has offered (Linux's max_window).
+    max_peer_wnd: u64,
     cc_state: CcState,
     cc: Box<dyn CongestionControl>,
     /// Sibling subflows for a coupled congestion control (set by MPTCP).
@@ -221,6 +230,9 @@ pub struct Connection {
     /// The RST answering a segment that arrived after the connection
     /// closed: (SEQ, ACK field if the RST carries ACK).
     rst_reply: Option<(u32, Option<u32>)>,
+    /// When the last ACK answering a data-less segment outside the window
+    /// went out.
+    last_oow_ack: Option<Instant>,
     /// Fast Open: stream bytes our first SYN carried (offsets 0..syn_tx),
     /// how many of them the SYN-ACK acknowledged, and the bytes of the
     /// peer's SYN we took (acknowledged by our SYN-ACK).
@@ -293,6 +305,7 @@ impl Connection {
             record_ends: std::collections::VecDeque::new(),
             board: Scoreboard::default(),
             peer_wnd: 0,
+            max_peer_wnd: 0,
             cc_state: CcState::new(mss),
             cc,
             coupling: None,
@@ -322,6 +335,7 @@ impl Connection {
             syn_tries: 0,
             rst_due: false,
             rst_reply: None,
+            last_oow_ack: None,
             syn_tx: 0,
             syn_tx_acked: 0,
             syn_rx: 0,
@@ -478,6 +492,12 @@ impl Connection {
     /// Oldest unacknowledged stream offset of the send side.
     pub fn snd_una(&self) -> u64 {
         self.snd_una
+    }
+
+    /// SND.UNA as a sequence number: the ACK number an on-path observer
+    /// knows to be acceptable.
+    pub fn snd_una_seq(&self) -> u32 {
+        seq::wrap(self.snd_una, self.iss.wrapping_add(1))
     }
 
     /// Next stream offset the receive side expects.

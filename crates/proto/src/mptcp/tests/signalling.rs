@@ -3,10 +3,16 @@
 use super::*;
 
 /// A segment on the server's first subflow, from the client's side, with
-/// sequence number `seq` and the given MPTCP options (none: plain TCP).
+/// sequence number `seq`, the ACK number an on-path observer would use
+/// (the server's SND.UNA), and the given MPTCP options (none: plain TCP).
 fn forged(s: &Connection, seq: u32, opts: &[MptcpOption]) -> (SocketAddr, SocketAddr, TcpHeader) {
+    let ack = s.subflows()[0].tcp.snd_una_seq();
+    forged_acking(s, seq, ack, opts)
+}
+
+fn forged_acking(s: &Connection, seq: u32, ack: u32, opts: &[MptcpOption]) -> (SocketAddr, SocketAddr, TcpHeader) {
     let sf = &s.subflows()[0];
-    let mut h = TcpHeader { src_port: sf.remote.port(), dst_port: sf.local.port(), seq, ack: 0, flags: mplab_wire::tcp::flags::ACK, window: 1000, urgent: 0, options: Default::default() };
+    let mut h = TcpHeader { src_port: sf.remote.port(), dst_port: sf.local.port(), seq, ack, flags: mplab_wire::tcp::flags::ACK, window: 1000, urgent: 0, options: Default::default() };
     for o in opts {
         h.options.push_mptcp(o.clone()).unwrap();
     }
@@ -48,6 +54,66 @@ fn segments_outside_the_window_change_nothing() {
         let changed = s.fallback().is_some() || s.subflows()[0].peer_backup;
         assert!(changed, "{what}: in the window");
     }
+}
+
+/// RFC 5961 5.2, RFC 9293 3.10.7.4: a segment whose ACK number acknowledges
+/// what was never sent, or lies more than a window behind, is dropped
+/// before its options are read (Linux: tcp_ack before
+/// mptcp_incoming_options). An off-path sender must guess both sequence
+/// numbers: the right receive sequence number alone is not enough. Found by
+/// `mplab attack` (remove-addr-off-path, the attacker on the server's link
+/// of an upload: 1000 random guesses, one landed in the window and its
+/// REMOVE_ADDR closed the subflows).
+#[test]
+fn a_segment_acking_what_was_never_sent_changes_nothing() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
+    n.to_send = 50_000_000;
+    n.run(1_000);
+    let now = n.now;
+    let s = n.server.as_mut().unwrap();
+    let nxt = s.subflows()[0].tcp.rcv_nxt_seq();
+    let una = s.subflows()[0].tcp.snd_una_seq();
+    let prio = [MptcpOption::MpPrio { backup: true, addr_id: None }];
+    for (what, ack) in [("beyond SND.NXT", una.wrapping_add(1 << 30)), ("far behind SND.UNA", una.wrapping_sub(1 << 30))] {
+        let (local, remote, h) = forged_acking(s, nxt, ack, &prio);
+        assert_eq!(s.handle_segment(now, local, remote, &h, 0, None), None);
+        assert!(!s.subflows()[0].peer_backup, "{what}");
+    }
+    assert_eq!(s.stats().unacceptable_segments, 2);
+    // With the ACK number an on-path observer sees, it is believed.
+    let (local, remote, h) = forged(s, nxt, &prio);
+    s.handle_segment(now, local, remote, &h, 0, None);
+    assert!(s.subflows()[0].peer_backup);
+}
+
+/// A flood of data-less segments outside the window gets one ACK per
+/// 500 ms (Linux's tcp_invalid_ratelimit), not one each: every such ACK
+/// is a duplicate ACK to the peer's sender, and a burst of them made it
+/// retransmit and halve its window (the attack matrix's
+/// remove-addr-off-path row, slowed from 6.8 s to 10.5 s before). A
+/// segment with data still gets its ACK.
+#[test]
+fn acks_to_segments_outside_the_window_are_rate_limited() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
+    n.to_send = 50_000_000;
+    n.run(1_000);
+    let now = n.now;
+    let s = n.server.as_mut().unwrap();
+    let nxt = s.subflows()[0].tcp.rcv_nxt_seq();
+    let skipped = |s: &Connection| s.subflows()[0].tcp.stats().oow_acks_skipped;
+    let before = skipped(s);
+    for k in 0..100u32 {
+        let (local, remote, h) = forged(s, nxt.wrapping_add(1 << 31).wrapping_add(k), &[]);
+        s.handle_segment(now, local, remote, &h, 0, None);
+    }
+    assert_eq!(skipped(s) - before, 99, "one ACK for a hundred at one instant");
+    let later = now + core::time::Duration::from_millis(501);
+    let (local, remote, h) = forged(s, nxt.wrapping_add(1 << 31), &[]);
+    s.handle_segment(later, local, remote, &h, 0, None);
+    assert_eq!(skipped(s) - before, 99, "the next one half a second later is answered");
+    let (local, remote, h) = forged(s, nxt.wrapping_add(1 << 31), &[]);
+    s.handle_segment(later, local, remote, &h, 100, None);
+    assert_eq!(skipped(s) - before, 99, "a segment with data always is");
 }
 
 fn open_from(c: &Connection, a: IpAddr) -> usize {
