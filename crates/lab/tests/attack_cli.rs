@@ -118,6 +118,27 @@ fn blind_segments_next_to_an_upload_receiver_change_nothing() {
     }
 }
 
+/// The same place, the attacker's forged DSS segments at the receiver's
+/// RCV.NXT (checksums off): their bytes beat the genuine segment to the
+/// subflow, under a mapping over data already received or far beyond the
+/// window. No changed byte reaches the application and the upload ends:
+/// before, the first stopped the transfer (the genuine mapping, starting
+/// at the same subflow byte, was dropped) and the second placed 1000
+/// bytes 2^40 ahead.
+#[test]
+fn forged_mappings_next_to_an_upload_receiver_change_no_byte() {
+    let tmp = Scratch::new("attack-upload-dss");
+    let scen = repo().join("scenarios/attack-upload.toml");
+    let out = tmp.join("m");
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--link".as_ref(), "lan0".as_ref(), "--rows".as_ref(), "dss-overlap,dss-out-of-window".as_ref(), "--out".as_ref(), out.as_os_str()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let (h, csv) = read_csv(&out.join("attack.csv"));
+    for r in &csv {
+        assert_eq!(r[col(&h, "verdict")], "ok", "{}: {}", r[col(&h, "attack")], r[col(&h, "outcome")]);
+        assert_eq!(r[col(&h, "forged")], "1", "{}: mounted", r[col(&h, "attack")]);
+    }
+}
+
 #[test]
 fn bad_attack_arguments_are_usage_errors() {
     let tmp = Scratch::new("attack-bad");

@@ -48,9 +48,14 @@ pub(crate) fn on_packet(conn: &mut Connection, scratch: &mut Vec<u8>, now: Insta
     // brought bytes the connection did not hold: the first copy of a data
     // sequence number wins (RFC 8684 3.3), so a forged mapping over data
     // already received changes nothing.
+    //
+    // A segment whose first bytes the subflow already held (a copy an
+    // on-path attacker's segment beat to it) places only its tail, and one
+    // cut at the window only its head: either way the placed range keeps
+    // one end of the segment's own. Anything else is a misplacement.
     let brought_new = conn.received_bytes() > held;
     let misplaced = match &placed {
-        Some(r) if !r.is_empty() && pkt.payload_len > 0 => r.start != pkt.tag && brought_new,
+        Some(r) if !r.is_empty() && pkt.payload_len > 0 => brought_new && r.start != pkt.tag && r.end != pkt.tag + u64::from(pkt.payload_len),
         _ => false,
     };
     // Rewritten bytes reach the application unless the DSS checksum

@@ -448,6 +448,15 @@ impl Connection {
             let n = s.tcp.recv(avail.min(left));
             let off = dsn.wrapping_sub(base);
             let len = n.end - n.start;
+            // RFC 8684 3.3.5: data beyond the receive window is dropped.
+            // No window this end offered reached past the next byte
+            // expected plus the whole receive buffer (the window is what
+            // the buffer has free, and its right edge never moved back),
+            // so that bound drops nothing a peer may send.
+            if off.saturating_add(len) > self.rcv.nxt().saturating_add(self.cfg.rcv_buf) {
+                self.stats.data_outside_window += len;
+                continue;
+            }
             // Beyond the in-order point: it waits (bounded bookkeeping; the
             // receive buffer bounds it anyway).
             if off > self.rcv.nxt() && len > 0 && self.ooo_waits.len() < 1 << 16 {

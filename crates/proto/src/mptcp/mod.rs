@@ -170,6 +170,9 @@ pub struct MptcpStats {
     pub window_blocked: u64,
     /// Segments outside their subflow's window: ACKed, options ignored.
     pub unacceptable_segments: u64,
+    /// Bytes whose mapping placed them beyond any receive window this end
+    /// can have offered: dropped (RFC 8684 3.3.5; Linux's NODSSWINDOW).
+    pub data_outside_window: u64,
     /// Chunks the packet scheduler placed while two or more usable
     /// subflows had room in their windows: the decisions in which the
     /// scheduler chose. 0 over a whole run with several subflows means

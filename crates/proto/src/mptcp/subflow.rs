@@ -207,7 +207,16 @@ impl Subflow {
             return;
         }
         let i = self.rx.partition_point(|x| x.sub < m.sub);
-        if self.rx.get(i).is_some_and(|x| x.sub == m.sub) {
+        if let Some(x) = self.rx.get(i).filter(|x| x.sub == m.sub).copied() {
+            // A mapping for bytes already mapped: the first one holds for
+            // them (the bytes it covers may already be placed). A longer
+            // one maps the bytes after it, as Linux validates the next
+            // mapping once the current one is consumed
+            // (`get_mapping_status`): a forged short mapping then costs
+            // only its own bytes, which the data level sends again.
+            if m.len > x.len {
+                self.add_rx(RxMap { sub: m.sub + x.len, dsn: m.dsn.wrapping_add(x.len), len: m.len - x.len });
+            }
             return;
         }
         self.rx.insert(i, m);

@@ -1,6 +1,7 @@
 //! Forged and out-of-window segments, address withdrawal and restoration, lost handshake ACKs.
 
 use super::*;
+use crate::mptcp::Profile;
 
 /// A segment on the server's first subflow, from the client's side, with
 /// sequence number `seq`, the ACK number an on-path observer would use
@@ -186,4 +187,56 @@ fn lost_handshake_acks_are_answered_again_until_one_gets_through() {
     assert!(retx[2] - retx[1] >= 2 * (retx[1] - retx[0]) - 50, "{retx:?}");
     assert_eq!(n.received, 100_000, "{:?}", &n.log[..n.log.len().min(30)]);
     assert!(n.client.fallback().is_none() && n.server().fallback().is_none());
+}
+
+/// An on-path attacker's in-window segment at the receiver's RCV.NXT under
+/// a forged mapping (`dsn_shift` from the data the receiver expects), as
+/// next to the receiver of an upload (the attack matrix's dss-overlap and
+/// dss-out-of-window, checksums off): its bytes take subflow sequence space
+/// the genuine segment needed (the first copy wins at the TCP level). The
+/// genuine segment's mapping starts at the same subflow byte: it still maps
+/// the bytes after the forged ones, and the data level sends the rest
+/// again. Returns the server after a transfer that must end.
+fn forged_mapping_at_rcv_nxt(profile: Profile, dsn_shift: i64) -> Connection {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
+    n.client.cfg = n.client.cfg.clone().with_profile(profile);
+    n.server_cfg = n.server_cfg.clone().with_profile(profile);
+    n.to_send = 20_000_000;
+    n.run(500);
+    let now = n.now;
+    let key = n.client.local_key();
+    let s = n.server.as_mut().unwrap();
+    let sf = &s.subflows()[0];
+    let (seq, ack, ssn) = (sf.tcp.rcv_nxt_seq(), sf.tcp.snd_una_seq(), sf.tcp.rcv_nxt() as u32 + 1);
+    let dsn = mplab_wire::crypto::idsn(key).wrapping_add(1).wrapping_add(s.received_bytes()).wrapping_add_signed(dsn_shift);
+    let dss = MptcpOption::Dss(Dss { data_ack: None, mapping: Some(mplab_wire::DssMapping { dsn, dsn_wide: true, ssn, data_len: 1000, checksum: None }), data_fin: false });
+    let (local, remote, h) = forged_acking(s, seq, ack, &[dss]);
+    let payload = vec![0xa5u8; 1000];
+    let p = s.needs_payload().then_some(&payload[..]);
+    s.handle_segment(now, local, remote, &h, 1000, p);
+    n.run(60_000);
+    assert_eq!(n.received, 20_000_000, "{profile:?}: client {} server {}", n.client.debug_line(), n.server().debug_line());
+    assert_eq!(n.misplaced, 0);
+    n.server.take().unwrap()
+}
+
+/// Over data already received: before, the receiver kept the forged
+/// mapping and dropped the genuine one with the same start, so nothing
+/// after it reached the data level and its window closed (the `mplab`
+/// profile's transfer stopped at 4.8 of 20 MB).
+#[test]
+fn a_forged_mapping_over_received_data_costs_only_its_bytes() {
+    for profile in [Profile::Mplab, Profile::Linux] {
+        forged_mapping_at_rcv_nxt(profile, -1000);
+    }
+}
+
+/// Far beyond the receive window: before, the receiver took the bytes into
+/// its reassembly 2^40 bytes ahead; they are dropped (RFC 8684 3.3.5).
+#[test]
+fn data_mapped_beyond_the_receive_window_is_dropped() {
+    for profile in [Profile::Mplab, Profile::Linux] {
+        let s = forged_mapping_at_rcv_nxt(profile, 1 << 40);
+        assert_eq!(s.stats().data_outside_window, 1000, "{profile:?}");
+    }
 }
