@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::run::{self, RunError};
 
+#[derive(Clone)]
 pub struct Options {
     pub scenario: PathBuf,
     /// "sim", "kernel", "userspace".
@@ -24,6 +25,10 @@ pub struct Options {
     pub rows: Vec<AttackKind>,
     /// The link the attacker sits on.
     pub link: String,
+    /// When it strikes (the attacker's `at`; default its own, 3 s).
+    pub at: Option<String>,
+    /// Scenario overrides (`--set`) applied before the attacker is added.
+    pub sets: Vec<(String, String)>,
     pub out: PathBuf,
     pub quiet: bool,
 }
@@ -68,9 +73,10 @@ fn extra_sets(k: AttackKind) -> Vec<(String, String)> {
 
 fn run_on(opt: &Options, backend: &str, attack: Option<AttackKind>, dir: &Path) -> Result<Summary, String> {
     let mut sc = Scenario::from_file(&opt.scenario).map_err(|e| e.to_string())?;
-    let mut sets: Vec<(String, String)> = Vec::new();
+    let mut sets: Vec<(String, String)> = opt.sets.clone();
     if let Some(k) = attack {
-        sets.push(("middleboxes".into(), format!("[{{ kind = \"attacker\", link = {:?}, attack = {:?} }}]", opt.link, k.name())));
+        let at = opt.at.as_ref().map_or(String::new(), |t| format!(", at = {t:?}"));
+        sets.push(("middleboxes".into(), format!("[{{ kind = \"attacker\", link = {:?}, attack = {:?}{at} }}]", opt.link, k.name())));
         sets.extend(extra_sets(k));
     }
     sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
@@ -272,4 +278,109 @@ pub fn parse_rows(s: Option<&str>) -> Result<Vec<AttackKind>, String> {
             .map(|n| AttackKind::from_name(n.trim()).ok_or_else(|| format!("unknown attack {n:?} ({})", AttackKind::names())))
             .collect(),
     }
+}
+
+/// When the attacker strikes in `--product`, by default: during the
+/// handshakes (MP_CAPABLE and the first MP_JOIN take the first round
+/// trips), once the joins are up, mid-transfer, and near the end of a
+/// transfer of the bundled victims' length (6.8 s unattacked).
+pub const STRIKES: &[&str] = &["10ms", "300ms", "3s", "6.5s"];
+
+/// One cell of the product: where the attacker sat, when it struck,
+/// whether DSS checksums were on, and the row's cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProductCell {
+    pub link: String,
+    pub checksum: bool,
+    pub at: String,
+    pub attack: &'static str,
+    #[serde(flatten)]
+    pub cell: Cell,
+}
+
+/// The matrix over every link of the victim, DSS checksums off and on,
+/// and each strike time: a matrix per point, the cells collected.
+pub fn product(base: &Options, strikes: &[String]) -> Result<Vec<ProductCell>, String> {
+    let sc = Scenario::from_file(&base.scenario).map_err(|e| e.to_string())?;
+    let net = mplab_backend::plugins::resolve(&sc).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for link in net.links.iter().map(|l| l.name.clone()) {
+        for checksum in [false, true] {
+            for at in strikes {
+                let mut opt = base.clone();
+                opt.link = link.clone();
+                opt.at = Some(at.clone());
+                opt.sets.push(("transport.mptcp.checksum".into(), checksum.to_string()));
+                opt.out = base.out.join(format!("{link}-checksum-{}-at-{at}", if checksum { "on" } else { "off" }));
+                opt.quiet = true;
+                if !base.quiet {
+                    eprintln!("attack: {link}, checksums {}, at {at} ...", if checksum { "on" } else { "off" });
+                }
+                let rows = matrix(&opt)?;
+                write(&rows, &opt.out).map_err(|e| format!("{}: {e}", opt.out.display()))?;
+                for r in rows {
+                    for c in r.cells {
+                        out.push(ProductCell { link: link.clone(), checksum, at: at.clone(), attack: r.attack, cell: c });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The product's summary: cells per verdict, in all and along each
+/// dimension, and every cell that is not ok or not mounted.
+pub fn render_product(cells: &[ProductCell]) -> String {
+    let verdicts = ["ok", "WEAKER", "not mounted", "n/a"];
+    let mut s = String::new();
+    let _ = writeln!(s, "| dimension | value | {} |", verdicts.join(" | "));
+    let _ = writeln!(s, "|---|---|{}", "---|".repeat(verdicts.len()));
+    let mut line = |dim: &str, value: &str, keep: &dyn Fn(&ProductCell) -> bool| {
+        let counts: Vec<String> = verdicts.iter().map(|v| cells.iter().filter(|c| keep(c) && c.cell.verdict == *v).count().to_string()).collect();
+        let _ = writeln!(s, "| {dim} | {value} | {} |", counts.join(" | "));
+    };
+    line("all", &format!("{} cells", cells.len()), &|_| true);
+    let mut seen = Vec::new();
+    for c in cells {
+        if !seen.contains(&c.link) {
+            seen.push(c.link.clone());
+        }
+    }
+    for l in &seen {
+        line("link", l, &|c| &c.link == l);
+    }
+    for on in [false, true] {
+        line("checksums", if on { "on" } else { "off" }, &|c| c.checksum == on);
+    }
+    let mut ats: Vec<&String> = Vec::new();
+    for c in cells {
+        if !ats.contains(&&c.at) {
+            ats.push(&c.at);
+        }
+    }
+    for a in ats {
+        line("strike", a, &|c| &c.at == a);
+    }
+    let odd: Vec<&ProductCell> = cells.iter().filter(|c| !matches!(c.cell.verdict, "ok" | "not mounted")).collect();
+    if !odd.is_empty() {
+        let _ = writeln!(s, "\n| link | checksums | strike | attack | backend | verdict | outcome |\n|---|---|---|---|---|---|---|");
+        for c in odd {
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} | **{}** | {} |", c.link, if c.checksum { "on" } else { "off" }, c.at, c.attack, c.cell.backend, c.cell.verdict, c.cell.outcome);
+        }
+    }
+    s
+}
+
+/// Writes product.csv, product.json and product.md into `out`.
+pub fn write_product(cells: &[ProductCell], out: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(out)?;
+    let mut csv = String::from("link,checksum,at,attack,backend,verdict,completed,verified,completion_s,baseline_s,forged,outcome\n");
+    for c in cells {
+        let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+        let _ = writeln!(csv, "{},{},{},{},{},{},{},{},{},{},{},\"{}\"", c.link, c.checksum, c.at, c.attack, c.cell.backend, c.cell.verdict, c.cell.completed, c.cell.verified, opt(c.cell.completion_s), opt(c.cell.baseline_s), c.cell.forged, c.cell.outcome.replace('"', "'"));
+    }
+    std::fs::write(out.join("product.csv"), csv)?;
+    std::fs::write(out.join("product.json"), serde_json::to_string_pretty(cells).unwrap_or_default())?;
+    std::fs::write(out.join("product.md"), render_product(cells))
 }

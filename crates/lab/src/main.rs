@@ -323,6 +323,22 @@ struct AttackCmd {
     /// The link the attacker sits on.
     #[arg(long, default_value = "wan1")]
     link: String,
+    /// When the attacker strikes (default 3s).
+    #[arg(long)]
+    at: Option<String>,
+    /// Sets a scenario field before the attacker is added, as `mplab run
+    /// --set` (repeatable): e.g. transport.mptcp.checksum=true.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// The matrix over every link of the scenario, DSS checksums off and
+    /// on, and each strike time of --strikes: product.md (cells per
+    /// verdict along each dimension, every cell that is not ok), .csv,
+    /// .json; exits 1 on any cell where mplab's stack is weaker.
+    #[arg(long)]
+    product: bool,
+    /// Strike times of --product, comma-separated.
+    #[arg(long, default_value = "10ms,300ms,3s,6.5s")]
+    strikes: String,
     /// Output directory (default results/attack-<scenario name>).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -679,7 +695,7 @@ fn load_cmd(c: LoadCmd, quiet: bool) -> ExitCode {
 
 /// `mplab attack`.
 fn attack_cmd(c: AttackCmd, quiet: bool) -> ExitCode {
-    let AttackCmd { scenario, backends, rows, link, out, list } = c;
+    let AttackCmd { scenario, backends, rows, link, at, sets, product, strikes, out, list } = c;
     if list {
         for k in mplab_scenario::attack::AttackKind::ALL {
             let _ = writeln!(std::io::stdout(), "{:<22} {:<9} {:<9} {}", k.name(), k.position().name(), k.expect().name(), k.requirement());
@@ -696,7 +712,29 @@ fn attack_cmd(c: AttackCmd, quiet: bool) -> ExitCode {
     }
     let stem = scenario.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
     let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("attack-{stem}")));
-    let opt = attack::Options { scenario, backends, rows, link, out: out.clone(), quiet };
+    let mut kv = Vec::new();
+    for s in &sets {
+        let Some((k, v)) = s.split_once('=') else { return fail("attack", run::RunError::Usage(format!("--set {s:?}: want KEY=VALUE"))) };
+        kv.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let opt = attack::Options { scenario, backends, rows, link, at, sets: kv, out: out.clone(), quiet };
+    if product {
+        let strikes: Vec<String> = strikes.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        return match attack::product(&opt, &strikes) {
+            Ok(cells) => {
+                let _ = write!(std::io::stdout(), "{}", attack::render_product(&cells));
+                if let Err(e) = attack::write_product(&cells, &out) {
+                    return fail("attack", run::RunError::Failed(format!("{}: {e}", out.display())));
+                }
+                let weak = cells.iter().filter(|c| c.cell.verdict == "WEAKER" && c.cell.backend != "kernel").count();
+                if !quiet {
+                    eprintln!("{} cells; {weak} where mplab's stack is weaker than the RFCs; product.md, product.csv, product.json in {}", cells.len(), out.display());
+                }
+                if weak > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+            }
+            Err(e) => fail("attack", run::RunError::Usage(e)),
+        };
+    }
     match attack::matrix(&opt) {
         Ok(rows) => {
             let _ = write!(std::io::stdout(), "{}", attack::render(&rows));

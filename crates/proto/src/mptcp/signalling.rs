@@ -11,6 +11,9 @@ use mplab_wire::{AddAddr, AddrIdList, MptcpOption, TcpHeader, TcpOptions};
 use super::{Announce, Connection, Event, LocalAddr, PmAction, PmView, RemoteAddr, Transmit};
 use crate::time::Instant;
 
+/// Times an ADD_ADDR goes out without its echo before it is given up.
+const ANNOUNCE_TRIES: u32 = 8;
+
 impl Connection {
     /// Our addresses the path manager may use (not withdrawn).
     pub(super) fn live_locals(&self) -> Vec<LocalAddr> {
@@ -95,11 +98,24 @@ impl Connection {
         }
     }
 
+    /// The ADD_ADDRs still to be sent or sent again: none once the
+    /// connection fell back (no option goes out then) and none that was
+    /// tried [`ANNOUNCE_TRIES`] times. One left due for ever would ask for
+    /// a pure ACK at every transmit and a timer at every instant.
+    pub(super) fn announces_pending(&self) -> impl Iterator<Item = &Announce> {
+        let live = self.fb.reason.is_none();
+        self.signals.announces.iter().filter(move |a| live && a.tries < ANNOUNCE_TRIES)
+    }
+
     /// Pure ACKs that must go out to carry options (DATA_FIN, ADD_ADDR,
     /// echoes, REMOVE_ADDR).
     pub(super) fn queue_control(&mut self, now: Instant) {
         let fin_due = self.fb.reason.is_none() && self.fin_queued && self.sched_nxt >= self.app_end && self.data_una <= self.app_end && self.timers.fin_resend.is_none();
-        let ann_due = self.signals.announces.iter().any(|a| a.next_at <= now);
+        // After a fallback no option goes out: nothing to carry.
+        if self.fb.reason.is_some() {
+            return;
+        }
+        let ann_due = self.announces_pending().any(|a| a.next_at <= now);
         if fin_due || ann_due || !self.signals.echoes.is_empty() || !self.signals.remove_pending.is_empty() {
             let Some(carrier) = self.subflows.iter().position(|s| s.usable()) else { return };
             self.subflows[carrier].tcp.ack_now();
@@ -144,7 +160,7 @@ impl Connection {
             if try_push(h, MptcpOption::AddAddr(AddAddr { echo: true, addr_id: id, addr, port, hmac: None })) {
                 self.signals.echoes.pop_front();
             }
-        } else if let Some(a) = self.signals.announces.iter_mut().find(|a| a.next_at <= now && a.tries < 8) {
+        } else if let Some(a) = self.signals.announces.iter_mut().find(|a| a.next_at <= now && a.tries < ANNOUNCE_TRIES) {
             let hmac = crypto::add_addr_hmac(self.local.key, rk.key, a.id, a.addr, None);
             if try_push(h, MptcpOption::AddAddr(AddAddr { echo: false, addr_id: a.id, addr: a.addr, port: None, hmac: Some(hmac) })) {
                 a.tries += 1;

@@ -67,7 +67,7 @@ impl Connection {
 
     pub fn poll_timeout(&self) -> Option<Instant> {
         // ADD_ADDR resends, then the connection's own timers.
-        let own = self.signals.announces.iter().map(|a| a.next_at).chain(self.timers.next()).chain(self.rejoin_deadline()).min();
+        let own = self.announces_pending().map(|a| a.next_at).chain(self.timers.next()).chain(self.rejoin_deadline()).min();
         let subs = if self.changes.timeouts_valid {
             self.changes.timeouts.iter().flatten().min().copied()
         } else {

@@ -240,3 +240,37 @@ fn data_mapped_beyond_the_receive_window_is_dropped() {
         assert_eq!(s.stats().data_outside_window, 1000, "{profile:?}");
     }
 }
+
+/// An ADD_ADDR whose echo never comes is sent eight times, backing off,
+/// and then given up. Before, the ninth time it came due it stayed due:
+/// every transmit owed a pure ACK to carry it (which, past its tries, went
+/// without it) and the connection's timer stood in the past, so the server
+/// sent pure ACKs without end (the attack matrix's payload-rewrite struck
+/// during the handshake met the same state after a fallback, which sends
+/// no option at all, and grew the simulator to 24 GB in a second). The
+/// mangler stops the test at 100 000 server segments instead of hanging.
+#[test]
+fn an_add_addr_never_echoed_is_given_up() {
+    let server_segments = std::cell::Cell::new(0u64);
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1), ip(9, 2)], "fullmesh", 10, 100);
+    n.to_send = 1_000_000;
+    n.keep_open = true;
+    n.mangle = Box::new(|h, from_client| {
+        if !from_client {
+            server_segments.set(server_segments.get() + 1);
+            assert!(server_segments.get() < 100_000, "the server sends without end");
+            return;
+        }
+        let keep: Vec<MptcpOption> = h.options.mptcp().filter(|o| !matches!(o, MptcpOption::AddAddr(a) if a.echo)).cloned().collect();
+        h.options.clear_mptcp();
+        for o in keep {
+            h.options.push_mptcp(o).unwrap();
+        }
+    });
+    // Eight tries take 1 + 2 + 4 + ... + 64 s: 127 s; run well past them.
+    n.run(300_000);
+    assert_eq!(n.received, 1_000_000);
+    assert_eq!(n.server().stats().add_addr_sent, 8);
+    let t = n.server().poll_timeout();
+    assert!(t.is_none_or(|t| t > n.now), "a timer in the past: {t:?} at {:?}", n.now);
+}
