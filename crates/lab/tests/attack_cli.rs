@@ -139,6 +139,31 @@ fn forged_mappings_next_to_an_upload_receiver_change_no_byte() {
     }
 }
 
+/// `--product`: every link of the upload victim, checksums off and on,
+/// two strike times (once the join is up, and mid-transfer), 20 rows
+/// each: 320 cells, every one ok or not mounted (with its reason), and
+/// the summary counts them along each dimension. (A strike during the
+/// handshake still has WEAKER cells: docs/security.md, "The product".)
+#[test]
+fn the_product_over_links_checksums_and_strikes_has_no_weaker_cell() {
+    let tmp = Scratch::new("attack-product");
+    let scen = repo().join("scenarios/attack-upload.toml");
+    let out = tmp.join("p");
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--product".as_ref(), "--strikes".as_ref(), "300ms,3s".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let (h, csv) = read_csv(&out.join("product.csv"));
+    assert_eq!(csv.len(), 4 * 2 * 2 * 20);
+    for r in &csv {
+        let v = &r[col(&h, "verdict")];
+        assert!(v == "ok" || v == "not mounted", "{:?}", r);
+    }
+    let md = std::fs::read_to_string(out.join("product.md")).unwrap();
+    assert!(md.contains("| all | 320 cells |") && md.contains("| strike | 300ms |") && md.contains("| checksums | on |"), "{md}");
+    // Not mounted names why.
+    let (a, outcome) = (col(&h, "attack"), col(&h, "outcome"));
+    assert!(csv.iter().filter(|r| r[col(&h, "verdict")] == "not mounted").all(|r| !r[outcome].is_empty()), "{:?}", csv.iter().map(|r| &r[a]).collect::<Vec<_>>());
+}
+
 #[test]
 fn bad_attack_arguments_are_usage_errors() {
     let tmp = Scratch::new("attack-bad");
