@@ -57,6 +57,14 @@ fn segments_outside_the_window_change_nothing() {
     }
 }
 
+/// One subflow, one second into a 50 MB upload at 100 Mbit/s.
+fn mid_upload<'a>() -> Net<'a> {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
+    n.to_send = 50_000_000;
+    n.run(1_000);
+    n
+}
+
 /// RFC 5961 5.2, RFC 9293 3.10.7.4: a segment whose ACK number acknowledges
 /// what was never sent, or lies more than a window behind, is dropped
 /// before its options are read (Linux: tcp_ack before
@@ -67,9 +75,7 @@ fn segments_outside_the_window_change_nothing() {
 /// REMOVE_ADDR closed the subflows).
 #[test]
 fn a_segment_acking_what_was_never_sent_changes_nothing() {
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
-    n.to_send = 50_000_000;
-    n.run(1_000);
+    let mut n = mid_upload();
     let now = n.now;
     let s = n.server.as_mut().unwrap();
     let nxt = s.subflows()[0].tcp.rcv_nxt_seq();
@@ -95,9 +101,7 @@ fn a_segment_acking_what_was_never_sent_changes_nothing() {
 /// segment with data still gets its ACK.
 #[test]
 fn acks_to_segments_outside_the_window_are_rate_limited() {
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
-    n.to_send = 50_000_000;
-    n.run(1_000);
+    let mut n = mid_upload();
     let now = n.now;
     let s = n.server.as_mut().unwrap();
     let nxt = s.subflows()[0].tcp.rcv_nxt_seq();
