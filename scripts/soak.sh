@@ -13,7 +13,7 @@ filter=${2:-}
 export CI=1   # a root test that would skip fails instead
 logs=$(mktemp -d /tmp/mplab-soak.XXXXXX)
 # The test binaries whose tests need root and namespaces.
-bins="kernel_trace kernel_backend kernel_emulator userspace_interop"
+bins=$(cd crates/lab/tests && ls kernel_*.rs userspace_*.rs | sed 's/\.rs$//' | tr '\n' ' ')
 cargo test --release -p mplab --no-run $(for b in $bins; do printf -- '--test %s ' "$b"; done) 2>&1 | grep -o '(target/[^)]*)' | tr -d '()' > "$logs/bins"
 total_fail=0
 while read -r exe; do

@@ -60,6 +60,75 @@ const DATAGRAM_HEADER: usize = 8;
 /// Datagram mode: sequence numbers remembered to drop second copies.
 const SEEN: usize = 1 << 16;
 
+/// How long a gateway's kernel MPTCP connection must have gone without a
+/// DATA_ACK for the bytes it holds, up to the end of the run and while its
+/// subflows still got TCP acknowledgements, for the run to say the kernel
+/// stopped delivering. The far gateway reads whatever arrives at once, so
+/// a connection-level acknowledgement that does not come for this long is
+/// the far kernel's doing, not the application's: 20 round trips of the
+/// slowest bundled access link (100 ms).
+const STALL_AFTER_NS: u64 = 2_000_000_000;
+/// How often the detector samples the socket.
+const STALL_SAMPLE_NS: u64 = 100_000_000;
+
+/// Watches a kernel MPTCP socket for Linux's receive stall: the subflows
+/// keep delivering at the TCP level but the connection's DATA_ACK stops
+/// for good while bytes wait (seen on Linux 6.18: the receiver holds the
+/// data after a hole in its out-of-order queue and keeps its window
+/// closed, docs/kernel-backend.md). A pause that ends before the run does
+/// (a failover's reinjection) is not one.
+struct StallWatch {
+    next_ns: u64,
+    /// Bytes DATA_ACKed so far: written less what the socket still holds.
+    acked: u64,
+    queued: u64,
+    /// Since when `acked` has not moved with bytes waiting, and the
+    /// subflows' TCP-acknowledged bytes then and now.
+    since: Option<(u64, u64)>,
+    tcp_acked: u64,
+}
+
+impl StallWatch {
+    fn new() -> Self {
+        StallWatch { next_ns: 0, acked: 0, queued: 0, since: None, tcp_acked: 0 }
+    }
+
+    /// Samples the socket when due; `written`: bytes the gateway has
+    /// written into it.
+    fn sample(&mut self, fd: RawFd, written: u64, now_ns: u64) {
+        if now_ns < self.next_ns {
+            return;
+        }
+        self.next_ns = now_ns + STALL_SAMPLE_NS;
+        let Some((_, queued)) = crate::probes::send_buffer(fd) else { return };
+        self.tcp_acked = crate::probes::mptcp_full_info(fd).map_or(0, |subs| subs.iter().map(|s| s.info.bytes_acked).sum());
+        let acked = written.saturating_sub(queued);
+        self.queued = queued;
+        if queued == 0 || acked != self.acked {
+            self.acked = acked;
+            self.since = None;
+        } else {
+            self.since.get_or_insert((now_ns, self.tcp_acked));
+        }
+    }
+
+    /// At the end of the run: the stall's description when the connection
+    /// has been stuck for at least [`STALL_AFTER_NS`] up to now while its
+    /// subflows still got TCP acknowledgements.
+    fn stalled(&self, now_ns: u64) -> Option<String> {
+        let (since, tcp_then) = self.since?;
+        (now_ns.saturating_sub(since) >= STALL_AFTER_NS && self.tcp_acked > tcp_then).then(|| {
+            format!(
+                "the kernel's MPTCP connection stopped delivering at {:.2} s: no DATA_ACK from then to the end ({:.1} s) with {} bytes queued while its subflows' TCP acknowledged {} bytes (the far kernel kept the data and its receive window closed; Linux receive stall, docs/kernel-backend.md)",
+                since as f64 / 1e9,
+                (now_ns - since) as f64 / 1e9,
+                self.queued,
+                self.tcp_acked - tcp_then
+            )
+        })
+    }
+}
+
 /// Sets up the gateway `end` of tunnel flow `f` in namespace `ns`; with
 /// `bridge`, the flow's connection is that socket (mplab's stack in the
 /// gateway) instead of a kernel socket.
@@ -220,6 +289,8 @@ fn carry_stream(gw: &Gateway, fd: RawFd, st: &FlowState, clk: &Clock) -> (Counts
     let mut out: Vec<u8> = Vec::new();
     let mut sent = 0usize;
     let mut broken: Option<&'static str> = None;
+    let mut watch = StallWatch::new();
+    let mut written = 0u64;
     while broken.is_none() && !clk.over() && clk.now_ns() < clk.end_ns {
         let mut p = [libc::pollfd { fd, events: libc::POLLIN | if sent < out.len() { libc::POLLOUT } else { 0 }, revents: 0 }, libc::pollfd { fd: gw.tun.raw_fd(), events: if sent < out.len() { 0 } else { libc::POLLIN }, revents: 0 }];
         let _ = sys::poll_in(&mut p, clk.poll_ns.min(10_000_000));
@@ -227,7 +298,10 @@ fn carry_stream(gw: &Gateway, fd: RawFd, st: &FlowState, clk: &Clock) -> (Counts
         for _ in 0..256 {
             if sent < out.len() {
                 match send(fd, &out[sent..]) {
-                    Some(n) => sent += n,
+                    Some(n) => {
+                        sent += n;
+                        written += n as u64;
+                    }
                     None => {
                         broken = Some("the tunnel's connection broke (send)");
                         break;
@@ -249,6 +323,9 @@ fn carry_stream(gw: &Gateway, fd: RawFd, st: &FlowState, clk: &Clock) -> (Counts
             }
             c.ingress.datagrams_in += 1;
             c.ingress.frame_bytes += out.len() as u64;
+        }
+        if !gw.bridged {
+            watch.sample(fd, written, clk.now_ns());
         }
         // Egress: whole frames out of the stream, onto the TUN.
         for _ in 0..64 {
@@ -275,6 +352,9 @@ fn carry_stream(gw: &Gateway, fd: RawFd, st: &FlowState, clk: &Clock) -> (Counts
                 }
             }
         }
+    }
+    if let Some(why) = watch.stalled(clk.now_ns()) {
+        st.errors.lock().map(|mut v| v.push(why)).ok();
     }
     (c, broken)
 }
