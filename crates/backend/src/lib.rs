@@ -47,6 +47,8 @@ pub mod middlebox;
 pub mod packet;
 pub mod plugins;
 pub mod quic;
+mod quic_common;
+pub mod mpquic;
 pub mod results;
 pub mod rng;
 pub mod summary;

@@ -7,96 +7,31 @@
 //! Each end writes its bytes on a unidirectional stream it opens with its
 //! first write (or its close), and reads the one the peer opens: together
 //! a two-way byte stream with the stream pattern in it, checked by the
-//! reader like every transport's. TLS 1.3 runs for real (rustls with
-//! ring): the server has a self-signed Ed25519 certificate made at start,
-//! which the client does not check against any authority but whose
-//! handshake signature it verifies. Ed25519 signatures have one length, so
-//! the handshake's datagrams have the same sizes in every run.
+//! reader like every transport's. TLS 1.3 runs for real, as
+//! `quic_common` sets it up: a self-signed Ed25519 certificate the client
+//! accepts without a chain of trust but whose handshake signature it
+//! verifies.
 
 use core::ops::Range;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 
 use quinn_proto::crypto::rustls::QuicClientConfig;
 use quinn_proto::{ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ServerConfig, StreamEvent, StreamId};
 
-use crate::apps::{fill_pattern, pattern_mismatch};
+use crate::apps::fill_pattern;
+use crate::quic_common::{self, at, ns, rng_seed};
 
 /// The largest UDP payload quinn may send (a 1500-byte path less IPv4 and
 /// UDP headers): its path MTU discovery stops there.
 const MAX_UDP_PAYLOAD: u16 = 1472;
 /// Bytes the reader pulls from quinn ahead of the application.
 const READ_AHEAD: usize = 1 << 20;
-/// The application protocol both ends name.
-const ALPN: &[u8] = b"mplab";
-
-/// The instant that is time zero of every run's clock here: quinn keeps
-/// time in `std::time::Instant`, the run in nanoseconds.
-fn epoch() -> Instant {
-    static E: OnceLock<Instant> = OnceLock::new();
-    *E.get_or_init(Instant::now)
-}
-
-fn at(ns: u64) -> Instant {
-    epoch() + Duration::from_nanos(ns)
-}
-
-fn ns(t: Instant) -> u64 {
-    t.saturating_duration_since(epoch()).as_nanos() as u64
-}
-
-/// Accepts the server's certificate without a chain of trust (there is
-/// none in a lab) but verifies the handshake's signature with it.
-#[derive(Debug)]
-struct LabVerifier(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for LabVerifier {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &rustls::pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        Err(rustls::Error::General("QUIC is TLS 1.3 only".into()))
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
 
 fn client_config() -> Result<ClientConfig, String> {
-    let p = provider();
-    let mut tls = rustls::ClientConfig::builder_with_provider(p.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(LabVerifier(p)))
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    let tls = quic_common::client_tls(quic_common::provider(), None)?;
     let q = QuicClientConfig::try_from(tls).map_err(|e| e.to_string())?;
     let mut c = ClientConfig::new(Arc::new(q));
     c.transport_config(transport());
@@ -104,20 +39,7 @@ fn client_config() -> Result<ClientConfig, String> {
 }
 
 fn server_config() -> Result<ServerConfig, String> {
-    let kp = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).map_err(|e| e.to_string())?;
-    let mut params = rcgen::CertificateParams::new(vec!["mplab".to_string()]).map_err(|e| e.to_string())?;
-    // A fixed serial: a random one changes the certificate's length.
-    params.serial_number = Some(rcgen::SerialNumber::from(vec![1u8]));
-    let cert = params.self_signed(&kp).map_err(|e| e.to_string())?;
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(kp.serialize_der()));
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.der().clone()], key)
-        .map_err(|e| e.to_string())?;
-    tls.alpn_protocols = vec![ALPN.to_vec()];
-    tls.max_early_data_size = 0;
+    let tls = quic_common::server_tls(quic_common::provider(), None, None)?;
     let q = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).map_err(|e| e.to_string())?;
     let mut c = ServerConfig::with_crypto(Arc::new(q));
     c.transport_config(transport());
@@ -138,17 +60,6 @@ fn endpoint_config() -> Arc<EndpointConfig> {
     let mut c = EndpointConfig::default();
     c.max_udp_payload_size(MAX_UDP_PAYLOAD).ok();
     Arc::new(c)
-}
-
-/// The 32-byte seed of quinn's random draws from a flow's seed.
-fn rng_seed(seed: u64) -> [u8; 32] {
-    let mut s = [0u8; 32];
-    let mut x = seed ^ 0x0051_5549_4300_0000;
-    for c in s.chunks_mut(8) {
-        x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(0x6a09_e667_f3bc_c909);
-        c.copy_from_slice(&x.to_be_bytes());
-    }
-    s
 }
 
 /// One end of a QUIC connection.
@@ -365,14 +276,7 @@ impl QuicEnd {
     }
 
     pub fn recv(&mut self, max: u64) -> Range<u64> {
-        let k = (max as usize).min(self.rx_buf.len());
-        let got: Vec<u8> = self.rx_buf.drain(..k).collect();
-        if let Some(m) = pattern_mismatch(self.read, &got) {
-            self.mismatch.get_or_insert(m);
-        }
-        let r = self.read..self.read + k as u64;
-        self.read = r.end;
-        r
+        quic_common::recv_pattern(&mut self.rx_buf, &mut self.read, &mut self.mismatch, max)
     }
 
     pub fn close(&mut self) {
