@@ -33,13 +33,13 @@ pub struct Unsupported {
 /// backend's mplab hosts) cannot run as written: names the stack's
 /// registries do not know, found by the same lookups the configurations use.
 pub fn unsupported(net: &Network) -> Vec<Unsupported> {
-    let mut out = Vec::new();
+    let mut out: Vec<Unsupported> = net.flows.iter().filter(|f| f.transport == network::Transport::MPQUIC).filter_map(|f| mpquic_config(net, f).err().map(|message| Unsupported { flow: f.id, field: "cc", message })).collect();
     let mut check = |flow: usize, field: &'static str, r: Result<(), String>| {
         if let Err(e) = r {
             out.push(Unsupported { flow, field, message: format!("{e}: it is not implemented by the simulator") });
         }
     };
-    for f in net.flows.iter().filter(|f| !f.transport.is_sctp()) {
+    for f in net.flows.iter().filter(|f| !f.transport.is_sctp() && f.transport != network::Transport::MPQUIC) {
         check(f.id, "cc", mplab_proto::cc::lookup(&f.tcp.cc).map(drop));
         if let Some(m) = &f.mptcp {
             check(f.id, "scheduler", mplab_proto::mptcp::scheduler::lookup(&m.scheduler).map(drop));
@@ -50,6 +50,26 @@ pub fn unsupported(net: &Network) -> Vec<Unsupported> {
         }
     }
     out
+}
+
+/// An MPQUIC flow's connection settings: at most as many paths as the
+/// path manager's limits allow subflows (the first included), and the
+/// per-path congestion control noq has of the flow's `cc`. RFC 10069
+/// couples nothing: a coupled controller is refused, not approximated.
+pub fn mpquic_config(net: &Network, f: &network::Flow) -> Result<crate::mpquic::MpQuicConfig, String> {
+    use crate::mpquic::{MpQuicCc, MpQuicConfig};
+    let m = f.mptcp.clone().unwrap_or_else(|| mptcp_defaults(f));
+    path_manager::lookup(&path_manager(net, f, &m).0)?;
+    let (_, limits) = path_manager(net, f, &m);
+    let cc = match m.cc.as_str() {
+        "reno" | "newreno" => MpQuicCc::NewReno,
+        "cubic" => MpQuicCc::Cubic,
+        // noq 1.4 draws BBRv3's probe timing from the OS's random numbers
+        // (its seed has no setter): the simulator would not repeat a run.
+        "bbr" | "bbr3" => return Err("mpquic with bbr: noq 1.4 draws BBRv3's probe timing from the OS's random numbers, so runs would not repeat; use reno or cubic".into()),
+        other => return Err(format!("mpquic runs noq's per-path congestion control: reno or cubic, not {other:?} (RFC 10069 has no coupled congestion control)")),
+    };
+    Ok(MpQuicConfig { max_paths: limits.subflows + 1, cc, ..MpQuicConfig::default() })
 }
 
 /// An SCTP flow's association settings. The protocol constants the

@@ -64,6 +64,18 @@ pub const PATH_IDLE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Silence after which a path sends a PING, well inside the idle timeout.
 pub const PATH_KEEP_ALIVE: Duration = Duration::from_secs(1);
 
+/// Path ids an end allows its peer: every path, even one abandoned, keeps
+/// its id, and the path manager (not noq) bounds how many are alive. noq
+/// raises the limit by itself only when the peer abandons a path it knew;
+/// a path opened while its link was down, abandoned before its first packet
+/// arrived, is never counted, and a client that lost a path a few times
+/// could then not open another. So: 16 ids beyond the live paths to begin
+/// with (NEW_CONNECTION_ID frames for each, ~0.5 KB in the first flights),
+/// and one more per path this end has seen abandoned.
+fn path_id_budget(max_paths: u32, abandoned: u32) -> u32 {
+    max_paths + 16 + abandoned
+}
+
 /// Per-path congestion control as noq offers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MpQuicCc {
@@ -193,6 +205,10 @@ pub struct MpQuicEnd {
     /// Why the connection ended, if it did.
     pub closed: Option<String>,
     next_timeout: Option<Instant>,
+    /// When every path is pinged next ([`PATH_KEEP_ALIVE`]).
+    next_ping: Option<Instant>,
+    /// Paths this end allows at once (`MpQuicConfig::max_paths`).
+    max_paths: u32,
     tx: Option<StreamId>,
     written: u64,
     blocked: bool,
@@ -222,6 +238,8 @@ impl MpQuicEnd {
             established: false,
             closed: None,
             next_timeout: None,
+            next_ping: None,
+            max_paths: 1,
             tx: None,
             written: 0,
             blocked: false,
@@ -245,6 +263,7 @@ impl MpQuicEnd {
         let in_flight = InFlight::default();
         let config = client_config(cfg, &s, in_flight.clone())?;
         let mut q = MpQuicEnd::new(Endpoint::new(endpoint_config(&s), None, true), local, &s, in_flight);
+        q.max_paths = cfg.max_paths;
         q.paths.insert(0, PathRecord::new(Some(local), remote));
         q.seeded(|q| -> Result<(), String> {
             let conn = q.ep.connect(at(now_ns), config, remote, "mplab").map_err(|e| e.to_string())?;
@@ -262,7 +281,9 @@ impl MpQuicEnd {
         let in_flight = InFlight::default();
         let config = server_config(cfg, &s, in_flight.clone())?;
         let ep = Endpoint::new(endpoint_config(&s), Some(Arc::new(config)), true);
-        Ok(MpQuicEnd::new(ep, local, &s, in_flight))
+        let mut q = MpQuicEnd::new(ep, local, &s, in_flight);
+        q.max_paths = cfg.max_paths;
+        Ok(q)
     }
 
     /// Runs `f` with this end's random stream as the TLS randomness of the
@@ -340,6 +361,7 @@ impl MpQuicEnd {
         if !taken {
             self.dropped += 1;
         }
+        self.ping_paths(now);
         self.drive();
     }
 
@@ -365,7 +387,10 @@ impl MpQuicEnd {
     }
 
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.next_timeout.map(ns)
+        match (self.next_timeout, self.next_ping) {
+            (Some(a), Some(b)) => Some(ns(a.min(b))),
+            (a, b) => a.or(b).map(ns),
+        }
     }
 
     pub fn on_timeout(&mut self, now_ns: u64) {
@@ -375,8 +400,34 @@ impl MpQuicEnd {
                     c.handle_timeout(at(now_ns));
                 }
             }
+            q.ping_paths(at(now_ns));
             q.drive();
         })
+    }
+
+    /// Pings every path that is not abandoned, once per [`PATH_KEEP_ALIVE`].
+    /// noq restarts a path's keep-alive and idle timers only on what it
+    /// receives on that path, and puts every path's acknowledgements in
+    /// whichever packet goes out first (path 0's, as a rule): a path that
+    /// carries data one way would hear nothing back and be abandoned as
+    /// idle. A PING from each end keeps each working path heard.
+    fn ping_paths(&mut self, now: Instant) {
+        let Some((_, c)) = self.conn.as_mut() else { return };
+        if !self.established || !c.is_multipath_negotiated() {
+            return;
+        }
+        let abandoned = self.paths.values().filter(|p| p.abandoned).count() as u32;
+        if let Some(n) = std::num::NonZeroU32::new(path_id_budget(self.max_paths, abandoned)) {
+            let _ = c.set_max_concurrent_paths(now, n);
+        }
+        let due = *self.next_ping.get_or_insert(now + PATH_KEEP_ALIVE);
+        if now < due {
+            return;
+        }
+        for id in c.paths() {
+            let _ = c.ping_path(id);
+        }
+        self.next_ping = Some(now + PATH_KEEP_ALIVE);
     }
 
     pub fn is_established(&self) -> bool {

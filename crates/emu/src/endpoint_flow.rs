@@ -31,6 +31,78 @@ const SA_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_in>() as libc
 /// Datagrams read, or written, in one turn of the loop at most.
 const BATCH: usize = 1024;
 
+/// Reads one datagram: its length, source, source port and the address it
+/// was sent to (IP_PKTINFO).
+fn recv_from(fd: libc::c_int, buf: &mut [u8]) -> Option<(usize, Ipv4Addr, u16, Option<Ipv4Addr>)> {
+    let mut from = sockaddr(Ipv4Addr::UNSPECIFIED, 0);
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut control = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = &mut from as *mut _ as *mut libc::c_void;
+    msg.msg_namelen = SA_LEN;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: every pointer in msg is valid for its length.
+    let r = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+    if r < 0 {
+        return None;
+    }
+    let mut dst = None;
+    // SAFETY: walking the control buffer the kernel filled, with its macros.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::IPPROTO_IP && (*c).cmsg_type == libc::IP_PKTINFO {
+                let info = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::in_pktinfo);
+                dst = Some(Ipv4Addr::from(u32::from_be(info.ipi_addr.s_addr)));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Some((r as usize, Ipv4Addr::from(u32::from_be(from.sin_addr.s_addr)), u16::from_be(from.sin_port), dst))
+}
+
+/// Sends one datagram from `src` (IP_PKTINFO: the path's local address,
+/// which the host's source routing takes out of its interface).
+fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Addr, port: u16) {
+    let mut to = sockaddr(dst, port);
+    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+    let mut control = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = &mut to as *mut _ as *mut libc::c_void;
+    msg.msg_namelen = SA_LEN;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+    // SAFETY: CMSG_SPACE is a size computation.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::in_pktinfo>() as u32) } as usize;
+    // SAFETY: the control buffer holds one in_pktinfo message (checked
+    // by CMSG_FIRSTHDR); the datagram and address outlive the call.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if c.is_null() {
+            return;
+        }
+        (*c).cmsg_level = libc::IPPROTO_IP;
+        (*c).cmsg_type = libc::IP_PKTINFO;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::in_pktinfo>() as u32) as usize;
+        let info = libc::in_pktinfo { ipi_ifindex: 0, ipi_spec_dst: libc::in_addr { s_addr: u32::from(src).to_be() }, ipi_addr: libc::in_addr { s_addr: 0 } };
+        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::in_pktinfo, info);
+        libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT);
+    }
+}
+
+/// Whether a flow's end is bound to every address of its host (its
+/// transport opens paths between address pairs, MPQUIC): its datagrams
+/// name their source, and its socket is not connected.
+pub fn multihomed(f: &Flow) -> bool {
+    f.transport.over_udp() && f.transport.takes("path_manager")
+}
+
 /// Whether flow `f` runs here: carried in UDP, a byte stream, an engine.
 pub fn takes(f: &Flow) -> bool {
     use mplab_scenario::plugins::transports::Delivery;
@@ -47,6 +119,9 @@ fn error(st: &FlowState, e: String) {
 pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, st: Arc<FlowState>, clk: Clock) {
     let Some(engine) = engine(f.transport) else { return error(&st, format!("transport {:?}: no engine", f.transport.name())) };
     let fd = sock.as_raw_fd();
+    if let Err(e) = sys::setsockopt(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1i32, "IP_PKTINFO") {
+        return error(&st, e.to_string());
+    }
     let local = if client { (f.src, f.sport) } else { (f.dst, f.dport) };
     let mut ep: Option<Box<dyn Endpoint>> = None;
     if client {
@@ -66,19 +141,14 @@ pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, s
     while !clk.over() {
         // In: every datagram waiting.
         for _ in 0..BATCH {
-            let mut from = sockaddr(Ipv4Addr::UNSPECIFIED, 0);
-            let mut len = SA_LEN;
-            // SAFETY: valid buffer and sockaddr.
-            let r = unsafe { libc::recvfrom(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT, &mut from as *mut _ as *mut libc::sockaddr, &mut len) };
-            if r < 0 {
-                break;
-            }
-            let src = Ipv4Addr::from(u32::from_be(from.sin_addr.s_addr));
-            pkt.set_udp(src, local.0, u16::from_be(from.sin_port), local.1, buf[..r as usize].into());
+            let Some((n, src, sport, dst)) = recv_from(fd, &mut buf) else { break };
+            // The address it came to: the path's, for a multipath end
+            // bound to every address of its host.
+            pkt.set_udp(src, dst.unwrap_or(local.0), sport, local.1, buf[..n].into());
             let now = Instant(clk.now_ns());
             if ep.is_none() {
                 // The server's end is made by the first datagram that reaches it.
-                ep = engine.accept(&net, &f, local.0, src, &pkt, seed, now);
+                ep = engine.accept(&net, &f, pkt.dst, src, &pkt, seed, now);
             }
             if let Some(e) = ep.as_mut() {
                 e.on_packet(now, &pkt);
@@ -110,10 +180,9 @@ pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, s
                 break;
             }
             let Some(d) = pkt.udp.as_deref() else { continue };
-            let sa = sockaddr(pkt.dst, pkt.tcp.dst_port);
-            // SAFETY: valid buffer and sockaddr. A full socket buffer drops
-            // the datagram, which the transport recovers like a loss.
-            unsafe { libc::sendto(fd, d.as_ptr() as *const libc::c_void, d.len(), libc::MSG_DONTWAIT, &sa as *const _ as *const libc::sockaddr, SA_LEN) };
+            // A full socket buffer drops the datagram, which the transport
+            // recovers like a loss.
+            send_from(fd, d, pkt.src, pkt.dst, pkt.tcp.dst_port);
         }
         if app.is_closed() && e.peer_closed() && clk.now_ns() >= clk.end_ns {
             break;

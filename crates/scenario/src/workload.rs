@@ -414,7 +414,9 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
         // The flow's own, else the host's, else every host's.
         profiles: ends.map(|n| f.profile.or_else(|| m.profiles.get(n).copied()).unwrap_or(m.profile)),
     };
-    if f.transport != Transport::MPTCP {
+    // The multipath settings, for every transport whose paths a path
+    // manager opens (MPTCP's subflows, MPQUIC's paths).
+    if !f.transport.takes("path_manager") {
         return Ok((tcp, None));
     }
     // A per-flow cc is the flow's subflow cc too; otherwise mptcp.cc, else tcp.cc.

@@ -134,7 +134,7 @@ fn flow_from_a_router() {
 #[test]
 fn flow_checks() {
     let flow = "\n[[flows]]\nfrom = \"c\"\nto = \"s\"\ntransport = \"tcp\"\n";
-    assert_eq!(error(&with(&format!("{flow}subflows = 2\n"))), r#"scenario.toml:18:12: flows[0].subflows: only applies to transport = "mptcp""#);
+    assert_eq!(error(&with(&format!("{flow}subflows = 2\n"))), r#"scenario.toml:18:12: flows[0].subflows: only applies to transport = "mptcp" or "mpquic""#);
     assert_eq!(error(&with(&format!("{flow}stop = \"40s\"\n"))), "scenario.toml:18:8: flows[0].stop: 40s is after the end of the scenario (duration = 30s)");
     assert_eq!(error(&with(&format!("{flow}to_addr = \"10.9.9.9\"\n"))), "scenario.toml:18:11: flows[0].to_addr: 10.9.9.9 is not an address of s");
     assert_eq!(error(&with(&format!("{flow}cc = \"Cubic!\"\n"))), r#"scenario.toml:18:6: flows[0].cc: invalid congestion control "Cubic!": expected a name like "cubic" (lower-case letters, digits, '_')"#);

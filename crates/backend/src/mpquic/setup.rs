@@ -219,7 +219,7 @@ fn transport(cfg: &MpQuicConfig, in_flight: InFlight) -> Arc<TransportConfig> {
     t.mtu_discovery_config(Some(mtud));
     t.enable_segmentation_offload(false);
     if cfg.max_paths > 1 {
-        t.max_concurrent_multipath_paths(cfg.max_paths);
+        t.max_concurrent_multipath_paths(super::path_id_budget(cfg.max_paths, 0));
         t.default_path_max_idle_timeout(Some(PATH_IDLE_TIMEOUT));
         t.default_path_keep_alive_interval(Some(PATH_KEEP_ALIVE));
     }

@@ -62,6 +62,12 @@ pub trait Endpoint: StreamSocket {
     fn scheduler_choices(&self) -> Option<u64> {
         None
     }
+    /// Whether the first packet this endpoint sends on an address pair the
+    /// host has not seen opens it for replies (MPQUIC's new paths); SCTP's
+    /// and a SYN's are opened by the host on their own.
+    fn binds_new_tuples(&self) -> bool {
+        false
+    }
     /// The MPTCP token MP_JOINs name this endpoint by.
     fn token(&self) -> Option<u32> {
         None

@@ -14,6 +14,7 @@
 pub mod endpoint;
 #[cfg(any(test, feature = "test-fixtures"))]
 mod fixture_stop_and_wait;
+mod mpquic;
 mod mptcp;
 pub mod mptcp_segment;
 mod quic;
@@ -29,6 +30,7 @@ use mplab_scenario::network::{Flow, Network, Transport};
 
 pub use self::endpoint::{Endpoint, PathStats, Progress};
 use crate::packet::Packet;
+pub use self::mpquic::MpQuicEndpoint;
 pub use self::quic::QuicEndpoint;
 pub use self::sctp::SctpEndpoint;
 pub use self::stream::{tcp_state, StreamEndpoint};
@@ -52,6 +54,7 @@ pub static ENGINES: &[(&str, &dyn Engine)] = &[
     ("cmt-sctp", &sctp::Sctp),
     ("udp", &udp::Udp),
     ("quic", &quic::Quic),
+    ("mpquic", &mpquic::MpQuic),
     #[cfg(any(test, feature = "test-fixtures"))]
     ("fixture-stop-and-wait", &fixture_stop_and_wait::StopAndWaitEngine),
 ];

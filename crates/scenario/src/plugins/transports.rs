@@ -143,6 +143,22 @@ pub static QUIC: TransportEntry = TransportEntry {
     settings: None,
 };
 
+pub static MPQUIC: TransportEntry = TransportEntry {
+    about: About {
+        name: "mpquic",
+        // Paths are opened as the scenario's path manager opens MPTCP's
+        // subflows ([transport.mptcp] path_manager, endpoints, limits).
+        params: &["cc", "path_manager", "subflows"],
+        what: "Multipath QUIC (RFC 10069) over UDP, noq's stack: a byte stream each way over paths the path manager opens, per-path congestion control",
+        kernel: OnKernel::Runs("noq over kernel UDP sockets, one per local address"),
+    },
+    aliases: &["multipath-quic"],
+    carrier: Carrier::Udp,
+    delivery: Delivery::Stream,
+    own_control: Some("noq's own flow control"),
+    settings: None,
+};
+
 /// A test-only transport (crates/backend/src/transport/fixture_stop_and_wait.rs),
 /// for other crates' tests: a stop-and-wait byte stream over UDP.
 #[cfg(feature = "test-fixtures")]
@@ -163,6 +179,7 @@ pub static REGISTRY: &[&TransportEntry] = &[
     &CMT_SCTP,
     &UDP,
     &QUIC,
+    &MPQUIC,
     #[cfg(feature = "test-fixtures")]
     &FIXTURE_STOP_AND_WAIT,
 ];
@@ -179,6 +196,7 @@ impl Transport {
     pub const CMT_SCTP: Transport = Transport(&CMT_SCTP);
     pub const UDP: Transport = Transport(&UDP);
     pub const QUIC: Transport = Transport(&QUIC);
+    pub const MPQUIC: Transport = Transport(&MPQUIC);
 
     /// The transport a scenario names `name` (or one of its aliases).
     pub fn from_name(name: &str) -> Option<Transport> {

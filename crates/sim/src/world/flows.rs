@@ -163,6 +163,7 @@ impl World {
             // Into the pool at once (one copy of each packet fewer); routed
             // below, once the endpoint is no longer borrowed. Nothing is
             // delivered while routing, so the order of the two is free.
+            let binds = ep.binds_new_tuples();
             loop {
                 let id = self.pool.alloc();
                 let pkt = &mut self.pool.pkts[id as usize];
@@ -170,10 +171,11 @@ impl World {
                     self.pool.unalloc(id);
                     break;
                 }
-                if (pkt.tcp.syn() && !pkt.tcp.ack_flag()) || pkt.is_sctp() {
-                    // A new subflow's first segment, or an SCTP packet on
-                    // any of an association's address pairs: replies come
-                    // back here.
+                if (pkt.tcp.syn() && !pkt.tcp.ack_flag()) || pkt.is_sctp() || binds {
+                    // A new subflow's first segment, an SCTP packet on any
+                    // of an association's address pairs, a packet on any
+                    // of an MPQUIC connection's paths: replies come back
+                    // here.
                     let key = (node as u32, u32::from(pkt.src), pkt.tcp.src_port, u32::from(pkt.dst), pkt.tcp.dst_port);
                     self.demux.entry(key).or_insert((flow as u32, end as u8));
                 }

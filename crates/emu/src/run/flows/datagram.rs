@@ -27,7 +27,8 @@ impl FlowDriver for Datagram {
     fn prepare(&mut self, plan: &Plan, f: &Flow, node_ns: &[String], _: &Arc<FlowState>, _: &mut [&mut dyn HostStack]) -> Result<(), KernelError> {
         let at = |node: usize, what: &str, e: std::io::Error| failed(f, format!("UDP socket on {} ({what}): {e}", plan.net.nodes[node].name));
         self.sockets.push((f.id, false, crate::datagrams::socket(&node_ns[f.to], (std::net::Ipv4Addr::UNSPECIFIED, f.dport), None).map_err(|e| at(f.to, "server", e))?));
-        self.sockets.push((f.id, true, crate::datagrams::socket(&node_ns[f.from], (f.src, f.sport), Some((f.dst, f.dport))).map_err(|e| at(f.from, "client", e))?));
+        let client = if crate::endpoint_flow::multihomed(f) { ((std::net::Ipv4Addr::UNSPECIFIED, f.sport), None) } else { ((f.src, f.sport), Some((f.dst, f.dport))) };
+        self.sockets.push((f.id, true, crate::datagrams::socket(&node_ns[f.from], client.0, client.1).map_err(|e| at(f.from, "client", e))?));
         Ok(())
     }
 
