@@ -96,6 +96,38 @@ fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Addr, port: u
     }
 }
 
+/// How often the sending end publishes its paths for the probes (the
+/// probe interval is no shorter).
+const PUBLISH_NS: u64 = 50_000_000;
+
+/// The endpoint's paths as the probes read a stack's subflows (cwnd in
+/// bytes, so an MSS of 1), with the backup ones by address pair.
+fn publish_paths(e: &dyn Endpoint, st: &FlowState) {
+    let paths = e.paths();
+    let v: Vec<crate::apps::StackSubflow> = paths
+        .iter()
+        .map(|p| {
+            let info = crate::probes::TcpInfo {
+                rtt_us: p.srtt_ns.map_or(0, |n| (n / 1000) as u32),
+                snd_cwnd: p.cwnd.min(u32::MAX as u64) as u32,
+                snd_mss: 1,
+                unacked: p.in_flight.min(u32::MAX as u64) as u32,
+                total_retrans: p.retransmitted_segments.min(u32::MAX as u64) as u32,
+                bytes_acked: p.bytes_acked,
+                bytes_sent: p.bytes_sent,
+                total_rto: Some(p.rto_count.min(u16::MAX as u64) as u16),
+            };
+            // Linux's TCP_ESTABLISHED / TCP_CLOSE.
+            let state = if p.state == mplab_backend::results::SubflowState::Closed { 7 } else { 1 };
+            (p.local.clone(), p.remote.clone(), info, state)
+        })
+        .collect();
+    let backups = paths.iter().filter(|p| p.backup).map(|p| format!("{}|{}", p.local, p.remote)).collect();
+    if let Ok(mut g) = st.stack_subflows.lock() {
+        *g = Some((v, backups));
+    }
+}
+
 /// Whether a flow's end is bound to every address of its host (its
 /// transport opens paths between address pairs, MPQUIC): its datagrams
 /// name their source, and its socket is not connected.
@@ -136,6 +168,10 @@ pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, s
     let stop = Instant(f.stop_ns.min(clk.end_ns));
     let mut app = BackendApp::new(mplab_backend::apps::Kind::of(&f.app), client, Some(stop));
     let mut started = false;
+    // The sending end's paths are the flow's rows, as a kernel sender's
+    // subflows are.
+    let sender = client != mplab_backend::apps::server_sends(&f.app);
+    let mut next_publish = 0u64;
     let mut buf = vec![0u8; 65_536];
     let mut pkt = Packet::new(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, TcpHeader::default(), 0, 0);
     while !clk.over() {
@@ -173,6 +209,10 @@ pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, s
                 st.connected.store(true, Ordering::Relaxed);
             }
             report(&app, before, &st, now, &clk, f.start_ns);
+            if sender && now >= next_publish {
+                publish_paths(e.as_ref(), &st);
+                next_publish = now + PUBLISH_NS;
+            }
         }
         // Out: everything the endpoint will send now (its pacing decides).
         for _ in 0..BATCH {
