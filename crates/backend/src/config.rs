@@ -61,7 +61,9 @@ pub fn mpquic_config(net: &Network, f: &network::Flow) -> Result<crate::mpquic::
     let m = f.mptcp.clone().unwrap_or_else(|| mptcp_defaults(f));
     path_manager::lookup(&path_manager(net, f, &m).0)?;
     let (_, limits) = path_manager(net, f, &m);
-    let cc = match m.cc.as_str() {
+    // Per-path controllers, uncoupled: the flow's `cc`, else
+    // [transport.tcp]'s ([transport.mptcp]'s is MPTCP's coupled choice).
+    let cc = match f.tcp.cc.as_str() {
         "reno" | "newreno" => MpQuicCc::NewReno,
         "cubic" => MpQuicCc::Cubic,
         // noq 1.4 draws BBRv3's probe timing from the OS's random numbers
@@ -69,7 +71,7 @@ pub fn mpquic_config(net: &Network, f: &network::Flow) -> Result<crate::mpquic::
         "bbr" | "bbr3" => return Err("mpquic with bbr: noq 1.4 draws BBRv3's probe timing from the OS's random numbers, so runs would not repeat; use reno or cubic".into()),
         other => return Err(format!("mpquic runs noq's per-path congestion control: reno or cubic, not {other:?} (RFC 10069 has no coupled congestion control)")),
     };
-    Ok(MpQuicConfig { max_paths: limits.subflows + 1, cc, ..MpQuicConfig::default() })
+    Ok(MpQuicConfig { max_paths: limits.subflows + 1, cc, rcv_buf: f.tcp.rcv_buf, snd_buf: f.tcp.snd_buf, ..MpQuicConfig::default() })
 }
 
 /// An SCTP flow's association settings. The protocol constants the

@@ -94,11 +94,18 @@ pub struct MpQuicConfig {
     /// Receives the TLS secrets, so that captures can be decrypted
     /// (`rustls::KeyLogFile` appends them to $SSLKEYLOGFILE).
     pub keylog: Option<Arc<dyn rustls::KeyLog>>,
+    /// The receive buffer: what the peer may send ahead of the reader,
+    /// the stream's and the connection's flow-control window (and this
+    /// end's read-ahead). None: noq's defaults, 1 MB read-ahead.
+    pub rcv_buf: Option<u64>,
+    /// The send buffer: bytes sent and not yet acknowledged at most
+    /// (noq's send window). None: noq's default.
+    pub snd_buf: Option<u64>,
 }
 
 impl Default for MpQuicConfig {
     fn default() -> Self {
-        MpQuicConfig { max_paths: 4, cc: MpQuicCc::Cubic, keylog: None }
+        MpQuicConfig { max_paths: 4, cc: MpQuicCc::Cubic, keylog: None, rcv_buf: None, snd_buf: None }
     }
 }
 
@@ -209,6 +216,8 @@ pub struct MpQuicEnd {
     next_ping: Option<Instant>,
     /// Paths this end allows at once (`MpQuicConfig::max_paths`).
     max_paths: u32,
+    /// Bytes read from noq ahead of the application at most.
+    read_ahead: usize,
     tx: Option<StreamId>,
     written: u64,
     blocked: bool,
@@ -240,6 +249,7 @@ impl MpQuicEnd {
             next_timeout: None,
             next_ping: None,
             max_paths: 1,
+            read_ahead: READ_AHEAD,
             tx: None,
             written: 0,
             blocked: false,
@@ -264,6 +274,7 @@ impl MpQuicEnd {
         let config = client_config(cfg, &s, in_flight.clone())?;
         let mut q = MpQuicEnd::new(Endpoint::new(endpoint_config(&s), None, true), local, &s, in_flight);
         q.max_paths = cfg.max_paths;
+        q.read_ahead = cfg.rcv_buf.map_or(READ_AHEAD, |b| b as usize);
         q.paths.insert(0, PathRecord::new(Some(local), remote));
         q.seeded(|q| -> Result<(), String> {
             let conn = q.ep.connect(at(now_ns), config, remote, "mplab").map_err(|e| e.to_string())?;
@@ -283,6 +294,7 @@ impl MpQuicEnd {
         let ep = Endpoint::new(endpoint_config(&s), Some(Arc::new(config)), true);
         let mut q = MpQuicEnd::new(ep, local, &s, in_flight);
         q.max_paths = cfg.max_paths;
+        q.read_ahead = cfg.rcv_buf.map_or(READ_AHEAD, |b| b as usize);
         Ok(q)
     }
 
@@ -561,17 +573,17 @@ impl MpQuicEnd {
         self.next_timeout = self.conn.as_ref().and_then(|(_, c)| c.poll_timeout());
     }
 
-    /// Reads the peer's stream from noq up to READ_AHEAD.
+    /// Reads the peer's stream from noq up to the read-ahead.
     fn pull_stream(&mut self) {
         let (Some((_, c)), Some(id)) = (self.conn.as_mut(), self.rx) else { return };
-        if self.rx_fin || self.rx_buf.len() >= READ_AHEAD {
+        if self.rx_fin || self.rx_buf.len() >= self.read_ahead {
             return;
         }
         let mut rs = c.recv_stream(id);
         let read = rs.read(true);
         if let Ok(mut chunks) = read {
-            while self.rx_buf.len() < READ_AHEAD {
-                match chunks.next(READ_AHEAD - self.rx_buf.len()) {
+            while self.rx_buf.len() < self.read_ahead {
+                match chunks.next(self.read_ahead - self.rx_buf.len()) {
                     Ok(Some(chunk)) => self.rx_buf.extend(chunk.bytes.iter()),
                     Ok(None) => {
                         self.rx_fin = true;

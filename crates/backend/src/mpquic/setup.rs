@@ -10,7 +10,7 @@ use noq_proto::congestion::{Bbr3Config, Controller, ControllerFactory, Controlle
 use noq_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use noq_proto::{
     ClientConfig, ConnectionId, ConnectionIdGenerator, EndpointConfig, InvalidCid, MtuDiscoveryConfig, RttEstimator, ServerConfig,
-    TransportConfig,
+    TransportConfig, VarInt,
 };
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -218,6 +218,13 @@ fn transport(cfg: &MpQuicConfig, in_flight: InFlight) -> Arc<TransportConfig> {
     let mut t = TransportConfig::default();
     t.mtu_discovery_config(Some(mtud));
     t.enable_segmentation_offload(false);
+    if let Some(b) = cfg.rcv_buf.and_then(|b| VarInt::from_u64(b).ok()) {
+        t.stream_receive_window(b);
+        t.receive_window(b);
+    }
+    if let Some(b) = cfg.snd_buf {
+        t.send_window(b);
+    }
     if cfg.max_paths > 1 {
         t.max_concurrent_multipath_paths(super::path_id_budget(cfg.max_paths, 0));
         t.default_path_max_idle_timeout(Some(PATH_IDLE_TIMEOUT));

@@ -186,7 +186,9 @@ impl<'a> Probes<'a> {
                 tr.srtt_n += 1;
             }
         }
-        if f.transport == Transport::MPTCP {
+        // A row per subflow or path, for every transport whose paths a
+        // path manager opens (MPTCP, MPQUIC).
+        if f.transport.takes("path_manager") {
             for (si, s) in tr.subs.iter_mut().enumerate() {
                 let acked = s.info.bytes_acked;
                 results.flows.push(FlowSample {

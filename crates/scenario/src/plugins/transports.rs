@@ -147,15 +147,16 @@ pub static MPQUIC: TransportEntry = TransportEntry {
     about: About {
         name: "mpquic",
         // Paths are opened as the scenario's path manager opens MPTCP's
-        // subflows ([transport.mptcp] path_manager, endpoints, limits).
-        params: &["cc", "path_manager", "subflows"],
+        // subflows ([transport.mptcp] path_manager, endpoints, limits);
+        // `rcv_buf`/`snd_buf` are its flow-control and send windows.
+        params: &["cc", "rcv_buf", "snd_buf", "path_manager", "subflows"],
         what: "Multipath QUIC (RFC 10069) over UDP, noq's stack: a byte stream each way over paths the path manager opens, per-path congestion control",
         kernel: OnKernel::Runs("noq over kernel UDP sockets, one per local address"),
     },
     aliases: &["multipath-quic"],
     carrier: Carrier::Udp,
     delivery: Delivery::Stream,
-    own_control: Some("noq's own flow control"),
+    own_control: None,
     settings: None,
 };
 
