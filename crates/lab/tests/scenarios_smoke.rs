@@ -101,8 +101,8 @@ fn sweep_specs_expand_to_their_figures_grids() {
         ("seed001-fig12.sweep.toml", 21),
         ("seed001-fig13.sweep.toml", 5),
         ("seed001-fig18.sweep.toml", 4),
-        ("seed002-fig6.sweep.toml", 32),
-        ("seed002-fig7.sweep.toml", 32),
+        ("seed002-fig6.sweep.toml", 40),
+        ("seed002-fig7.sweep.toml", 40),
         ("seed001-schedulers.sweep.toml", 30),
         ("seed001-cc.sweep.toml", 20),
     ] {
