@@ -108,11 +108,6 @@ impl TraceLink {
         &self.sched
     }
 
-    /// When a non-looping trace's last opportunity is, if it does not loop.
-    pub fn ends_at(&self) -> Option<u64> {
-        (!self.sched.looped).then_some(self.period_ns)
-    }
-
     #[inline]
     fn at(&self, i: usize) -> u64 {
         self.base_ns + self.sched.ms[i] * NS_PER_MS
@@ -293,7 +288,6 @@ mod tests {
         assert_eq!(l.offer(0, 1500), NEVER);
         let mut l = link(&[1, 2], false);
         assert_eq!(l.offer(5 * MS, 1500), NEVER);
-        assert_eq!(l.ends_at(), Some(2 * MS));
     }
 
     /// A 1000-byte packet spanning two opportunities is "in transit"
