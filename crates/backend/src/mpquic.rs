@@ -567,6 +567,11 @@ impl MpQuicEnd {
                 _ => {}
             }
         }
+        // A write noq refused is tried again after every input: noq does not
+        // announce the room its send window (`snd_buf`) regains as
+        // acknowledgements come in (no Writable event then), which left a
+        // sender with a small send buffer stalled.
+        self.blocked = false;
         self.pull_stream();
         // Before the timer: taking the peer's path status may queue a frame.
         self.refresh_paths();

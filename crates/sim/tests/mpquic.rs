@@ -194,3 +194,17 @@ fn settings_mpquic_cannot_honour_name_their_field() {
     let e = err("app = \"bulk\"\nprofile = \"linux\"");
     assert!(e.contains("profile"), "{e}");
 }
+
+/// `snd_buf` is noq's send window: a small one slows the sender, never
+/// stalls it (noq does not announce the room acknowledgements give back;
+/// the end tries again after each input). 64 KB over two paths of 20 ms
+/// round trip: at most 64 KB per 20 ms, 26 Mbit/s, above the links.
+#[test]
+fn a_small_send_buffer_slows_but_never_stalls() {
+    let r = run(&two_paths("", "app = \"bulk\"\nbytes = \"5MB\"\nsnd_buf = \"64KB\"\nrcv_buf = \"64KB\""));
+    let f = &r.summary.flows[0];
+    assert!(f.completed && f.verified, "{f:?}");
+    let mbit = 5e6 * 8.0 / f.completion_time_s.unwrap() / 1e6;
+    eprintln!("64 KB buffers: {mbit:.2} Mbit/s");
+    assert!(mbit > 9.0, "{mbit:.2} Mbit/s");
+}
