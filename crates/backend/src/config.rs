@@ -382,6 +382,12 @@ pub fn link_params(d: &network::LinkDirection) -> Result<LinkParams, PluginError
     })
 }
 
+/// The delivery schedule of a trace-driven direction, for
+/// [`crate::link::LinkDirection::set_trace`].
+pub fn link_trace(d: &network::LinkDirection) -> Option<crate::link::DeliverySchedule> {
+    d.trace.as_ref().and_then(|t| crate::link::DeliverySchedule::new(t.ms.clone(), t.looped))
+}
+
 /// Bytes a bounded transfer delivers in total, if bounded.
 pub fn is_bounded(a: &network::App) -> Option<u64> {
     match a {

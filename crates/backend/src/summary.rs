@@ -206,3 +206,23 @@ mod tests {
         assert!(!completed(&crate::datagram::datagram_app("voip", ""), u64::MAX, 0));
     }
 }
+
+/// Notes on trace-driven link directions: what each replays and, for a
+/// trace that does not loop, when it ran out within the run (no capacity
+/// after that: packets stay queued).
+pub fn trace_notes(net: &network::Network, run_end_ns: u64) -> Vec<String> {
+    let mut notes = Vec::new();
+    for l in &net.links {
+        for (dir, d) in [("ab", &l.ab), ("ba", &l.ba)] {
+            let Some(t) = &d.trace else { continue };
+            let period_s = t.period_ns() as f64 / 1e9;
+            let mean = t.mean_rate_bps() as f64 / 1e6;
+            let how = if t.looped { "looping" } else { "once" };
+            notes.push(format!("link {} {dir}: trace {} ({} opportunities over {period_s:.3} s, mean {mean:.3} Mbit/s, {how})", l.name, t.file, t.opportunities));
+            if !t.looped && t.period_ns() < run_end_ns {
+                notes.push(format!("link {} {dir}: trace {} ended at {period_s:.3} s; no capacity after it", l.name, t.file));
+            }
+        }
+    }
+    notes
+}

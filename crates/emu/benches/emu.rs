@@ -49,6 +49,7 @@ fn main() {
             name: l.name.clone(),
             ends: [topo::wire_end(0, 0), topo::wire_end(0, 1)],
             params: [mplab_backend::config::link_params(&l.ab).expect("checked"), mplab_backend::config::link_params(&l.ba).expect("checked")],
+            traces: [None, None],
             up: true,
             strip: [None, None],
             attack: None,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant as Wall};
 
 use mplab_proto::Instant;
 use mplab_scenario::network::{self, LinkAction, StripOn};
-use mplab_backend::link::{Jitter, LinkDirection, LinkParams, LinkStats, Offer};
+use mplab_backend::link::{DeliverySchedule, Jitter, LinkDirection, LinkParams, LinkStats, Offer};
 use mplab_backend::results::QueueSample;
 use mplab_backend::rng::SimRng;
 
@@ -42,6 +42,8 @@ pub struct EmuLink {
     pub ends: [String; 2],
     /// `ab`, `ba`.
     pub params: [LinkParams; 2],
+    /// `ab`, `ba`: delivery schedules replacing the rate (trace-driven links).
+    pub traces: [Option<DeliverySchedule>; 2],
     pub up: bool,
     /// Option-30 stripping per direction (a link-placed middlebox).
     pub strip: [Option<StripRule>; 2],
@@ -391,6 +393,9 @@ impl Engine {
         for (li, l) in cfg.links.iter().enumerate() {
             for d in 0..2 {
                 let mut link = LinkDirection::new(l.params[d]);
+                if let Some(t) = &l.traces[d] {
+                    link.set_trace(t.clone());
+                }
                 if !l.up {
                     link.set_up(Instant(0), false);
                 }

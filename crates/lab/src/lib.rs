@@ -21,4 +21,5 @@ pub mod soak;
 pub mod sweep;
 pub mod table;
 pub mod trace;
+pub mod trace_gen;
 pub mod validate;

@@ -1,6 +1,6 @@
 //! `mplab`: the Multipath TCP lab command line.
 
-use mplab::{attack, compare, figures, load, plot, plugins, report, run, slurm, soak, sweep, trace, validate};
+use mplab::{attack, compare, figures, load, plot, plugins, report, run, slurm, soak, sweep, trace, trace_gen, validate};
 
 
 use std::io::Write as _;
@@ -125,6 +125,25 @@ enum Command {
         /// Also remove the namespaces of runs that are still alive.
         #[arg(long)]
         force: bool,
+    },
+    /// Write a synthetic cellular delivery trace (Mahimahi format) for a
+    /// link's `rate = { trace = "FILE" }`: a finite-state Markov channel
+    /// with outages, scaled to the mean rate; deterministic per seed.
+    ///
+    /// Example: mplab trace-gen --profile commuter --mean 10Mbit --seed 1 --duration 60s --out lte.trace
+    #[command(verbatim_doc_comment)]
+    TraceGen {
+        #[arg(long, value_enum, default_value = "commuter")]
+        profile: trace_gen::Profile,
+        /// Mean IP capacity (1500 bytes per opportunity).
+        #[arg(long)]
+        mean: mplab_scenario::Rate,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value = "60s")]
+        duration: mplab_scenario::Duration,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Decode a pcap/pcapng capture: MPTCP connections, subflows, events, and
     /// verification of every token, HMAC and DSS checksum.
@@ -444,6 +463,16 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Trace { file, json, checks, plots } => trace_cmd(&file, json, checks, plots.as_deref()),
+        Command::TraceGen { profile, mean, seed, duration, out } => {
+            let ms = trace_gen::generate(profile, mean.bps(), duration.as_nanos() / 1_000_000, seed);
+            match std::fs::write(&out, trace_gen::render(&ms)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {}: {e}", out.display());
+                    ExitCode::from(EXIT_FAILED)
+                }
+            }
+        }
     }
 }
 

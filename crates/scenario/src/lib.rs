@@ -19,6 +19,7 @@
 
 pub mod attack;
 mod balancer;
+mod capacity;
 mod error;
 pub mod network;
 mod overrides;
@@ -174,7 +175,9 @@ impl Scenario {
     /// Expands generators, assigns addresses, computes routes and resolves
     /// flows, events, middleboxes and probes.
     pub fn resolve(&self) -> Result<Network, ScenarioError> {
-        resolve::resolve(&self.spec).map_err(|d| self.source.error(d))
+        // Files a scenario names (traces) are relative to it.
+        let base = Path::new(&self.source.file).parent().unwrap_or(Path::new(""));
+        resolve::resolve(&self.spec, base).map_err(|d| self.source.error(d))
     }
 }
 

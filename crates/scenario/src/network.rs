@@ -281,7 +281,16 @@ pub struct LinkEnd {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkDirection {
+    /// The fixed rate; with a `trace`, the trace's mean (1500 bytes per
+    /// opportunity); with `steps`, the first step's rate.
     pub rate_bps: u64,
+    /// Capacity from a Mahimahi delivery trace instead of `rate_bps`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<DeliveryTrace>,
+    /// Piecewise-constant capacity: the first step is `rate_bps`, the
+    /// others become `set` events on this direction (`Network::events`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<RateStep>,
     pub delay_ns: u64,
     /// Scale of the random extra delay: the uniform bound, the normal's σ
     /// or the Pareto mean, per `jitter_distribution`.
@@ -297,6 +306,41 @@ pub struct LinkDirection {
     /// link right behind the original (netem's `duplicate`).
     pub duplicate: f64,
     pub queue: Queue,
+}
+
+/// A Mahimahi delivery trace (see `docs/mobile.md`): the millisecond of
+/// each 1500-byte delivery opportunity from the link's start.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeliveryTrace {
+    /// As the scenario names it (relative to the scenario file).
+    pub file: String,
+    /// Repeat after the last opportunity, shifted by its millisecond; if
+    /// not, no capacity after it.
+    pub looped: bool,
+    pub opportunities: usize,
+    /// Non-decreasing, the last one > 0.
+    #[serde(skip)]
+    pub ms: std::sync::Arc<[u64]>,
+}
+
+impl DeliveryTrace {
+    /// The last opportunity (the period of a looping trace), in ns.
+    pub fn period_ns(&self) -> u64 {
+        self.ms.last().copied().unwrap_or(0).saturating_mul(1_000_000)
+    }
+
+    /// The mean IP capacity in bit/s.
+    pub fn mean_rate_bps(&self) -> u64 {
+        let period_ms = u128::from(self.ms.last().copied().unwrap_or(1).max(1));
+        u64::try_from(self.ms.len() as u128 * 1500 * 8 * 1000 / period_ms).unwrap_or(u64::MAX)
+    }
+}
+
+/// One line of a steps file: the rate from `at_ns` on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RateStep {
+    pub at_ns: u64,
+    pub rate_bps: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

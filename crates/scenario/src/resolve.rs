@@ -4,17 +4,18 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::path::Path;
 
 use crate::error::{diag, Diag};
 use crate::network::{Interface, Link, LinkDirection, LinkEnd, Network, Node, Prefix, Queue, Routing, DEFAULT_MTU};
-use crate::schema::{Cidr, DirectionSpec, Draft, DraftEnd, DraftLink, DraftNode, LinkSpec, Spec};
+use crate::schema::{Cidr, DirectionSpec, Draft, DraftEnd, DraftLink, DraftNode, LinkSpec, RateSpec, Spec};
 use crate::topology::{queue_at, resolve_loss};
 use crate::{routing, workload};
 
 /// Linux's IFNAMSIZ less the terminating NUL.
 const MAX_IFNAME: usize = 15;
 
-pub(crate) fn resolve(spec: &Spec) -> Result<Network, Diag> {
+pub(crate) fn resolve(spec: &Spec, base: &Path) -> Result<Network, Diag> {
     let mut draft = match &spec.topology {
         Some(t) => t.generate()?,
         None => Draft::default(),
@@ -23,7 +24,7 @@ pub(crate) fn resolve(spec: &Spec) -> Result<Network, Diag> {
         draft.nodes.push(DraftNode { name: n.name.clone(), kind: n.kind, stack: n.stack.clone(), origin: format!("nodes[{i}]") });
     }
     for (i, l) in spec.links.iter().enumerate() {
-        draft.links.push(link_from_spec(l, &format!("links[{i}]"))?);
+        draft.links.push(link_from_spec(l, &format!("links[{i}]"), base)?);
     }
     // A generator's middleboxes join the file's, after them (so the
     // file's keep their indices in error messages).
@@ -70,9 +71,9 @@ pub(crate) fn resolve(spec: &Spec) -> Result<Network, Diag> {
 
 /// An explicit `[[links]]` entry as a draft: per-direction parameters are
 /// the link's own, overridden by `[links.ab]` / `[links.ba]`.
-fn link_from_spec(l: &LinkSpec, path: &str) -> Result<DraftLink, Diag> {
-    let ab = direction(l, l.ab.as_ref(), path, "ab")?;
-    let ba = direction(l, l.ba.as_ref(), path, "ba")?;
+fn link_from_spec(l: &LinkSpec, path: &str, base: &Path) -> Result<DraftLink, Diag> {
+    let ab = direction(l, l.ab.as_ref(), path, "ab", base)?;
+    let ba = direction(l, l.ba.as_ref(), path, "ba", base)?;
     let mtu = l.mtu.unwrap_or(DEFAULT_MTU);
     if !(68..=65535).contains(&mtu) {
         return diag(format!("{path}.mtu"), format!("must be between 68 and 65535, got {mtu}"));
@@ -90,16 +91,28 @@ fn link_from_spec(l: &LinkSpec, path: &str) -> Result<DraftLink, Diag> {
     })
 }
 
-fn direction(l: &LinkSpec, o: Option<&DirectionSpec>, path: &str, dir: &str) -> Result<LinkDirection, Diag> {
+fn direction(l: &LinkSpec, o: Option<&DirectionSpec>, path: &str, dir: &str, base: &Path) -> Result<LinkDirection, Diag> {
     let o = o.cloned().unwrap_or_default();
     // Errors point at the override when it supplied the bad value.
     let field = |name: &str, overridden: bool| if overridden { format!("{path}.{dir}.{name}") } else { format!("{path}.{name}") };
-    let Some(rate) = o.rate.or(l.rate) else {
+    let rate_field = field("rate", o.rate.is_some());
+    let Some(rate) = o.rate.or_else(|| l.rate.clone()) else {
         return diag(format!("{path}.rate"), "missing: every link needs a rate (e.g. rate = \"10Mbit\")");
     };
-    if rate.bps() == 0 {
-        return diag(field("rate", o.rate.is_some()), "must be greater than 0 (use up = false or a `down` event for a dead link)");
-    }
+    let (rate_bps, trace, steps) = match rate {
+        RateSpec::Fixed(r) if r.bps() == 0 => {
+            return diag(rate_field, "must be greater than 0 (use up = false or a `down` event for a dead link)");
+        }
+        RateSpec::Fixed(r) => (r.bps(), None, Vec::new()),
+        RateSpec::Trace { path: file, looped } => {
+            let t = crate::capacity::read_trace(base, &file, looped, &rate_field)?;
+            (t.mean_rate_bps(), Some(t), Vec::new())
+        }
+        RateSpec::Steps { path: file } => {
+            let s = crate::capacity::read_steps(base, &file, &rate_field)?;
+            (s[0].rate_bps, None, s)
+        }
+    };
     let queue = match (&o.queue, &l.queue) {
         (Some(q), _) => queue_at(q, &field("queue", true)),
         (None, Some(q)) => queue_at(q, &field("queue", false)),
@@ -108,7 +121,9 @@ fn direction(l: &LinkSpec, o: Option<&DirectionSpec>, path: &str, dir: &str) -> 
     let model_overridden = o.loss_model.is_some() || o.loss.is_some();
     let (loss, gilbert_elliott) = resolve_loss(o.loss.or(l.loss), o.loss_model.or(l.loss_model), &if model_overridden { format!("{path}.{dir}") } else { path.to_string() })?;
     Ok(LinkDirection {
-        rate_bps: rate.bps(),
+        rate_bps,
+        trace,
+        steps,
         delay_ns: o.delay.or(l.delay).unwrap_or_default().as_nanos(),
         jitter_ns: o.jitter.or(l.jitter).unwrap_or_default().as_nanos(),
         jitter_distribution: o.jitter_distribution.or(l.jitter_distribution).unwrap_or_default(),

@@ -515,6 +515,15 @@ fn events(spec: &Spec, net: &Network) -> Result<Vec<Event>, Diag> {
                 if e.rate.is_some_and(|r| r.bps() == 0) {
                     return diag(format!("{path}.rate"), "must be greater than 0 (use action = \"down\")");
                 }
+                let l = &net.links[link];
+                let dirs = match e.direction.unwrap_or(Direction::Both) {
+                    Direction::Ab => vec![&l.ab],
+                    Direction::Ba => vec![&l.ba],
+                    Direction::Both => vec![&l.ab, &l.ba],
+                };
+                if e.rate.is_some() && dirs.iter().any(|d| d.trace.is_some() || !d.steps.is_empty()) {
+                    return diag(format!("{path}.rate"), format!("link {:?} takes its capacity from a trace or steps file; a `set` event cannot change its rate", l.name));
+                }
                 LinkAction::Set {
                     direction: e.direction.unwrap_or(Direction::Both),
                     rate_bps: e.rate.map(|r| r.bps()),
@@ -525,6 +534,15 @@ fn events(spec: &Spec, net: &Network) -> Result<Vec<Event>, Diag> {
             }
         };
         out.push(Event { at_ns: e.at.as_nanos(), link, link_name: net.links[link].name.clone(), action });
+    }
+    // A steps file's later lines are rate changes of their direction.
+    for l in &net.links {
+        for (direction, d) in [(Direction::Ab, &l.ab), (Direction::Ba, &l.ba)] {
+            for s in d.steps.iter().skip(1) {
+                let action = LinkAction::Set { direction, rate_bps: Some(s.rate_bps), delay_ns: None, jitter_ns: None, loss: None };
+                out.push(Event { at_ns: s.at_ns, link: l.id, link_name: l.name.clone(), action });
+            }
+        }
     }
     // Stable: same-time events keep file order.
     out.sort_by_key(|e| e.at_ns);

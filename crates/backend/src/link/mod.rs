@@ -79,6 +79,9 @@
 //! * `loss`: [`LossModel`] (Bernoulli, Gilbert-Elliott);
 //! * `jitter`: [`Jitter`] and its distributions;
 //! * `flight`: the packets propagating to the far end, by arrival;
+//! * `trace`: trace-driven capacity ([`DeliverySchedule`], Mahimahi's
+//!   delivery opportunities), which replaces the serialiser's timeline on a
+//!   link given one with [`LinkDirection::set_trace`];
 //! * `stats`: [`LinkStats`].
 
 mod flight;
@@ -88,6 +91,7 @@ mod queue;
 mod serialiser;
 mod stats;
 mod time;
+mod trace;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -98,10 +102,12 @@ pub use self::jitter::{Jitter, PARETO_SHAPE};
 pub use self::loss::LossModel;
 pub use self::queue::{disciplines, QueueConfig};
 pub use self::stats::LinkStats;
+pub use self::trace::{DeliverySchedule, OPPORTUNITY_BYTES, TUN_HEADER_BYTES};
 use self::flight::{Fifo, Flight, Fly, NO_ARRIVAL};
 use self::queue::{Backlog, Discipline};
 use self::serialiser::{Ser, Serialiser};
 use self::time::duration_ns;
+use self::trace::{TraceLink, NEVER};
 use crate::rng::SimRng;
 
 /// Everything that describes one direction of a link. In declaration
@@ -205,6 +211,8 @@ pub struct LinkDirection<P> {
     has_discarded: bool,
     /// `jitter_scale_ns` is not zero.
     jittery: bool,
+    /// `trace` is set: capacity comes from its opportunities, not `rate_bps`.
+    traced: bool,
     // Cold.
     /// The jitter scale in ns.
     jitter_scale_ns: u64,
@@ -221,6 +229,8 @@ pub struct LinkDirection<P> {
     p: LinkParams,
     /// The queue discipline with its state, unless `packet_limit` decides.
     discipline: Discipline,
+    /// Trace-driven capacity, if any (`traced`).
+    trace: Option<Box<TraceLink>>,
     /// Packets that will never be delivered (refused, lost on the wire,
     /// cut by a link-down), handed back so that a caller owning them
     /// elsewhere (the simulator's packet pool) can reclaim them.
@@ -251,6 +261,8 @@ impl<P: Copy + Default> LinkDirection<P> {
             delay_ns: duration_ns(p.delay),
             jitter_scale_ns: p.jitter.scale_ns(),
             jittery: p.jitter.scale_ns() != 0,
+            traced: false,
+            trace: None,
             flight_last_at: 0,
             up: true,
             queue: VecDeque::new(),
@@ -279,6 +291,23 @@ impl<P: Copy + Default> LinkDirection<P> {
             last_end_ns: 0,
             p,
         }
+    }
+
+    /// Replaces the rate by a schedule of delivery opportunities (time 0 of
+    /// the schedule is time 0 of the link). Call before offering anything.
+    /// `rate_bps` stays as the mean rate for what reads it (RED's idle
+    /// correction).
+    pub fn set_trace(&mut self, sched: DeliverySchedule) {
+        let mean = sched.mean_rate_bps();
+        self.p.rate_bps = mean;
+        self.rate_bps = mean;
+        self.trace = Some(Box::new(TraceLink::new(sched)));
+        self.traced = true;
+    }
+
+    /// The schedule replayed, if the link is trace-driven.
+    pub fn trace(&self) -> Option<&DeliverySchedule> {
+        self.trace.as_deref().map(TraceLink::schedule)
     }
 
     /// When the last bit of the packet accepted by the last successful
@@ -324,7 +353,15 @@ impl<P: Copy + Default> LinkDirection<P> {
         let lost = !self.lossless && self.p.loss.draw(&mut self.ge_bad, rng);
         let jitter = if lost || !self.jittery { 0 } else { self.p.jitter.sample(self.jitter_scale_ns, rng) };
 
-        let (end_ns, end_rem) = self.serialiser.schedule(now, size, self.rate_bps);
+        let (end_ns, end_rem, lost) = if self.traced {
+            let end = self.trace.as_mut().map_or(NEVER, |t| t.offer(now, size));
+            // A packet the trace will never carry stays queued for ever
+            // (never retired, so never counted as lost), with no flight entry.
+            (end, 0, lost || end == NEVER)
+        } else {
+            let (end_ns, end_rem) = self.serialiser.schedule(now, size, self.rate_bps);
+            (end_ns, end_rem, lost)
+        };
         let seq = self.next_seq;
         self.next_seq += 1;
         let rec = Ser { end_ns, end_rem, jitter_ns: jitter, size, lost };
@@ -431,6 +468,9 @@ impl<P: Copy + Default> LinkDirection<P> {
             self.queue_bytes = 0;
             // The frame on the serialiser is aborted: idle from now.
             self.serialiser.abort(now);
+            if let Some(t) = self.trace.as_mut() {
+                t.abort(now);
+            }
             self.idle_since = now;
         }
         self.up = up;
@@ -446,6 +486,16 @@ impl<P: Copy + Default> LinkDirection<P> {
     pub fn set_rate(&mut self, now: Instant, rate_bps: u64) {
         let now = now.0;
         self.advance_ns(now);
+        if self.traced {
+            // A fixed rate replaces the trace: packets already scheduled
+            // keep their opportunities, later ones queue behind them.
+            self.traced = false;
+            self.trace = None;
+            self.serialiser.abort(self.last_end_ns.max(now));
+            self.p.rate_bps = rate_bps;
+            self.rate_bps = rate_bps;
+            return;
+        }
         let old = self.p.rate_bps;
         self.p.rate_bps = rate_bps;
         self.rate_bps = rate_bps;
@@ -546,11 +596,22 @@ impl<P: Copy + Default> LinkDirection<P> {
     /// The queue discipline's verdict on a `size`-byte arrival at `now`.
     #[inline]
     fn admit(&mut self, now: u64, size: u32, rng: &mut SimRng) -> bool {
+        let (packets, bytes) = if self.traced { self.trace_backlog(now) } else { (self.queue.len(), self.queue_bytes) };
         if self.packet_limit != u32::MAX {
-            return self.queue.len() < self.packet_limit as usize;
+            return packets < self.packet_limit as usize;
         }
-        let backlog = Backlog { packets: self.queue.len(), bytes: self.queue_bytes, idle_since: self.idle_since, rate_bps: self.rate_bps };
+        let backlog = Backlog { packets, bytes, idle_since: self.idle_since, rate_bps: self.rate_bps };
         self.discipline.admit(backlog, now, size, rng)
+    }
+
+    /// The backlog a trace-driven link's queue limit sees (see `trace`).
+    #[cold]
+    fn trace_backlog(&mut self, now: u64) -> (usize, u64) {
+        let head = self.queue.front().map_or(0, |r| r.size);
+        match self.trace.as_mut() {
+            Some(t) => t.waiting(now, self.queue.len(), self.queue_bytes, head),
+            None => (self.queue.len(), self.queue_bytes),
+        }
     }
 
     /// Recomputes the arrival of every packet still in the queue from its

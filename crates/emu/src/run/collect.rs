@@ -100,6 +100,7 @@ pub fn kernel_run(plan: &Plan, mut results: RunResults, e: Ending, tracks: &[Flo
     let mut s = Summary { scenario: net.name.clone(), backend: if plan.userspace { "userspace" } else { "kernel" }.into(), seed: net.seed, duration_s: net.duration_ns as f64 / 1e9, ..Default::default() };
     attacks(plan, &e, &mut s);
     s.notes.extend(e.addr_notes.iter().map(|n| format!("address event at {n}")));
+    s.notes.extend(mplab_backend::summary::trace_notes(net, net.duration_ns));
     balancers_and_servers(plan, &e, stacks, &mut s);
     flows(plan, &e, tracks, &mut s);
     interfaces_and_links(plan, &e, &mut s);

@@ -125,6 +125,7 @@ impl<'n> Plan<'n> {
                 name: l.name.clone(),
                 ends: [topo::wire_end(l.id, 0), topo::wire_end(l.id, 1)],
                 params: self.link_params[l.id],
+                traces: [mplab_backend::config::link_trace(&l.ab), mplab_backend::config::link_trace(&l.ba)],
                 up: l.up,
                 strip: [None, None],
                 attack: None,

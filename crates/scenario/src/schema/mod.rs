@@ -23,7 +23,7 @@ mod transport;
 pub(crate) use draft::{Draft, DraftEnd, DraftLink, DraftNode};
 pub use events::{EventAction, EventSpec};
 pub use flows::FlowSpec;
-pub use links::{DirectionSpec, LinkSpec, LossModel};
+pub use links::{DirectionSpec, LinkSpec, LossModel, RateSpec};
 pub use middleboxes::MiddleboxSpec;
 pub use nodes::{Cidr, EndpointRef, NodeSpec};
 pub(crate) use params::KindTag;

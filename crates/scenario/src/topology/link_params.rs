@@ -12,6 +12,8 @@ use crate::units::{Duration, Probability, Rate};
 pub(crate) fn params(rate: Rate, delay: Option<Duration>, loss: Option<Probability>, queue: Option<Queue>) -> LinkDirection {
     LinkDirection {
         rate_bps: rate.bps(),
+        trace: None,
+        steps: Vec::new(),
         delay_ns: delay.unwrap_or_default().as_nanos(),
         jitter_ns: 0,
         jitter_distribution: JitterDistribution::Uniform,

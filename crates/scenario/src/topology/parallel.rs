@@ -84,6 +84,8 @@ impl Generator for ParallelSpec {
             };
             let loss = loss.map_or(0.0, |p| p.value());
             let dir = LinkDirection {
+                trace: None,
+                steps: Vec::new(),
                 rate_bps: rate.bps(),
                 delay_ns: delay.as_nanos(),
                 jitter_ns: jitter.as_nanos(),

@@ -25,6 +25,7 @@ impl World {
         let dur = self.now.as_secs_f64();
         let mut s = Summary { scenario: self.net.name.clone(), backend: backend.into(), seed: self.net.seed, duration_s: dur, ..Default::default() };
         s.notes.extend(self.boxes.notes(&self.net));
+        s.notes.extend(summary::trace_notes(&self.net, self.now.0));
         self.balancer_summaries(&mut s);
         for (link, r) in self.boxes.attack_reports() {
             let attack = self.net.middleboxes.iter().find_map(|m| match (&m.action, &m.placement) {

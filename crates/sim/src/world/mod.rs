@@ -183,6 +183,11 @@ impl World {
             nodes[l.b.node].egress[l.b.iface] = (l.id, 1);
             let params = |d| config::link_params(d).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()));
             let mut dirs = [LinkDirection::new(params(&l.ab)?), LinkDirection::new(params(&l.ba)?)];
+            for (d, spec) in dirs.iter_mut().zip([&l.ab, &l.ba]) {
+                if let Some(t) = config::link_trace(spec) {
+                    d.set_trace(t);
+                }
+            }
             if !l.up {
                 for d in &mut dirs {
                     d.set_up(Instant::ZERO, false);
