@@ -41,6 +41,7 @@ pub mod call_quality;
 pub mod config;
 pub mod convert;
 pub mod datagram;
+pub mod handover;
 pub mod host;
 pub mod link;
 pub mod middlebox;

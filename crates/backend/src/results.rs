@@ -90,6 +90,10 @@ pub struct FlowSummary {
     /// `tunnel` flows: what the gateways carried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tunnel: Option<TunnelSummary>,
+    /// Flows whose hosts see interfaces change (scenario events): stalls
+    /// and the time to use a new path ([`crate::handover`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<crate::handover::HandoverSummary>,
 }
 
 /// What a hybrid-access tunnel carried in each direction.
@@ -193,6 +197,10 @@ pub struct SubflowSummary {
     pub goodput_bps: f64,
     pub backup: bool,
     pub retransmitted_segments: u64,
+    /// Payload bytes sent again (TCP's `bytes_retrans`), where the
+    /// transport counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmitted_bytes: Option<u64>,
     /// At the end of the run (absent: the backend could not tell).
     #[serde(default)]
     pub state: Option<SubflowState>,

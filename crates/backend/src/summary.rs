@@ -23,6 +23,8 @@ pub struct PathStats {
     /// Payload bytes this path delivered to the peer (acknowledged).
     pub bytes_acked: u64,
     pub retransmitted_segments: u64,
+    /// Payload bytes sent again, where the transport counts them.
+    pub retransmitted_bytes: Option<u64>,
     pub rto_count: u64,
     pub state: SubflowState,
     /// Slow start left by HyStart (mplab's stack; the kernel counts these
@@ -43,6 +45,7 @@ impl PathStats {
             bytes_sent: s.bytes_sent,
             bytes_acked: s.bytes_acked,
             retransmitted_segments: s.segments_retransmitted,
+            retransmitted_bytes: Some(s.bytes_retransmitted),
             rto_count: s.rto_count,
             state: SubflowState::Established,
             hystart: s.hystart,
@@ -138,11 +141,13 @@ pub fn flow_summary(mut o: FlowOutcome) -> FlowSummary {
                 goodput_bps: p.bytes_acked as f64 * 8.0 / active,
                 backup: p.backup,
                 retransmitted_segments: p.retransmitted_segments,
+                retransmitted_bytes: p.retransmitted_bytes,
                 state: Some(p.state),
             })
             .collect(),
         datagrams: o.datagrams,
         tunnel: o.tunnel,
+        handover: None,
     }
 }
 

@@ -873,7 +873,7 @@ impl Engine {
                             l.set_loss(mplab_backend::config::loss_model(p, None));
                         }
                     }
-                    LinkAction::RemoveAddr { .. } | LinkAction::AddAddr { .. } => {}
+                    LinkAction::RemoveAddr { .. } | LinkAction::AddAddr { .. } | LinkAction::Prio { .. } => {}
                 }
                 l.take_discarded(&mut self.discarded);
                 for x in self.discarded.drain(..) {

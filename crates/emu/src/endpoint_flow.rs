@@ -115,6 +115,7 @@ fn publish_paths(e: &dyn Endpoint, st: &FlowState) {
                 total_retrans: p.retransmitted_segments.min(u32::MAX as u64) as u32,
                 bytes_acked: p.bytes_acked,
                 bytes_sent: p.bytes_sent,
+                bytes_retrans: p.retransmitted_bytes,
                 total_rto: Some(p.rto_count.min(u16::MAX as u64) as u16),
             };
             // Linux's TCP_ESTABLISHED / TCP_CLOSE.

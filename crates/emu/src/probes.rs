@@ -29,6 +29,8 @@ pub struct TcpInfo {
     pub total_retrans: u32,
     pub bytes_acked: u64,
     pub bytes_sent: u64,
+    /// `tcpi_bytes_retrans` (Linux 4.19+).
+    pub bytes_retrans: Option<u64>,
     pub total_rto: Option<u16>,
 }
 
@@ -47,6 +49,7 @@ impl TcpInfo {
             total_retrans: u32_at(100)?,
             bytes_acked: u64_at(120).unwrap_or(0),
             bytes_sent: u64_at(200).unwrap_or(0),
+            bytes_retrans: u64_at(208),
             total_rto: b.get(240..242).map(|s| u16::from_ne_bytes(s.try_into().unwrap())),
         })
     }

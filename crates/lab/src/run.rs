@@ -369,6 +369,22 @@ fn mbit(bps: f64) -> String {
 }
 
 /// The table printed after a run: flows (with subflows), then interfaces.
+/// A flow's handover metrics, under its row.
+fn render_handover(o: &mut String, h: &mplab_backend::handover::HandoverSummary) {
+    let from = h.longest_stall_from_s.map(|t| format!(" from {t:.1} s")).unwrap_or_default();
+    let again = h.bytes_sent_again.map(|b| format!(", {b} B sent again")).unwrap_or_default();
+    let _ = writeln!(o, "  handover: longest stall {:.1} s{from}{again} (to {:.0} ms, the probe interval)", h.longest_stall_s, h.resolution_s * 1e3);
+    for e in &h.events {
+        let what = match (e.takes_away, e.first_byte_after_s, e.stall_after_s) {
+            (true, _, Some(st)) => format!("longest stall in the next 10 s {st:.1} s"),
+            (false, Some(t), _) => format!("first byte on it {t:.1} s later"),
+            (false, None, _) => "not used before the end".into(),
+            _ => String::new(),
+        };
+        let _ = writeln!(o, "    {:>7.2} s {:<14} {:<16} {what}", e.at_s, e.event, e.iface);
+    }
+}
+
 pub fn render_summary(s: &Summary) -> String {
     let mut o = String::new();
     let what = if s.backend == "sim" { "simulated" } else { "run" };
@@ -444,6 +460,9 @@ pub fn render_summary(s: &Summary) -> String {
             if d.malformed + d.duplicates > 0 {
                 let _ = writeln!(o, "  {}: {} malformed, {} duplicate datagrams", d.app, d.malformed, d.duplicates);
             }
+        }
+        if let Some(h) = &f.handover {
+            render_handover(&mut o, h);
         }
         if f.subflows.len() > 1 {
             for sf in &f.subflows {

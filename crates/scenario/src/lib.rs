@@ -21,6 +21,7 @@ pub mod attack;
 mod balancer;
 mod capacity;
 mod error;
+mod events;
 pub mod network;
 mod overrides;
 pub mod plugins;

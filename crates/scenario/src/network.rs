@@ -658,12 +658,22 @@ pub enum LinkAction {
     RemoveAddr { node: NodeId, node_name: String, iface: usize, iface_name: String, addr: Ipv4Addr },
     /// `node` puts that address back in service.
     AddAddr { node: NodeId, node_name: String, iface: usize, iface_name: String, addr: Ipv4Addr },
+    /// `node` marks that address backup or not: MP_PRIO on its subflows.
+    Prio { node: NodeId, node_name: String, iface: usize, iface_name: String, addr: Ipv4Addr, backup: bool },
 }
 
 impl LinkAction {
     /// Whether the event changes the link (not a host's addresses).
     pub fn is_link_change(&self) -> bool {
         matches!(self, LinkAction::Down | LinkAction::Up | LinkAction::Set { .. })
+    }
+
+    /// The host address an address event is about: (node, address).
+    pub fn host_addr(&self) -> Option<(NodeId, Ipv4Addr)> {
+        match self {
+            LinkAction::RemoveAddr { node, addr, .. } | LinkAction::AddAddr { node, addr, .. } | LinkAction::Prio { node, addr, .. } => Some((*node, *addr)),
+            _ => None,
+        }
     }
 }
 

@@ -7,12 +7,12 @@ use std::net::Ipv4Addr;
 
 use crate::error::{diag, Diag};
 use crate::network::{
-    CapturePoint, Event, FlowId, LinkAction, LinkId, Middlebox, MiddleboxAction, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
+    CapturePoint, FlowId, Middlebox, MiddleboxAction, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
     Probes, SctpFlowConfig, TcpConfig,
 };
 use crate::network::Flow;
 use crate::schema::{
-    Direction, EventAction, FlowSpec, MptcpSpec, StackProfile, NodeKind, Spec, TcpSpec, Transport,
+    Direction, FlowSpec, MptcpSpec, StackProfile, NodeKind, Spec, TcpSpec, Transport,
 };
 use crate::units::Duration;
 
@@ -32,7 +32,7 @@ pub(crate) fn resolve(spec: &Spec, net: &mut Network) -> Result<(), Diag> {
         }
     }
     net.flows = flows(spec, net)?;
-    net.events = events(spec, net)?;
+    net.events = crate::events::resolve(spec, net)?;
     net.middleboxes = middleboxes(spec, net)?;
     net.probes = probes(spec, net)?;
     Ok(())
@@ -177,7 +177,7 @@ fn endpoints(m: &MptcpSpec, nodes: &[Node]) -> Result<Vec<MptcpEndpoint>, Diag> 
 
 // ------------------------------------------------------------------ flows
 
-fn find_node<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, Diag> {
+pub(crate) fn find_node<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, Diag> {
     nodes.iter().find(|n| n.name == name).ok_or_else(|| Diag::new(path, format!("unknown node {name:?}")))
 }
 
@@ -446,107 +446,6 @@ fn flow_transport(spec: &Spec, f: &FlowSpec, path: &str, ends: [&str; 2]) -> Res
             },
         }),
     ))
-}
-
-// ----------------------------------------------------------------- events
-
-/// The link named by `link = "..."` or by `node` + `iface`.
-fn link_ref(net: &Network, link: &Option<String>, node: &Option<String>, iface: &Option<String>, path: &str) -> Result<LinkId, Diag> {
-    match (link, node, iface) {
-        (Some(name), None, None) => net.link(name).map(|l| l.id).ok_or_else(|| Diag::new(format!("{path}.link"), format!("unknown link {name:?}"))),
-        (None, Some(node), Some(iface)) => {
-            let n = find_node(&net.nodes, node, &format!("{path}.node"))?;
-            n.iface(iface).map(|i| i.link).ok_or_else(|| Diag::new(format!("{path}.iface"), format!("{node} has no interface {iface:?}")))
-        }
-        (Some(_), _, _) => diag(path, "name the link with `link` or with `node` and `iface`, not both"),
-        _ => diag(path, "name the link with `link` or with `node` and `iface`"),
-    }
-}
-
-fn events(spec: &Spec, net: &Network) -> Result<Vec<Event>, Diag> {
-    let mut out = Vec::new();
-    for (i, e) in spec.events.iter().enumerate() {
-        let path = format!("events[{i}]");
-        let link = link_ref(net, &e.link, &e.node, &e.iface, &path)?;
-        if e.at > spec.duration {
-            return diag(format!("{path}.at"), format!("{} is after the end of the scenario (duration = {})", e.at, spec.duration));
-        }
-        let params = [
-            ("rate", e.rate.is_some()),
-            ("delay", e.delay.is_some()),
-            ("jitter", e.jitter.is_some()),
-            ("loss", e.loss.is_some()),
-            ("direction", e.direction.is_some()),
-        ];
-        let action = match e.action {
-            EventAction::RemoveAddr | EventAction::AddAddr => {
-                if let Some((field, _)) = params.iter().find(|(_, set)| *set) {
-                    return diag(format!("{path}.{field}"), "only applies to action = \"set\"");
-                }
-                let (Some(node), Some(iface)) = (&e.node, &e.iface) else {
-                    return diag(path, "an address event names the host's interface with `node` and `iface`");
-                };
-                let n = find_node(&net.nodes, node, &format!("{path}.node"))?;
-                if n.kind == NodeKind::Router {
-                    return diag(format!("{path}.node"), format!("{node:?} is a router; only hosts have MPTCP addresses"));
-                }
-                let i = n.iface(iface).ok_or_else(|| Diag::new(format!("{path}.iface"), format!("{node} has no interface {iface:?}")))?;
-                let (node, node_name, iface, iface_name, addr) = (n.id, n.name.clone(), i.index, i.name.clone(), i.addr);
-                if e.action == EventAction::RemoveAddr {
-                    LinkAction::RemoveAddr { node, node_name, iface, iface_name, addr }
-                } else {
-                    LinkAction::AddAddr { node, node_name, iface, iface_name, addr }
-                }
-            }
-            EventAction::Down | EventAction::Up => {
-                if let Some((field, _)) = params.iter().find(|(_, set)| *set) {
-                    return diag(format!("{path}.{field}"), "only applies to action = \"set\"");
-                }
-                if e.action == EventAction::Down {
-                    LinkAction::Down
-                } else {
-                    LinkAction::Up
-                }
-            }
-            EventAction::Set => {
-                if !params[..4].iter().any(|(_, set)| *set) {
-                    return diag(path, "action = \"set\" needs at least one of rate, delay, jitter, loss");
-                }
-                if e.rate.is_some_and(|r| r.bps() == 0) {
-                    return diag(format!("{path}.rate"), "must be greater than 0 (use action = \"down\")");
-                }
-                let l = &net.links[link];
-                let dirs = match e.direction.unwrap_or(Direction::Both) {
-                    Direction::Ab => vec![&l.ab],
-                    Direction::Ba => vec![&l.ba],
-                    Direction::Both => vec![&l.ab, &l.ba],
-                };
-                if e.rate.is_some() && dirs.iter().any(|d| d.trace.is_some() || !d.steps.is_empty()) {
-                    return diag(format!("{path}.rate"), format!("link {:?} takes its capacity from a trace or steps file; a `set` event cannot change its rate", l.name));
-                }
-                LinkAction::Set {
-                    direction: e.direction.unwrap_or(Direction::Both),
-                    rate_bps: e.rate.map(|r| r.bps()),
-                    delay_ns: e.delay.map(|d| d.as_nanos()),
-                    jitter_ns: e.jitter.map(|d| d.as_nanos()),
-                    loss: e.loss.map(|p| p.value()),
-                }
-            }
-        };
-        out.push(Event { at_ns: e.at.as_nanos(), link, link_name: net.links[link].name.clone(), action });
-    }
-    // A steps file's later lines are rate changes of their direction.
-    for l in &net.links {
-        for (direction, d) in [(Direction::Ab, &l.ab), (Direction::Ba, &l.ba)] {
-            for s in d.steps.iter().skip(1) {
-                let action = LinkAction::Set { direction, rate_bps: Some(s.rate_bps), delay_ns: None, jitter_ns: None, loss: None };
-                out.push(Event { at_ns: s.at_ns, link: l.id, link_name: l.name.clone(), action });
-            }
-        }
-    }
-    // Stable: same-time events keep file order.
-    out.sort_by_key(|e| e.at_ns);
-    Ok(out)
 }
 
 // ------------------------------------------------------------ middleboxes

@@ -157,7 +157,7 @@ fn events_on_unknown_links_and_late_events() {
         error(&with("\n[[events]]\nat = \"50s\"\nlink = \"c-s\"\naction = \"down\"\n")),
         "scenario.toml:15:6: events[0].at: 50s is after the end of the scenario (duration = 30s)"
     );
-    assert_eq!(error(&with(&format!("{ev}link = \"c-s\"\nrate = \"1Mbit\"\n"))), r#"scenario.toml:18:8: events[0].rate: only applies to action = "set""#);
+    assert_eq!(error(&with(&format!("{ev}link = \"c-s\"\nrate = \"1Mbit\"\n"))), r#"scenario.toml:18:8: events[0].rate: only applies to action = "set" or "fade""#);
     assert_eq!(error(&with(&format!("{ev}node = \"c\"\niface = \"eth7\"\n"))), r#"scenario.toml:18:9: events[0].iface: c has no interface "eth7""#);
     assert_eq!(error(&with(&format!("{ev}"))), "scenario.toml:14:1: events[0]: name the link with `link` or with `node` and `iface`");
 }
@@ -340,8 +340,8 @@ fn load_balancer_errors_name_the_field() {
 #[test]
 fn address_events_name_a_host_interface() {
     let ev = "\n[[events]]\nat = \"5s\"\naction = \"remove_addr\"\n";
-    assert_eq!(error(&with(&format!("{ev}link = \"c-s\"\n"))), "scenario.toml:14:1: events[0]: an address event names the host's interface with `node` and `iface`");
-    assert_eq!(error(&with(&format!("{ev}node = \"c\"\niface = \"eth0\"\nloss = 0.1\n"))), r#"scenario.toml:19:8: events[0].loss: only applies to action = "set""#);
+    assert_eq!(error(&with(&format!("{ev}link = \"c-s\"\n"))), r#"scenario.toml:14:1: events[0]: action = "remove_addr" names the host's interface with `node` and `iface`"#);
+    assert_eq!(error(&with(&format!("{ev}node = \"c\"\niface = \"eth0\"\nloss = 0.1\n"))), r#"scenario.toml:19:8: events[0].loss: only applies to action = "set" or "fade""#);
     let net = common::net(&with(&format!("{ev}node = \"c\"\niface = \"eth0\"\n")));
     assert!(matches!(&net.events[0].action, mplab_scenario::network::LinkAction::RemoveAddr { node_name, iface_name, .. } if node_name == "c" && iface_name == "eth0"));
 }

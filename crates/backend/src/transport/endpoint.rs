@@ -76,6 +76,9 @@ pub trait Endpoint: StreamSocket {
     /// back (`true`): scenario events `remove_addr` / `add_addr`. Nothing
     /// for single-path transports.
     fn set_addr_in_service(&mut self, _addr: std::net::Ipv4Addr, _in_service: bool) {}
+    /// The host marked its address `addr` backup or not (scenario event
+    /// `prio`: MPTCP's MP_PRIO). Nothing for single-path transports.
+    fn set_addr_backup(&mut self, _addr: std::net::Ipv4Addr, _backup: bool) {}
     /// Aborts the connection (TCP: a RST; MPTCP: MP_FASTCLOSE).
     fn abort(&mut self) {}
     /// Why the connection ended without being closed: `Some(true)` when

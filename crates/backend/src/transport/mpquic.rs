@@ -327,6 +327,19 @@ impl Endpoint for MpQuicEndpoint {
         true
     }
 
+    /// PATH_STATUS_BACKUP / AVAILABLE on every path from `addr`, and on
+    /// the paths opened from it later.
+    fn set_addr_backup(&mut self, addr: Ipv4Addr, backup: bool) {
+        let a = IpAddr::V4(addr);
+        for l in self.locals.iter_mut().filter(|l| l.addr == a) {
+            l.backup = backup;
+        }
+        for w in self.wanted.iter_mut().filter(|w| w.local.ip() == a) {
+            w.backup = backup;
+        }
+        self.act(self.now, vec![PmAction::Prio { local: a, backup }]);
+    }
+
     fn set_addr_in_service(&mut self, addr: Ipv4Addr, in_service: bool) {
         let a = IpAddr::V4(addr);
         if in_service {
@@ -370,6 +383,7 @@ impl Endpoint for MpQuicEndpoint {
                 // acknowledged bytes per path.
                 bytes_acked: p.sent_bytes.saturating_sub(p.in_flight),
                 retransmitted_segments: p.lost_packets,
+                retransmitted_bytes: None,
                 rto_count: 0,
                 state: match p.state {
                     MpPathState::Validating => SubflowState::Connecting,

@@ -107,6 +107,12 @@ pub(crate) fn reorder_probe(conn: &Connection, now: Instant) -> (u64, u64) {
     (conn.ooo_bytes(), hol)
 }
 
+pub(crate) fn set_addr_backup(conn: &mut Connection, addr: Ipv4Addr, backup: bool) {
+    if let Some(id) = conn.local_addr_id(IpAddr::V4(addr)) {
+        conn.set_local_backup(id, backup);
+    }
+}
+
 pub(crate) fn set_addr_in_service(conn: &mut Connection, addr: Ipv4Addr, in_service: bool) {
     let Some(id) = conn.local_addr_id(IpAddr::V4(addr)) else { return };
     if in_service {

@@ -102,6 +102,7 @@ impl Endpoint for QuicEndpoint {
             bytes_sent: self.sent,
             bytes_acked: 0,
             retransmitted_segments: lost,
+                retransmitted_bytes: None,
             rto_count: 0,
             state: if self.q.closed.is_some() { SubflowState::Closed } else { SubflowState::Established },
             hystart: Default::default(),

@@ -166,6 +166,7 @@ impl Endpoint for SctpEndpoint {
                     bytes_sent: s.bytes_sent,
                     bytes_acked: s.bytes_acked,
                     retransmitted_segments: s.retransmissions,
+                retransmitted_bytes: None,
                     rto_count: s.timeouts,
                     state: match self.assoc.path_state(i) {
                         Some(PathState::Active) => SubflowState::Established,

@@ -163,6 +163,12 @@ impl Endpoint for StreamEndpoint {
             mp::set_addr_in_service(c, addr, in_service);
         }
     }
+
+    fn set_addr_backup(&mut self, addr: Ipv4Addr, backup: bool) {
+        if let StreamConn::Mptcp(c) = &mut self.conn {
+            mp::set_addr_backup(c, addr, backup);
+        }
+    }
 }
 
 /// A TCP state as a probe reports it: data can still flow while either

@@ -108,6 +108,7 @@ pub fn kernel_run(plan: &Plan, mut results: RunResults, e: Ending, tracks: &[Flo
     results.queues = e.report.queue_samples.clone();
     results.errors.extend(e.pcap_errors.iter().cloned());
     results.summary = s;
+    mplab_backend::handover::annotate(net, &mut results);
     KernelRun { results, meta: meta(plan, &e, tracks, stacks) }
 }
 
@@ -207,6 +208,7 @@ fn flows(plan: &Plan, e: &Ending, tracks: &[FlowTrack], s: &mut Summary) {
                     bytes_sent: x.info.bytes_sent,
                     bytes_acked: x.info.bytes_acked,
                     retransmitted_segments: u64::from(x.info.total_retrans),
+                    retransmitted_bytes: x.info.bytes_retrans,
                     rto_count: u64::from(x.info.total_rto.unwrap_or(0)),
                     state: x.state,
                     ..Default::default()

@@ -12,16 +12,18 @@ pub const CONTROL_DIR: &str = "/run/mplab-us";
 /// the file up within 20 ms, removes it and applies each line:
 ///
 /// * `backup ADDR` / `nobackup ADDR`: MP_PRIO on every subflow from local
-///   address ADDR (`Connection::set_backup`): the peer should send on it
-///   only when nothing else works;
+///   address ADDR, and the flag on those it opens later
+///   (`Connection::set_local_backup`): the peer should send on it only
+///   when nothing else works;
 /// * `remove ADDR`: the address goes away: REMOVE_ADDR with its id, and
-///   its subflows end (`Connection::remove_local`);
+///   its subflows end (`Connection::remove_local`); `add ADDR` puts it back;
 /// * `abort [FLOW]`: MP_FASTCLOSE (a RST for plain TCP) on the flow's
 ///   connection, or on every connection of the host.
 ///
-/// Scenario files have no such events (the simulator and the kernel
-/// backend could not run them alike); this is an operator's and the
-/// tests' hook. Write with [`send_control`] (atomic: a file appears whole).
+/// A scenario's `prio`, `remove_addr` and `add_addr` events (and the
+/// mobility events that expand into them) come this way; it is also an
+/// operator's and the tests' hook. Write with [`send_control`] (atomic: a
+/// file appears whole).
 pub fn control_path(ns: &str) -> std::path::PathBuf {
     std::path::Path::new(CONTROL_DIR).join(format!("{ns}.ctl"))
 }

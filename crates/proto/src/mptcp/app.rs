@@ -149,6 +149,21 @@ impl Connection {
         self.apply(out);
     }
 
+    /// Marks our address `id` backup or not, as `ip mptcp endpoint change
+    /// id N backup|nobackup` does: MP_PRIO on each of its open subflows,
+    /// and the flag on the subflows opened from it later.
+    pub fn set_local_backup(&mut self, id: u8, backup: bool) {
+        self.changed_all();
+        let Some(l) = self.cfg.locals.iter_mut().find(|l| l.id == id) else { return };
+        l.backup = backup;
+        let ip = l.addr;
+        self.set_rejoin_backup(ip, backup);
+        let from: Vec<usize> = self.subflows.iter().enumerate().filter(|(_, s)| s.local_id == id && !s.is_closed() && s.backup != backup).map(|(i, _)| i).collect();
+        for i in from {
+            self.set_backup(i, backup);
+        }
+    }
+
     /// The id of our address `ip`, if it is one of `locals`.
     pub fn local_addr_id(&self, ip: IpAddr) -> Option<u8> {
         self.cfg.locals.iter().find(|l| l.addr == ip).map(|l| l.id)

@@ -80,6 +80,14 @@ impl Connection {
         }
     }
 
+    /// Our address `local` changed its backup flag: its re-creations carry
+    /// the new one.
+    pub(super) fn set_rejoin_backup(&mut self, local: IpAddr, backup: bool) {
+        for r in self.rejoins.iter_mut().filter(|r| r.local == local) {
+            r.backup = backup;
+        }
+    }
+
     /// Subflow `idx` is fully established: if it is a re-creation, note
     /// when (an attempt that holds resets the backoff).
     pub(super) fn rejoin_established(&mut self, now: Instant, idx: usize) {

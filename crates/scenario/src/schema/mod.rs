@@ -21,7 +21,7 @@ mod topology;
 mod transport;
 
 pub(crate) use draft::{Draft, DraftEnd, DraftLink, DraftNode};
-pub use events::{EventAction, EventSpec};
+pub use events::{EventAction, EventSpec, HandoverMode};
 pub use flows::FlowSpec;
 pub use links::{DirectionSpec, LinkSpec, LossModel, RateSpec};
 pub use middleboxes::MiddleboxSpec;

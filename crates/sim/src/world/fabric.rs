@@ -330,9 +330,11 @@ impl World {
     pub(super) fn scenario_event(&mut self, idx: usize) {
         let ev = self.net.events[idx].clone();
         let now = self.now;
-        if let network::LinkAction::RemoveAddr { node, addr, .. } | network::LinkAction::AddAddr { node, addr, .. } = ev.action {
-            let in_service = matches!(ev.action, network::LinkAction::AddAddr { .. });
-            return self.set_addr_in_service(node, addr, in_service);
+        match ev.action {
+            network::LinkAction::RemoveAddr { node, addr, .. } => return self.set_addr_in_service(node, addr, false),
+            network::LinkAction::AddAddr { node, addr, .. } => return self.set_addr_in_service(node, addr, true),
+            network::LinkAction::Prio { node, addr, backup, .. } => return self.set_addr_backup(node, addr, backup),
+            _ => {}
         }
         let dirs: &[usize] = match &ev.action {
             network::LinkAction::Set { direction: network::Direction::Ab, .. } => &[0],
@@ -358,7 +360,7 @@ impl World {
                         l.set_loss(config::loss_model(p, None));
                     }
                 }
-                network::LinkAction::RemoveAddr { .. } | network::LinkAction::AddAddr { .. } => {}
+                network::LinkAction::RemoveAddr { .. } | network::LinkAction::AddAddr { .. } | network::LinkAction::Prio { .. } => {}
             }
             self.reclaim(ev.link, d);
             self.schedule_link(ev.link, d);

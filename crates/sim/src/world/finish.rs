@@ -79,6 +79,7 @@ impl World {
             }
         }
         self.results.summary = s;
+        mplab_backend::handover::annotate(&self.net, &mut self.results);
         self.results
     }
 

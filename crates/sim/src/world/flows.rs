@@ -102,11 +102,20 @@ impl World {
     /// Scenario events `remove_addr` / `add_addr`: every connection of
     /// `node` hears that its address `addr` left or came back.
     pub(super) fn set_addr_in_service(&mut self, node: usize, addr: std::net::Ipv4Addr, in_service: bool) {
+        self.on_host_endpoints(node, |ep| ep.set_addr_in_service(addr, in_service));
+    }
+
+    pub(super) fn set_addr_backup(&mut self, node: usize, addr: std::net::Ipv4Addr, backup: bool) {
+        self.on_host_endpoints(node, |ep| ep.set_addr_backup(addr, backup));
+    }
+
+    /// Applies `f` to every connection end on `node`, then lets each act.
+    fn on_host_endpoints(&mut self, node: usize, f: impl Fn(&mut dyn Endpoint)) {
         for flow in 0..self.flows.len() {
             for end in 0..2 {
                 let at = if end == 0 { self.net.flows[flow].from } else { self.flows[flow].server };
                 let Some(ep) = self.flows[flow].ends[end].ep.as_mut().filter(|_| at == node) else { continue };
-                ep.set_addr_in_service(addr, in_service);
+                f(ep.as_mut());
                 self.after_input(flow, end, Progress::default());
             }
         }

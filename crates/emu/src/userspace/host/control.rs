@@ -19,11 +19,10 @@ pub(super) fn control(ends: &mut [End], line: &str) -> String {
         match (verb, addr) {
             ("backup" | "nobackup", Some(a)) => {
                 let Some(mp) = conn.mptcp() else { continue };
-                let idx: Vec<usize> = mp.subflow_stats().iter().enumerate().filter(|(_, s)| s.local.ip() == a && !s.closed).map(|(i, _)| i).collect();
-                for &i in &idx {
-                    mp.set_backup(i, verb == "backup");
-                }
-                done.push(format!("{name}: MP_PRIO on {} subflow(s)", idx.len()));
+                let Some(id) = mp.local_addr_id(a) else { continue };
+                let n = mp.subflow_stats().iter().filter(|s| s.local.ip() == a && !s.closed && s.backup != (verb == "backup")).count();
+                mp.set_local_backup(id, verb == "backup");
+                done.push(format!("{name}: MP_PRIO on {n} subflow(s)"));
             }
             ("remove" | "add", Some(a)) => {
                 let Some(id) = end.cfg.locals.iter().find(|l| l.addr == a).map(|l| l.id) else { continue };

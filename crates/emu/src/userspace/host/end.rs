@@ -248,6 +248,7 @@ pub(super) fn publish(end: &End) {
                 total_retrans: s.tcp.segments_retransmitted as u32,
                 bytes_acked: s.tcp.bytes_acked,
                 bytes_sent: s.tcp.bytes_sent,
+                bytes_retrans: Some(s.tcp.bytes_retransmitted),
                 total_rto: Some(s.tcp.rto_count.min(u16::MAX as u64) as u16),
             };
             // Linux's TCP_ESTABLISHED / TCP_CLOSE.
