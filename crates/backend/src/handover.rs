@@ -10,8 +10,9 @@
 //!   of service (link down, address withdrawn, marked backup) or brings
 //!   one in (link up, address back, out of backup): the time from the
 //!   event to the first interval with goodput on a path that uses the
-//!   interface's address (brought in), or the longest stall within 10 s
-//!   after it (taken out);
+//!   interface's address (brought in), or the longest stall in progress
+//!   at the event or beginning within 2 s after it, before the next change
+//!   (taken out);
 //! * bytes sent again (`retransmitted_bytes` of the flow, where the
 //!   transport counts them).
 
@@ -20,8 +21,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::results::{FlowSample, RunResults};
 
-/// How long after an interface is taken away its stall is looked for.
-const AFTER_LOSS_NS: u64 = 10_000_000_000;
+/// How long after an interface is taken away a stall that begins is
+/// counted as its doing: a sender notices a dead path by its RTO (Linux's
+/// minimum 200 ms, backed off once or twice) or by the REMOVE_ADDR.
+const AFTER_LOSS_NS: u64 = 2_000_000_000;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HandoverSummary {
@@ -50,8 +53,9 @@ pub struct HandoverEvent {
     /// Brought in: the time to the first goodput on a path from (or to)
     /// the interface's address, if there was any before the end.
     pub first_byte_after_s: Option<f64>,
-    /// Taken away: the longest stall of the flow starting within 10 s
-    /// after the event (0 when it never stopped).
+    /// Taken away: the longest stall of the flow in progress at the event
+    /// or beginning within 2 s after it and before the next change (0 when
+    /// it never stopped).
     pub stall_after_s: Option<f64>,
 }
 
@@ -80,8 +84,9 @@ pub fn annotate(net: &Network, r: &mut RunResults) {
             .map(|c| {
                 let at_s = c.at_ns as f64 / 1e9;
                 let (first_byte_after_s, stall_after_s) = if c.takes_away {
-                    let until = at_s + AFTER_LOSS_NS as f64 / 1e9;
-                    let worst = stalls.iter().filter(|(from, _)| *from >= at_s - res_s && *from <= until).map(|(_, len)| *len).fold(0.0, f64::max);
+                    let next = changes.iter().map(|x| x.at_ns).filter(|&t| t > c.at_ns).min().map_or(f64::INFINITY, |t| t as f64 / 1e9);
+                    let until = (at_s + AFTER_LOSS_NS as f64 / 1e9).min(next);
+                    let worst = stalls.iter().filter(|(from, len)| *from + len > at_s && *from < until).map(|(_, len)| *len).fold(0.0, f64::max);
                     (None, Some(worst))
                 } else {
                     let addr = c.addr.to_string();

@@ -376,7 +376,7 @@ fn render_handover(o: &mut String, h: &mplab_backend::handover::HandoverSummary)
     let _ = writeln!(o, "  handover: longest stall {:.1} s{from}{again} (to {:.0} ms, the probe interval)", h.longest_stall_s, h.resolution_s * 1e3);
     for e in &h.events {
         let what = match (e.takes_away, e.first_byte_after_s, e.stall_after_s) {
-            (true, _, Some(st)) => format!("longest stall in the next 10 s {st:.1} s"),
+            (true, _, Some(st)) => format!("stall {st:.1} s"),
             (false, Some(t), _) => format!("first byte on it {t:.1} s later"),
             (false, None, _) => "not used before the end".into(),
             _ => String::new(),

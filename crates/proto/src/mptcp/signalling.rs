@@ -62,7 +62,11 @@ impl Connection {
 
     pub(super) fn on_remove_addr(&mut self, ids: &[u8]) {
         self.changed_all();
-        for s in self.subflows.iter_mut().filter(|s| ids.contains(&s.remote_id) && s.is_join()) {
+        // Id 0 is the address the connection started from: its subflow
+        // ends too (Linux's rm_addr walks every subflow by remote id),
+        // or, on a path that died with the address, it would linger on
+        // its RTO backoff and hold the slot a new subflow needs.
+        for s in self.subflows.iter_mut().filter(|s| ids.contains(&s.remote_id)) {
             s.tcp.abort();
         }
         // A removed address no longer counts against the ADD_ADDR limit
@@ -117,7 +121,12 @@ impl Connection {
         }
         let ann_due = self.announces_pending().any(|a| a.next_at <= now);
         if fin_due || ann_due || !self.signals.echoes.is_empty() || !self.signals.remove_pending.is_empty() {
-            let Some(carrier) = self.subflows.iter().position(|s| s.usable()) else { return };
+            // The initiator's first subflow repeats MP_CAPABLE on its pure
+            // ACKs until the peer confirms it: those carry no address
+            // signal (only a DATA_FIN once the keys went), and asking for
+            // one would ask again at every poll, without end.
+            let carries = |s: &super::Subflow| s.usable() && (fin_due || !(self.client && s.handshake == super::Handshake::ThirdAck));
+            let Some(carrier) = self.subflows.iter().position(carries) else { return };
             self.subflows[carrier].tcp.ack_now();
             self.touch(carrier);
         }

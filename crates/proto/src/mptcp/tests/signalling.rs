@@ -278,3 +278,41 @@ fn an_add_addr_never_echoed_is_given_up() {
     let t = n.server().poll_timeout();
     assert!(t.is_none_or(|t| t > n.now), "a timer in the past: {t:?} at {:?}", n.now);
 }
+
+/// An address withdrawn before the handshake is confirmed: the REMOVE_ADDR
+/// waits for a subflow that can carry it (the first subflow's pure ACKs
+/// repeat MP_CAPABLE until then, and asking one of them for the signal
+/// again at every poll once sent ACKs without end), no subflow ever
+/// leaves from the address, and every byte arrives.
+#[test]
+fn an_address_withdrawn_during_the_handshake_is_never_used() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 10);
+    n.to_send = 2_000_000;
+    n.client.remove_local(1);
+    n.run(20_000);
+    assert_eq!(n.received, 2_000_000);
+    assert!(n.client.subflows().iter().all(|s| s.local.ip() != ip(2, 1)), "{:?}", n.client.subflow_stats());
+    // 2 MB in 1448-byte segments is about 1400 segments each way; a loop
+    // of pure ACKs would be orders of magnitude more.
+    assert!(n.log.len() < 10_000, "{} segments", n.log.len());
+}
+
+/// The address the connection started from (id 0) withdrawn and put back:
+/// as for any other address, a subflow leaves from it again (Linux's
+/// fullmesh manager re-creates one when the endpoint returns).
+#[test]
+fn the_initial_address_withdrawn_and_restored_is_joined_again() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 5, 10);
+    n.to_send = 6_000_000;
+    n.run(800);
+    assert_eq!(open_from(&n.client, ip(1, 1)), 1);
+    n.client.remove_local(0);
+    n.run(1600);
+    assert_eq!(open_from(&n.client, ip(1, 1)), 0, "{:?}", n.client.subflow_stats());
+    n.client.add_local(0);
+    n.run(30_000);
+    assert_eq!(n.received, 6_000_000);
+    let sf = n.client.subflow_stats();
+    let last = sf.last().unwrap();
+    assert!(last.local.ip() == ip(1, 1) && last.tcp.bytes_acked > 500_000, "{sf:?}");
+}
