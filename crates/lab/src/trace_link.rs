@@ -285,8 +285,10 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(s, "  outages     none (a steps file's rates are all > 0)");
         return s;
     }
-    let _ = writeln!(s, "  outages     {} gaps of more than {} ms between opportunities", o.count, o.threshold_ms);
-    if o.count > 0 {
+    if o.count == 0 {
+        let _ = writeln!(s, "  outages     none (no gap of more than {} ms between opportunities)", o.threshold_ms);
+    } else {
+        let _ = writeln!(s, "  outages     {} gap{} of more than {} ms between opportunities", o.count, if o.count == 1 { "" } else { "s" }, o.threshold_ms);
         let _ = writeln!(s, "              {:.3} s in all ({:.1} % of the time), longest {:.3} s", o.total_s, o.fraction * 100.0, o.longest_s);
         for g in &o.first {
             let _ = writeln!(s, "              at {:>8.3} s for {:.3} s", g.start_s, g.length_s);
@@ -364,7 +366,7 @@ mod tests {
         let r = summarise(&p, &Options { window_ms: 10, outage_ms: 30, ..Default::default() }).unwrap();
         assert_eq!(r.outages.count, 0);
         let text = render(&r);
-        assert!(text.contains("71 opportunities") && text.contains("0 gaps"), "{text}");
+        assert!(text.contains("71 opportunities") && text.contains("outages     none (no gap of more than 30 ms"), "{text}");
     }
 
     /// The trace loops: the time before its first opportunity is a gap, and
