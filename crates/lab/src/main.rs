@@ -852,20 +852,7 @@ fn trace_cmd(file: &std::path::Path, json: bool, checks: bool, plots: Option<&st
 /// `mplab trace-link`.
 fn trace_link_cmd(c: TraceLinkCmd, quiet: bool) -> ExitCode {
     let TraceLinkCmd { file, steps, window, outage, duration, json, plot: plot_dir } = c;
-    let whole_ms = |what: &str, d: mplab_scenario::Duration| -> Result<u64, String> {
-        let ns = d.as_nanos();
-        if ns % 1_000_000 != 0 {
-            return Err(format!("--{what} {d}: a whole number of milliseconds (a trace's resolution)"));
-        }
-        Ok(ns / 1_000_000)
-    };
-    let opt = (|| -> Result<trace_link::Options, String> {
-        let window_ms = whole_ms("window", window)?;
-        if window_ms == 0 {
-            return Err("--window: at least 1ms".into());
-        }
-        Ok(trace_link::Options { window_ms, outage_ms: whole_ms("outage", outage)?, steps, duration_ms: duration.map(|d| whole_ms("duration", d)).transpose()? })
-    })();
+    let opt = trace_link_options(window, outage, duration, steps);
     let rep = match opt.and_then(|o| trace_link::summarise(&file, &o)) {
         Ok(r) => r,
         Err(e) => return fail("trace-link", run::RunError::Usage(e)),
@@ -886,6 +873,22 @@ fn trace_link_cmd(c: TraceLinkCmd, quiet: bool) -> ExitCode {
         let _ = write!(std::io::stdout(), "{}", trace_link::render(&rep));
     }
     ExitCode::SUCCESS
+}
+
+/// `mplab trace-link`'s durations in whole milliseconds (a trace's resolution).
+fn trace_link_options(window: mplab_scenario::Duration, outage: mplab_scenario::Duration, duration: Option<mplab_scenario::Duration>, steps: bool) -> Result<trace_link::Options, String> {
+    let whole_ms = |what: &str, d: mplab_scenario::Duration| -> Result<u64, String> {
+        let ns = d.as_nanos();
+        if ns % 1_000_000 != 0 {
+            return Err(format!("--{what} {d}: a whole number of milliseconds (a trace's resolution)"));
+        }
+        Ok(ns / 1_000_000)
+    };
+    let window_ms = whole_ms("window", window)?;
+    if window_ms == 0 {
+        return Err("--window: at least 1ms".into());
+    }
+    Ok(trace_link::Options { window_ms, outage_ms: whole_ms("outage", outage)?, steps, duration_ms: duration.map(|d| whole_ms("duration", d)).transpose()? })
 }
 
 /// `--slurm-*` flags; each overrides the spec file's `[sweep.slurm]`.
