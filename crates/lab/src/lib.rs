@@ -22,4 +22,5 @@ pub mod sweep;
 pub mod table;
 pub mod trace;
 pub mod trace_gen;
+pub mod trace_link;
 pub mod validate;

@@ -1,6 +1,6 @@
 //! `mplab`: the Multipath TCP lab command line.
 
-use mplab::{attack, compare, figures, load, plot, plugins, report, run, slurm, soak, sweep, trace, trace_gen, validate};
+use mplab::{attack, compare, figures, load, plot, plugins, report, run, slurm, soak, sweep, trace, trace_gen, trace_link, validate};
 
 
 use std::io::Write as _;
@@ -25,6 +25,7 @@ const EXIT_USAGE: u8 = 2;
   mplab report results/two-paths-sweep
   mplab compare results/a results/b
   mplab trace capture.pcap
+  mplab trace-link scenarios/traces/lte-commuter-10mbit.trace
 
 Exit codes: 0 ok, 1 a run failed (or a check mismatched), 2 usage or scenario error."
 )]
@@ -145,6 +146,19 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Summarise a link capacity trace: its period, mean capacity (1500 IP
+    /// bytes per delivery opportunity), the capacity per window with its
+    /// percentiles, and its outages (gaps between opportunities longer than
+    /// --outage). Reads a Mahimahi delivery trace, or a steps CSV (`time,rate`
+    /// lines) when the name ends in .csv or with --steps. Exits 2 on a bad
+    /// file, naming the file and line.
+    ///
+    /// Examples:
+    ///   mplab trace-link scenarios/traces/lte-commuter-10mbit.trace
+    ///   mplab trace-link scenarios/traces/lte-steady-5mbit.trace --window 1s --json
+    ///   mplab trace-link rates.csv --duration 15s --plot /tmp/plots
+    #[command(verbatim_doc_comment)]
+    TraceLink(TraceLinkCmd),
     /// Decode a pcap/pcapng capture: MPTCP connections, subflows, events, and
     /// verification of every token, HMAC and DSS checksum.
     ///
@@ -366,6 +380,32 @@ struct AttackCmd {
     list: bool,
 }
 
+// `mplab trace-link`.
+#[derive(clap::Args)]
+struct TraceLinkCmd {
+    /// A Mahimahi delivery trace, or a steps CSV (see docs/mobile.md).
+    file: PathBuf,
+    /// Read FILE as a steps CSV whatever its name.
+    #[arg(long)]
+    steps: bool,
+    /// Window of the per-window capacity (whole milliseconds).
+    #[arg(long, default_value = "100ms")]
+    window: mplab_scenario::Duration,
+    /// A gap between delivery opportunities longer than this is an outage.
+    #[arg(long, default_value = "200ms")]
+    outage: mplab_scenario::Duration,
+    /// How much of a steps file to summarise (default: up to its last step
+    /// plus one window; its last rate holds for ever).
+    #[arg(long)]
+    duration: Option<mplab_scenario::Duration>,
+    /// Print the report as JSON (with the capacity of every window).
+    #[arg(long)]
+    json: bool,
+    /// Write the capacity over time (PNG + SVG) to DIR/<name>-capacity.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
+}
+
 // `mplab soak`.
 #[derive(clap::Args)]
 struct SoakCmd {
@@ -463,6 +503,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Trace { file, json, checks, plots } => trace_cmd(&file, json, checks, plots.as_deref()),
+        Command::TraceLink(c) => trace_link_cmd(c, quiet),
         Command::TraceGen { profile, mean, seed, duration, out } => {
             let ms = trace_gen::generate(profile, mean.bps(), duration.as_nanos() / 1_000_000, seed);
             match std::fs::write(&out, trace_gen::render(&ms)) {
@@ -806,6 +847,48 @@ fn trace_cmd(file: &std::path::Path, json: bool, checks: bool, plots: Option<&st
             ExitCode::from(EXIT_USAGE)
         }
     }
+}
+
+/// `mplab trace-link`.
+fn trace_link_cmd(c: TraceLinkCmd, quiet: bool) -> ExitCode {
+    let TraceLinkCmd { file, steps, window, outage, duration, json, plot: plot_dir } = c;
+    let opt = trace_link_options(window, outage, duration, steps);
+    let rep = match opt.and_then(|o| trace_link::summarise(&file, &o)) {
+        Ok(r) => r,
+        Err(e) => return fail("trace-link", run::RunError::Usage(e)),
+    };
+    if let Some(dir) = plot_dir {
+        let f = trace_link::figure(&rep);
+        let base = dir.join(&f.name);
+        if let Err(e) = plot::write(&f.plot, &base) {
+            return fail("trace-link", run::RunError::Failed(format!("{}: {e}", dir.display())));
+        }
+        if !quiet && !json {
+            eprintln!("wrote {} and .svg", base.with_extension("png").display());
+        }
+    }
+    if json {
+        let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string_pretty(&rep).expect("report serialises"));
+    } else if !quiet {
+        let _ = write!(std::io::stdout(), "{}", trace_link::render(&rep));
+    }
+    ExitCode::SUCCESS
+}
+
+/// `mplab trace-link`'s durations in whole milliseconds (a trace's resolution).
+fn trace_link_options(window: mplab_scenario::Duration, outage: mplab_scenario::Duration, duration: Option<mplab_scenario::Duration>, steps: bool) -> Result<trace_link::Options, String> {
+    let whole_ms = |what: &str, d: mplab_scenario::Duration| -> Result<u64, String> {
+        let ns = d.as_nanos();
+        if ns % 1_000_000 != 0 {
+            return Err(format!("--{what} {d}: a whole number of milliseconds (a trace's resolution)"));
+        }
+        Ok(ns / 1_000_000)
+    };
+    let window_ms = whole_ms("window", window)?;
+    if window_ms == 0 {
+        return Err("--window: at least 1ms".into());
+    }
+    Ok(trace_link::Options { window_ms, outage_ms: whole_ms("outage", outage)?, steps, duration_ms: duration.map(|d| whole_ms("duration", d)).transpose()? })
 }
 
 /// `--slurm-*` flags; each overrides the spec file's `[sweep.slurm]`.

@@ -74,3 +74,17 @@ pub(crate) fn read_steps(base: &Path, file: &str, field: &str) -> Result<Vec<Rat
     }
     Ok(steps)
 }
+
+/// Reads a Mahimahi trace file on its own, outside a scenario (`mplab
+/// trace-link`), with [`read_trace`]'s checks; the error names the file
+/// and, for a bad line, its number (`trace t.trace:3: times must not
+/// decrease: 3 after 5`).
+pub fn read_trace_file(path: &Path) -> Result<DeliveryTrace, String> {
+    read_trace(Path::new(""), &path.to_string_lossy(), true, "").map_err(|d| d.message)
+}
+
+/// Reads a steps CSV on its own, outside a scenario, with [`read_steps`]'s
+/// checks; the error names the file and line.
+pub fn read_steps_file(path: &Path) -> Result<Vec<RateStep>, String> {
+    read_steps(Path::new(""), &path.to_string_lossy(), "").map_err(|d| d.message)
+}

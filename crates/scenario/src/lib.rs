@@ -37,6 +37,7 @@ use std::ops::Deref;
 use std::path::Path;
 
 
+pub use capacity::{read_steps_file, read_trace_file};
 pub use error::{At, ScenarioError};
 use error::{line_col, parse_path, render_path, Diag, LocTree};
 pub use network::Network;
