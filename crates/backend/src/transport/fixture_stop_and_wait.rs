@@ -249,6 +249,7 @@ impl Endpoint for StopAndWait {
             bytes_sent: self.bytes_sent,
             bytes_acked: self.acked,
             retransmitted_segments: self.retransmissions,
+            retransmitted_bytes: None,
             rto_count: self.retransmissions,
             state: if self.established { SubflowState::Established } else { SubflowState::Connecting },
             hystart: Default::default(),
