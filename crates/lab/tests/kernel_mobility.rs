@@ -1,0 +1,195 @@
+//! Mobility events on Linux's MPTCP (the kernel backend): a phone's Wi-Fi
+//! lost and regained, and a make-before-break handover whose MP_PRIO is
+//! `ip mptcp endpoint change id N backup|nobackup` in the phone's
+//! namespace. The same files run on the simulator in
+//! crates/sim/tests/mobility.rs. Needs root; each test cleans up its
+//! namespaces even when it fails.
+
+mod kernel_support;
+
+use kernel_support::{can_run, run, serial, window_mbit, NsGuard};
+use mplab_backend::handover::HandoverSummary;
+
+/// A phone with Wi-Fi (20 Mbit/s, 5 ms) and LTE (10 Mbit/s down, 5 up,
+/// 30 ms), a server 10-14 ms behind each; `mptcp` is the
+/// `[transport.mptcp]` table and `events` the events.
+fn phone(duration: &str, mptcp: &str, events: &str) -> String {
+    format!(
+        r#"
+name = "kernel-mobility"
+duration = "{duration}"
+
+[[nodes]]
+name = "phone"
+[[nodes]]
+name = "ap"
+kind = "router"
+[[nodes]]
+name = "enb"
+kind = "router"
+[[nodes]]
+name = "internet"
+kind = "router"
+[[nodes]]
+name = "server"
+
+[[links]]
+name = "wifi"
+a = "phone:wlan0"
+b = "ap"
+a_addr = "192.168.1.10/24"
+b_addr = "192.168.1.1/24"
+rate = "20Mbit"
+delay = "5ms"
+queue = {{ kind = "droptail", packets = 100 }}
+
+[[links]]
+name = "lte"
+a = "phone:rmnet0"
+b = "enb"
+a_addr = "10.64.0.10/24"
+b_addr = "10.64.0.1/24"
+delay = "30ms"
+queue = {{ kind = "droptail", packets = 300 }}
+[links.ab]
+rate = "5Mbit"
+[links.ba]
+rate = "10Mbit"
+
+[[links]]
+a = "ap"
+b = "internet"
+rate = "1Gbit"
+delay = "5ms"
+
+[[links]]
+a = "enb"
+b = "internet"
+rate = "1Gbit"
+delay = "10ms"
+
+[[links]]
+a = "internet"
+b = "server"
+rate = "1Gbit"
+delay = "2ms"
+
+{mptcp}
+
+[[flows]]
+name = "dl"
+from = "phone"
+to = "server"
+from_addr = "192.168.1.10"
+transport = "mptcp"
+app = "download"
+bytes = "1GB"
+
+{events}
+
+[probes]
+interval = "100ms"
+"#
+    )
+}
+
+/// LTE's downlink (10 Mbit/s of IP packets) as TCP payload, Mbit/s.
+const LTE_PAYLOAD_MBIT: f64 = 10.0 * 1448.0 / 1500.0;
+/// What a window of LTE alone must reach: the emulator keeps the rate to
+/// a packet (docs/emulator.md), Linux's cubic over a 300-packet queue keeps
+/// it busy; 20 % covers a loss recovery within a 2-3 s window.
+const LTE_ALONE_MIN: f64 = 0.8 * LTE_PAYLOAD_MBIT;
+
+fn handover(r: &mplab_emu::kernel::KernelRun) -> &HandoverSummary {
+    r.results.summary.flows[0].handover.as_ref().expect("handover metrics")
+}
+
+#[test]
+fn linux_keeps_the_download_when_the_wifi_is_lost_and_joins_it_again() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("mob");
+    let events = r#"
+[[events]]
+at = "4s"
+node = "phone"
+iface = "wlan0"
+action = "wifi_lost"
+detect = "200ms"
+
+[[events]]
+at = "9s"
+node = "phone"
+iface = "wlan0"
+action = "wifi_regained"
+dhcp = "1s"
+"#;
+    let text = phone("15s", "[transport.mptcp]\npath_manager = \"fullmesh\"", events);
+    let k = run(&g, 0, &text);
+    let f = &k.results.summary.flows[0];
+    assert!(f.verified, "{f:?}");
+    // Out of Wi-Fi, LTE carries the download.
+    let lte = window_mbit(&k, "dl", 5.5, 9.0);
+    assert!(lte >= LTE_ALONE_MIN && lte <= LTE_PAYLOAD_MBIT * 1.02, "{lte} Mbit/s on LTE alone");
+    // The address is back at 10 s: the path manager opens a subflow from
+    // it again and both paths carry the download (more than LTE could).
+    let h = handover(&k);
+    let back = h.events.iter().find(|e| e.event == "add_addr").expect("add_addr in the metrics");
+    assert!(back.first_byte_after_s.is_some_and(|t| t <= 1.0), "{h:?}");
+    let both = window_mbit(&k, "dl", 12.0, 15.0);
+    assert!(both > 1.3 * LTE_PAYLOAD_MBIT, "{both} Mbit/s with Wi-Fi back");
+    // The run says what it did in the phone's namespace.
+    let notes = &k.results.summary.notes;
+    assert!(notes.iter().any(|n| n.contains("remove_addr 192.168.1.10") && n.contains("endpoint delete")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("add_addr 192.168.1.10") && n.contains("endpoint add")), "{notes:?}");
+    g.assert_clean();
+}
+
+#[test]
+fn a_make_before_break_handover_moves_linux_off_the_wifi_before_it_goes() {
+    let _s = serial();
+    if !can_run() {
+        return;
+    }
+    let g = NsGuard::new("mbb");
+    // LTE is joined from the start as a backup; at 5 s it turns regular
+    // and Wi-Fi backup (MP_PRIO both ways), and Wi-Fi goes at 6.5 s.
+    let mptcp = r#"[transport.mptcp]
+path_manager = "endpoints"
+
+[[transport.mptcp.endpoints]]
+node = "phone"
+iface = "rmnet0"
+flags = ["subflow", "backup"]"#;
+    let events = r#"
+[[events]]
+at = "5s"
+node = "phone"
+iface = "wlan0"
+action = "handover"
+to = "rmnet0"
+mode = "make_before_break"
+overlap = "1500ms"
+"#;
+    let text = phone("10s", mptcp, events);
+    let k = run(&g, 0, &text);
+    let f = &k.results.summary.flows[0];
+    assert!(f.verified, "{f:?}");
+    let notes = &k.results.summary.notes;
+    assert!(notes.iter().any(|n| n.contains("prio nobackup 10.64.0.10") && n.contains("endpoint change")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("prio backup 192.168.1.10") && n.contains("endpoint change")), "{notes:?}");
+    // Before: Wi-Fi carries the download (LTE is a backup, idle).
+    let before = window_mbit(&k, "dl", 2.0, 5.0);
+    assert!(before > 1.3 * LTE_PAYLOAD_MBIT, "{before} Mbit/s on Wi-Fi");
+    // After the MP_PRIOs, and after Wi-Fi is gone: LTE carries it, with
+    // no stall when Wi-Fi goes (the server had left it already).
+    let after = window_mbit(&k, "dl", 7.0, 10.0);
+    assert!(after >= LTE_ALONE_MIN && after <= LTE_PAYLOAD_MBIT * 1.02, "{after} Mbit/s on LTE");
+    let h = handover(&k);
+    let gone = h.events.iter().find(|e| e.event == "down").expect("down in the metrics");
+    // One probe interval of slack: the last Wi-Fi packets in flight.
+    assert!(gone.stall_after_s.is_some_and(|s| s <= 0.2 + 1e-9), "{h:?}");
+    g.assert_clean();
+}
