@@ -54,6 +54,7 @@ fn main() {
             strip: [None, None],
             attack: None,
             mtu: 1500,
+            radio: None,
         }],
         events: vec![],
         seed: 1,

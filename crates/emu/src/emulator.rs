@@ -50,6 +50,8 @@ pub struct EmuLink {
     /// An attacker on this link (both directions): attack, strike time, count.
     pub attack: Option<(AttackKind, u64, Option<u32>)>,
     pub mtu: u32,
+    /// A cellular radio that sleeps when idle: (idle, promotion) in ns.
+    pub radio: Option<(u64, u64)>,
 }
 
 /// A timed change, at nanoseconds since the run's start.
@@ -362,6 +364,8 @@ struct Engine {
     rings: Vec<Option<sys::RxRing>>,
     /// `dirs[2 * link + d]`; port `p` feeds `dirs[p]` (a end -> ab).
     dirs: Vec<Dir>,
+    /// Each link's cellular radio, if it has one (both directions wait for it).
+    radios: Vec<Option<mplab_backend::link::Radio>>,
     pool: Pool,
     epoch: Wall,
     next_event: usize,
@@ -418,11 +422,13 @@ impl Engine {
             .map(|(li, l)| l.attack.map(|(k, at, count)| LinkAttacker { att: Attacker::new(k, at, count, cfg.seed, li), eth: [None; 2], buf: Vec::with_capacity(2048) }))
             .collect();
         let first_probe = if cfg.probe_queues.is_empty() { u64::MAX } else { cfg.probe_interval_ns };
+        let radios = cfg.links.iter().map(|l| l.radio.map(|(idle, promotion)| mplab_backend::link::Radio::new(idle, promotion))).collect();
         Engine {
             cfg,
             ports,
             rings: Vec::new(),
             dirs,
+            radios,
             pool: Pool::new(slot),
             epoch,
             next_event: 0,
@@ -553,6 +559,7 @@ impl Engine {
         let size = (len - 14).max(1) as u32;
         let d = &mut self.dirs[p];
         let at = at.max(d.last_offer);
+        let at = self.radios[p / 2].as_mut().map_or(at, |r| r.offer_at(at));
         d.last_offer = at;
         // Refused, lost or not: whatever the link will never deliver comes
         // back through take_discarded.

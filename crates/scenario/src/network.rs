@@ -261,6 +261,17 @@ pub struct Link {
     /// Whether the link starts up (events may change it).
     pub up: bool,
     pub mtu: u32,
+    /// A cellular radio that sleeps when idle (both directions share it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub radio: Option<Radio>,
+}
+
+/// A link's cellular radio: after `idle_ns` without a packet either way,
+/// the next packet waits `promotion_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Radio {
+    pub idle_ns: u64,
+    pub promotion_ns: u64,
 }
 
 impl Link {

@@ -87,6 +87,11 @@ fn link_from_spec(l: &LinkSpec, path: &str, base: &Path) -> Result<DraftLink, Di
         ba,
         up: l.up,
         mtu,
+        radio: match l.radio {
+            Some(r) if r.idle.as_nanos() == 0 => return diag(format!("{path}.radio.idle"), "must be greater than 0 (the radio sleeps after this long without a packet)"),
+            Some(r) => Some(crate::network::Radio { idle_ns: r.idle.as_nanos(), promotion_ns: r.promotion.as_nanos() }),
+            None => None,
+        },
         origin: path.to_string(),
     })
 }
@@ -231,7 +236,7 @@ fn build(d: &Draft) -> Result<(Vec<Node>, Vec<Link>), Diag> {
                 let e = &ends[lid][side];
                 LinkEnd { node: e.node, node_name: d.nodes[e.node].name.clone(), iface: index_of[&(lid, side)], iface_name: e.iface.clone(), addr }
             };
-            Link { id: lid, name: l.name.clone(), a: end(0, addr_a), b: end(1, addr_b), subnet, ab: l.ab.clone(), ba: l.ba.clone(), up: l.up, mtu: l.mtu }
+            Link { id: lid, name: l.name.clone(), a: end(0, addr_a), b: end(1, addr_b), subnet, ab: l.ab.clone(), ba: l.ba.clone(), up: l.up, mtu: l.mtu, radio: l.radio }
         })
         .collect();
 

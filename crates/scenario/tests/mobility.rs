@@ -172,3 +172,13 @@ fn bad_mobility_events_name_the_field() {
     assert_eq!(err(&format!("{ev}action = \"fade\"\nrate = \"1Mbit\"\nover = \"1s\"\nevery = \"2s\"\n")), r#"scenario.toml:55:9: events[0].every: must be greater than 0 and at most `over` (1s)"#);
     assert_eq!(err("[[events]]\nat = \"1s\"\nnode = \"r\"\niface = \"eth0\"\naction = \"wifi_lost\"\n"), r#"scenario.toml:50:8: events[0].node: "r" is a router; only hosts have MPTCP addresses"#);
 }
+
+#[test]
+fn a_radio_needs_an_idle_time() {
+    let with_radio = |radio: &str| PHONE.replace("name = \"lte\"\n", &format!("name = \"lte\"\nradio = {radio}\n"));
+    let net = common::net(&with_radio("{ idle = \"11600ms\", promotion = \"260ms\" }"));
+    let lte = net.link("lte").unwrap();
+    assert_eq!(lte.radio, Some(mplab_scenario::network::Radio { idle_ns: 11_600_000_000, promotion_ns: 260_000_000 }));
+    assert_eq!(common::error(&with_radio("{ idle = \"0s\", promotion = \"260ms\" }")), "scenario.toml:22:18: links[1].radio.idle: must be greater than 0 (the radio sleeps after this long without a packet)");
+    assert!(common::error(&with_radio("{ idle = \"1s\" }")).contains("missing field `promotion`"));
+}

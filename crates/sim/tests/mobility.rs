@@ -106,3 +106,52 @@ fn handover_metrics_are_deterministic() {
     let b = bundled("mobile-handover.toml", &[("events.2.mode", "break_before_make")]);
     assert_eq!(a.summary.flows[0].handover, b.summary.flows[0].handover);
 }
+
+/// One 10 Mbit/s link of 10 ms each way; `radio` the link's radio table
+/// (or nothing), a request of 100 B answered with 10 KB every `interval`.
+fn requests(radio: &str, interval: &str) -> RunResults {
+    run(&format!(
+        r#"name = "radio"
+duration = "30s"
+
+[[nodes]]
+name = "phone"
+[[nodes]]
+name = "server"
+
+[[links]]
+a = "phone"
+b = "server"
+rate = "10Mbit"
+delay = "10ms"
+{radio}
+
+[[flows]]
+from = "phone"
+to = "server"
+transport = "tcp"
+app = "request"
+request_size = "100B"
+response_size = "10KB"
+count = 5
+interval = "{interval}"
+start = "1s"
+"#
+    ))
+}
+
+#[test]
+fn a_sleeping_radio_delays_the_first_packet_after_silence() {
+    let radio = "radio = { idle = \"2s\", promotion = \"300ms\" }";
+    let latency = |r: &RunResults| r.summary.flows[0].mean_latency_ms.unwrap();
+    let wired = latency(&requests("", "5s"));
+    // Requests 5 s apart, the radio asleep after 2 s: each request but the
+    // first (the handshake just woke the radio) waits the 300 ms promotion
+    // once (the response follows within it): 4 x 300 ms over 5 requests.
+    let sleepy = latency(&requests(radio, "5s"));
+    assert!((sleepy - wired - 240.0).abs() < 1.0, "{sleepy} ms against {wired} ms");
+    // 1 s apart the radio stays awake: the requests pay nothing (the
+    // handshake woke it at 1 s, before the first request).
+    let awake = latency(&requests(radio, "1s"));
+    assert!((awake - latency(&requests("", "1s"))).abs() < 1.0, "{awake}");
+}

@@ -82,12 +82,15 @@
 //! * `trace`: trace-driven capacity ([`DeliverySchedule`], Mahimahi's
 //!   delivery opportunities), which replaces the serialiser's timeline on a
 //!   link given one with [`LinkDirection::set_trace`];
-//! * `stats`: [`LinkStats`].
+//! * `stats`: [`LinkStats`];
+//! * `radio`: a cellular radio's idle state ([`Radio`]), beside the two
+//!   directions of a link: the caller offers a packet at the time it says.
 
 mod flight;
 mod jitter;
 mod loss;
 mod queue;
+mod radio;
 mod serialiser;
 mod stats;
 mod time;
@@ -101,6 +104,7 @@ use mplab_proto::Instant;
 pub use self::jitter::{Jitter, PARETO_SHAPE};
 pub use self::loss::LossModel;
 pub use self::queue::{disciplines, QueueConfig};
+pub use self::radio::Radio;
 pub use self::stats::LinkStats;
 pub use self::trace::{DeliverySchedule, OPPORTUNITY_BYTES, TUN_HEADER_BYTES};
 use self::flight::{Fifo, Flight, Fly, NO_ARRIVAL};

@@ -130,6 +130,7 @@ impl<'n> Plan<'n> {
                 strip: [None, None],
                 attack: None,
                 mtu: l.mtu,
+                radio: l.radio.map(|r| (r.idle_ns, r.promotion_ns)),
             })
             .collect();
         for mb in &net.middleboxes {

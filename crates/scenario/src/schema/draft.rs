@@ -35,6 +35,7 @@ pub(crate) struct DraftLink {
     pub ba: LinkDirection,
     pub up: bool,
     pub mtu: u32,
+    pub radio: Option<crate::network::Radio>,
     pub origin: String,
 }
 
@@ -64,6 +65,7 @@ impl Draft {
             ba: params,
             up: true,
             mtu: DEFAULT_MTU,
+            radio: None,
             origin: "topology".into(),
         });
     }

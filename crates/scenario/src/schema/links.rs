@@ -101,6 +101,21 @@ pub struct LinkSpec {
     pub ba: Option<DirectionSpec>,
     #[serde(default = "yes")]
     pub up: bool,
+    /// A cellular radio's idle state: `{ idle = "10s", promotion = "260ms" }`.
+    #[serde(default)]
+    pub radio: Option<RadioSpec>,
+}
+
+/// A cellular radio on a link (LTE's RRC states): after `idle` without a
+/// packet either way the radio sleeps, and the next packet waits
+/// `promotion` while it wakes (Huang et al., "A close examination of
+/// performance and power characteristics of 4G LTE networks", MobiSys
+/// 2012: tail 11.6 s, promotion 260 ms).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RadioSpec {
+    pub idle: Duration,
+    pub promotion: Duration,
 }
 
 /// A link direction's capacity: a fixed rate (`"10Mbit"`), a Mahimahi

@@ -22,6 +22,7 @@ mod transport;
 
 pub(crate) use draft::{Draft, DraftEnd, DraftLink, DraftNode};
 pub use events::{EventAction, EventSpec, HandoverMode};
+pub use links::RadioSpec;
 pub use flows::FlowSpec;
 pub use links::{DirectionSpec, LinkSpec, LossModel, RateSpec};
 pub use middleboxes::MiddleboxSpec;

@@ -105,6 +105,7 @@ impl Generator for ParallelSpec {
                 ba: dir,
                 up: true,
                 mtu: DEFAULT_MTU,
+                radio: None,
                 origin: "topology".into(),
             });
         }

@@ -20,6 +20,8 @@ use super::*;
 pub(super) struct LinkRt {
     pub(super) dirs: [LinkDirection<Hop>; 2],
     pub(super) rng: [SimRng; 2],
+    /// A cellular radio both directions wait for when it sleeps.
+    pub(super) radio: Option<mplab_backend::link::Radio>,
 }
 
 /// What a wake-up of link direction `2 * link + dir` needs besides the
@@ -151,7 +153,8 @@ impl World {
 
     fn offer_one(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
         let l = &mut self.links[link];
-        if let Offer::Queued = l.dirs[dir].offer(self.now, h, h.size(), &mut l.rng[dir]) {
+        let at = l.radio.as_mut().map_or(self.now, |r| Instant(r.offer_at(self.now.0)));
+        if let Offer::Queued = l.dirs[dir].offer(at, h, h.size(), &mut l.rng[dir]) {
             let at = l.dirs[dir].last_end();
             self.capture(node, iface, h.id, at);
         }

@@ -193,7 +193,8 @@ impl World {
                     d.set_up(Instant::ZERO, false);
                 }
             }
-            links.push(LinkRt { dirs, rng: [rng.stream(0x11_0000 + 2 * l.id as u64), rng.stream(0x11_0001 + 2 * l.id as u64)] });
+            let radio = l.radio.map(|r| mplab_backend::link::Radio::new(r.idle_ns, r.promotion_ns));
+            links.push(LinkRt { dirs, rng: [rng.stream(0x11_0000 + 2 * l.id as u64), rng.stream(0x11_0001 + 2 * l.id as u64)], radio });
             wakes.push(WakeRt { at: None, to: (ends[1].0 as u32, ends[1].1 as u32) });
             wakes.push(WakeRt { at: None, to: (ends[0].0 as u32, ends[0].1 as u32) });
         }
