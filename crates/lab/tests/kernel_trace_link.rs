@@ -143,7 +143,8 @@ fn userspace_download_follows_a_bundled_trace() {
 }
 
 /// A trace of one opportunity per millisecond for 3 s (12 Mbit/s of IP
-/// packets, 11.58 of payload) that does not loop, in a 7 s run: bulk TCP
+/// packets, 11.58 of payload) that does not loop, in a 7 s run: a TCP
+/// download (1 GB, more than the run carries)
 /// fills it until 3 s, then nothing more arrives, and the results say when
 /// the capacity ended, in the simulator's words.
 #[test]
@@ -157,7 +158,7 @@ fn kernel_trace_that_does_not_loop_ends_the_capacity() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("once.trace");
     std::fs::write(&file, (1..=3000).map(|m| format!("{m}\n")).collect::<String>()).unwrap();
-    let text = one_link("7s", ("kernel", "kernel"), &format!("{{ trace = {:?}, loop = false }}", file.display().to_string()), "app = \"bulk\"");
+    let text = one_link("7s", ("kernel", "kernel"), &format!("{{ trace = {:?}, loop = false }}", file.display().to_string()), "app = \"download\"\nbytes = \"1GB\"");
     let r = run(&g, 0, &text);
     let s = sim(&text);
     let _ = std::fs::remove_dir_all(&dir);
