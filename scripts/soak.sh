@@ -14,7 +14,10 @@ export CI=1   # a root test that would skip fails instead
 logs=$(mktemp -d /tmp/mplab-soak.XXXXXX)
 # The test binaries whose tests need root and namespaces.
 bins=$(cd crates/lab/tests && ls kernel_*.rs userspace_*.rs | sed 's/\.rs$//' | tr '\n' ' ')
-cargo test --release -p mplab --no-run $(for b in $bins; do printf -- '--test %s ' "$b"; done) 2>&1 | grep -o '(target/[^)]*)' | tr -d '()' > "$logs/bins"
+cargo test --release -p mplab --no-run $(for b in $bins; do printf -- '--test %s ' "$b"; done) 2>&1 | grep -o '([^()]*/deps/[^)]*)' | tr -d '()' > "$logs/bins"
+# No test binary found (a build that failed, or cargo's output changed):
+# a soak of nothing must not pass.
+[ -s "$logs/bins" ] || { echo "soak: no test binaries built (see cargo's output above)" >&2; exit 1; }
 total_fail=0
 while read -r exe; do
   bin=$(basename "$exe" | sed 's/-[0-9a-f]*$//')

@@ -16,6 +16,18 @@
 //!   the wire delay error: the receiving veth's kernel timestamp minus the
 //!   sender's send time minus 1 ms (the sender's own path adds a few µs).
 //!
+//! * trace replay (1514 B frames): the link's `ab` direction replays a
+//!   Mahimahi trace (docs/mobile.md) instead of its rate, the sender paced
+//!   above the trace's capacity so that every opportunity has a frame
+//!   waiting: the bundled `lte-commuter-10mbit.trace` (about 350 frames/s
+//!   in its first 2 s, sent 1000/s) and a constant trace of 8 opportunities
+//!   every millisecond (96 Mbit/s of 1500 B packets, sent 9000/s), beside
+//!   the fixed-rate load of 8.3 k frames/s. Each millisecond's frames are
+//!   due at the same instant, so the emulator sends them back to back.
+//!   Their delay error (p50/p99/max, the emulator's record) is the
+//!   figure; the wire column is left out (the frames queue by design).
+//!   `EMU_BENCH_TRACE=1` runs only these two and the fixed-rate 8.3 k load.
+//!
 //! A fresh emulator runs each phase, so each phase's figures are its own.
 //! Sender, receiver and emulator share the machine's cores (2 here); other
 //! load on the machine shows in the p99s: run it a few times.
@@ -69,6 +81,7 @@ fn main() {
     // EMU_BENCH_QUICK=1: only the 1514 B loads of 0.5 and 1 Gbit/s, no
     // blast (for comparing emulator settings back to back).
     let quick = std::env::var_os("EMU_BENCH_QUICK").is_some();
+    let trace_only = std::env::var_os("EMU_BENCH_TRACE").is_some();
     // Idle: the emulator sleeps when nothing is due (it runs at real-time
     // priority, so it must).
     {
@@ -77,7 +90,7 @@ fn main() {
         let rep = emu.stop();
         println!("  idle for 1 s: emulator CPU {:.2} ms{}", rep.cpu_ns as f64 / 1e6, drops(&rep));
     }
-    for size in if quick { vec![1514usize] } else { vec![64, 1514] } {
+    for size in if trace_only { vec![] } else if quick { vec![1514usize] } else { vec![64, 1514] } {
         let (blast, rep) = if quick { (Out { pps: 200_000.0, gbps: 0.0, wire_p50_us: 0.0, wire_p99_us: 0.0 }, EmuReport::default()) } else { phase(&cfg, &tx, &rx, size, None) };
         if !quick {
             println!("  {size:>5} B blast: {:>8.0} frames/s out, {:>6.3} Gbit/s (frames incl. Ethernet header){}", blast.pps, blast.gbps, drops(&rep));
@@ -110,9 +123,42 @@ fn main() {
             );
         }
     }
+    if !quick {
+        trace_phases(&cfg, &tx, &rx, trace_only);
+    }
     drop(tx);
     drop(rx);
     drop(topo);
+}
+
+/// The trace replays: the `ab` direction's rate replaced by a delivery
+/// schedule, the sender paced above its capacity.
+fn trace_phases(cfg: &EmuConfig, tx: &OwnedFd, rx: &OwnedFd, with_fixed: bool) {
+    let bundled = format!("{}/../../scenarios/traces/lte-commuter-10mbit.trace", env!("CARGO_MANIFEST_DIR"));
+    let commuter: Vec<u64> = std::fs::read_to_string(&bundled).expect("bundled trace").lines().map(|l| l.trim().parse().expect("trace line")).collect();
+    // 8 opportunities at every millisecond from 1 to 1000, looped.
+    let constant: Vec<u64> = (1..=1000u64).flat_map(|m| [m; 8]).collect();
+    let mut phases: Vec<(&str, Option<Vec<u64>>, f64)> = vec![("lte-commuter-10mbit.trace", Some(commuter), 1_000.0), ("8 per ms (96 Mbit/s)", Some(constant), 9_000.0)];
+    if with_fixed {
+        phases.insert(0, ("fixed rate (unlimited)", None, 8_300.0));
+    }
+    for (name, ms, pace) in phases {
+        let mut c = cfg.clone();
+        c.links[0].traces[0] = ms.map(|ms| mplab_backend::link::DeliverySchedule::new(ms.into(), true).expect("a valid trace"));
+        let (o, rep) = phase(&c, tx, rx, 1514, Some(pace));
+        let q = |x: f64| rep.lateness.quantile_us(x).unwrap_or(f64::NAN);
+        println!(
+            "   1514 B, {name}, sent {pace:.0} frames/s: {:.0} frames/s out; delay error p50 {:>6.1} us, p99 {:>7.1} us, max {:>7.0} us, {:>6.2} % < 0.2 ms; oversleep p99 {:>5.0} us; cpu {:.2} s{}",
+            o.pps,
+            q(0.5),
+            q(0.99),
+            rep.lateness.max_ns as f64 / 1e3,
+            rep.lateness.share_within_us(200).unwrap_or(f64::NAN) * 100.0,
+            rep.oversleep.quantile_us(0.99).unwrap_or(f64::NAN),
+            rep.cpu_ns as f64 / 1e9,
+            drops(&rep)
+        );
+    }
 }
 
 fn drops(rep: &EmuReport) -> String {
