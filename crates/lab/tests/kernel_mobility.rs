@@ -199,10 +199,20 @@ overlap = "1500ms"
     // no stall when Wi-Fi goes (the server had left it already).
     let after = window_mbit(&k, "dl", 7.0, 10.0);
     assert!(after >= LTE_ALONE_MIN && after <= LTE_PAYLOAD_MBIT * 1.02, "{after} Mbit/s on LTE");
+    // The MP_PRIO took the Wi-Fi subflow out of the server's choice: from
+    // half a second after it (every packet sent before it acknowledged)
+    // to the Wi-Fi's end it carries almost nothing (5 % of its rate).
+    let wifi = f.subflows.iter().position(|s| s.remote.starts_with("192.168.1.10:")).expect("a Wi-Fi subflow").to_string();
+    let on_wifi: Vec<f64> = k.results.flows.iter().filter(|s| s.flow == "dl" && s.subflow == wifi && s.time_s > 5.5 && s.time_s <= 6.5).map(|s| s.goodput_bps).collect();
+    let mean = on_wifi.iter().sum::<f64>() / on_wifi.len().max(1) as f64 / 1e6;
+    assert!(!on_wifi.is_empty() && mean < 1.0, "{mean} Mbit/s on the backup Wi-Fi subflow");
+    // Losing the Wi-Fi costs no more than a loss recovery on LTE alone
+    // can (in-order delivery waits a round trip, 84 ms, behind up to a
+    // full 300-packet queue, 360 ms: 0.5 s with the probe interval); a
+    // break-before-make would stall for its whole gap.
     let h = handover(&k);
     let gone = h.events.iter().find(|e| e.event == "down").expect("down in the metrics");
-    // One probe interval of slack: the last Wi-Fi packets in flight.
-    assert!(gone.stall_after_s.is_some_and(|s| s <= 0.2 + 1e-9), "{h:?}");
+    assert!(gone.stall_after_s.is_some_and(|s| s <= 0.5 + 1e-9), "{h:?}");
     g.assert_clean();
 }
 
