@@ -174,3 +174,117 @@ interval = "250ms"
 "#
     )
 }
+
+/// A phone with Wi-Fi (20 Mbit/s, 5 ms) and LTE (10 Mbit/s down, 5 up,
+/// 30 ms), a server 10-14 ms behind each; `mptcp` is the
+/// `[transport.mptcp]` table and `events` the events. The connection
+/// starts on LTE: Linux 6.18 does not end the first subflow when the
+/// endpoint of its address is deleted (docs/mobile.md), so the address
+/// that comes and goes is a joined one here.
+pub fn phone(duration: &str, mptcp: &str, events: &str) -> String {
+    format!(
+        r#"
+name = "kernel-mobility"
+duration = "{duration}"
+
+[[nodes]]
+name = "phone"
+[[nodes]]
+name = "ap"
+kind = "router"
+[[nodes]]
+name = "enb"
+kind = "router"
+[[nodes]]
+name = "internet"
+kind = "router"
+[[nodes]]
+name = "server"
+
+[[links]]
+name = "wifi"
+a = "phone:wlan0"
+b = "ap"
+a_addr = "192.168.1.10/24"
+b_addr = "192.168.1.1/24"
+rate = "20Mbit"
+delay = "5ms"
+queue = {{ kind = "droptail", packets = 100 }}
+
+[[links]]
+name = "lte"
+a = "phone:rmnet0"
+b = "enb"
+a_addr = "10.64.0.10/24"
+b_addr = "10.64.0.1/24"
+delay = "30ms"
+queue = {{ kind = "droptail", packets = 300 }}
+[links.ab]
+rate = "5Mbit"
+[links.ba]
+rate = "10Mbit"
+
+[[links]]
+a = "ap"
+b = "internet"
+rate = "1Gbit"
+delay = "5ms"
+
+[[links]]
+a = "enb"
+b = "internet"
+rate = "1Gbit"
+delay = "10ms"
+
+[[links]]
+a = "internet"
+b = "server"
+rate = "1Gbit"
+delay = "2ms"
+
+{mptcp}
+
+[[flows]]
+name = "dl"
+from = "phone"
+to = "server"
+from_addr = "10.64.0.10"
+transport = "mptcp"
+app = "download"
+bytes = "1GB"
+
+{events}
+
+[probes]
+interval = "100ms"
+"#
+    )
+}
+
+/// The phone's MPTCP set-up for a handover: the connection starts on
+/// LTE, marked backup (MP_PRIO), and Wi-Fi joins.
+pub const PHONE_BACKUP_LTE: &str = r#"[transport.mptcp]
+path_manager = "endpoints"
+
+[[transport.mptcp.endpoints]]
+node = "phone"
+iface = "rmnet0"
+flags = ["subflow", "backup"]
+
+[[transport.mptcp.endpoints]]
+node = "phone"
+iface = "wlan0"
+flags = ["subflow"]"#;
+
+/// At 5 s LTE turns regular and Wi-Fi backup (MP_PRIO both ways), and
+/// Wi-Fi goes at 6.5 s.
+pub const MAKE_BEFORE_BREAK: &str = r#"
+[[events]]
+at = "5s"
+node = "phone"
+iface = "wlan0"
+action = "handover"
+to = "rmnet0"
+mode = "make_before_break"
+overlap = "1500ms"
+"#;
