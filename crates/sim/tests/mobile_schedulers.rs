@@ -58,10 +58,12 @@ fn ecf_downloads_objects_sooner_the_more_the_paths_differ() {
     let (d1, e1) = (objects("default", "1Mbit"), objects("ecf", "1Mbit"));
     let (d10, e10) = (objects("default", "10Mbit"), objects("ecf", "10Mbit"));
     eprintln!("1 MB objects, LTE 1 Mbit/s: default {d1:.0} ms, ecf {e1:.0} ms; LTE 10 Mbit/s: default {d10:.0} ms, ecf {e10:.0} ms");
-    // Measured: 1708 -> 1268 ms (-26 %) with LTE at 1 Mbit/s (Wi-Fi 10:1).
+    // Measured: 1708 -> 1268 ms (-26 %, mean of 3 seeds; seed 1: 1712 ->
+    // 1269) with LTE at 1 Mbit/s (Wi-Fi 10:1).
     // Asserted: at least 10 % sooner.
     assert!(e1 <= 0.9 * d1, "ecf {e1} vs default {d1}");
-    // Alike paths (10 + 10 Mbit/s): measured 583 and 583 ms. Asserted:
+    // Alike paths (10 + 10 Mbit/s): measured 583 and 583 ms (seed 1: 603
+    // and 602). Asserted:
     // within 5 % ("never worse", the paper's web result).
     assert!(e10 <= 1.05 * d10, "ecf {e10} vs default {d10}");
 }
