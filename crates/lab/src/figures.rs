@@ -333,7 +333,10 @@ pub fn sweep_figures(dir: &Path) -> io::Result<Vec<Figure>> {
         let (lo, hi) = n.iter().fold((f64::INFINITY, 0.0f64), |(a, b), p| (a.min(p.0), b.max(p.0)));
         lo > 0.0 && hi / lo >= 20.0
     });
-    for (metric, mlabel, scale, stem) in [("goodput_bps", "goodput (Mbit/s)", 1e-6, "goodput"), ("mean_srtt_ms", "mean srtt (ms)", 1.0, "srtt")] {
+    // Request/response flows also get their mean latency (one exchange's
+    // time: an object's download time); it has values on the flows' rows
+    // only, so `[sweep.plot] flow` must name the flow.
+    for (metric, mlabel, scale, stem) in [("goodput_bps", "goodput (Mbit/s)", 1e-6, "goodput"), ("mean_srtt_ms", "mean srtt (ms)", 1.0, "srtt"), ("mean_latency_ms", "mean latency (ms)", 1.0, "latency")] {
         if !agg.has(&format!("{metric}_mean")) {
             continue;
         }

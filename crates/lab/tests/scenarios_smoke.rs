@@ -108,6 +108,10 @@ fn sweep_specs_expand_to_their_figures_grids() {
         ("seed002-fig7.sweep.toml", 40),
         ("seed001-schedulers.sweep.toml", 30),
         ("seed001-cc.sweep.toml", 20),
+        // docs/mobile-schedulers.md: 5 buffers x 4 schedulers; 4 object
+        // sizes x 4 LTE rates x 4 schedulers.
+        ("mobile-blest.sweep.toml", 20),
+        ("mobile-ecf.sweep.toml", 64),
     ] {
         let out = tmp.join(f);
         // --max-runs 0: validate every point, write sweep.json, run nothing.
