@@ -99,6 +99,21 @@ pub(super) struct TraceLink {
     starts: VecDeque<u64>,
 }
 
+/// How many opportunities of `ms` (a cycle starting at `base` ns) are at
+/// or before `now`. Galloping from the front: a busy link's next
+/// opportunity is almost always the first or one of the next few, and a
+/// binary search over the whole trace touches a cache line per step.
+fn past(ms: &[u64], base: u64, now: u64) -> usize {
+    let gone = |m: u64| base + m * NS_PER_MS <= now;
+    let mut hi = 1;
+    while hi <= ms.len() && gone(ms[hi - 1]) {
+        hi *= 2;
+    }
+    let lo = hi / 2;
+    let hi = hi.min(ms.len());
+    lo + ms[lo..hi].partition_point(|&m| gone(m))
+}
+
 impl TraceLink {
     pub fn new(sched: DeliverySchedule) -> Self {
         TraceLink { period_ns: sched.period_ns(), sched, next: 0, base_ns: 0, finished: false, last_ns: 0, left: 0, starts: VecDeque::new() }
@@ -130,14 +145,12 @@ impl TraceLink {
             self.base_ns += cycles * self.period_ns;
             self.next = 0;
         }
-        let (base, ms) = (self.base_ns, &self.sched.ms[self.next..]);
-        self.next += ms.partition_point(|&m| base + m * NS_PER_MS <= now);
+        self.next += past(&self.sched.ms[self.next..], self.base_ns, now);
         if self.next == self.sched.ms.len() {
             self.wrap();
             // The new cycle's opportunities at its base (at most `now`).
             if !self.finished {
-                let (base, ms) = (self.base_ns, &self.sched.ms[..]);
-                self.next = ms.partition_point(|&m| base + m * NS_PER_MS <= now);
+                self.next = past(&self.sched.ms, self.base_ns, now);
             }
         }
     }
@@ -231,6 +244,22 @@ mod tests {
 
     fn link(ms: &[u64], looped: bool) -> TraceLink {
         TraceLink::new(DeliverySchedule::new(ms.into(), looped).unwrap())
+    }
+
+    /// The galloping search finds what a binary search over the whole
+    /// slice finds, at every instant around every opportunity.
+    #[test]
+    fn galloping_agrees_with_a_binary_search() {
+        let ms: Vec<u64> = (0..300u64).map(|i| 1 + i / 3 + (i % 7) * (i % 2)).scan(0, |a, d| { *a = (*a).max(d); Some(*a) }).collect();
+        for start in [0, 1, 5, 100, 299, 300] {
+            let tail = &ms[start..];
+            for now_ms in 0..=ms[299] + 1 {
+                for now in [(now_ms * MS).saturating_sub(1), now_ms * MS, now_ms * MS + 1] {
+                    let want = tail.partition_point(|&m| 7 + m * MS <= now);
+                    assert_eq!(past(tail, 7, now), want, "start {start} now {now}");
+                }
+            }
+        }
     }
 
     #[test]
