@@ -40,7 +40,7 @@ use crate::emulator::Emulator;
 use crate::{sys, topo};
 
 pub use options::{KernelError, KernelOptions, KernelRun};
-pub use plan::{Plan, GRACE, LEAD};
+pub use plan::{FlowKind, Plan, GRACE, LEAD};
 pub use stack::{HostStack, KernelStack};
 
 /// Runs `net` with the nodes `mplab_stack` names on that stack (mplab's

@@ -16,7 +16,7 @@ use super::tun::Tun;
 use crate::addr_events::ControlFn;
 use crate::apps::{Clock, FlowState};
 use crate::converter::MplabCarriers;
-use crate::run::{HostStack, KernelError, Plan};
+use crate::run::{FlowKind, HostStack, KernelError, Plan};
 
 /// mplab's stack on the nodes flagged in `mplab`.
 pub struct UserspaceStack {
@@ -92,9 +92,12 @@ impl HostStack for UserspaceStack {
         let mut threads = Vec::new();
         for (node, tun) in self.tuns.drain(..) {
             let mut ends = Vec::new();
-            // A gateway router runs only its hybrid-access connections.
+            // A gateway router runs only its hybrid-access connections; a
+            // host every end but those carried over UDP, which run on the
+            // namespace's UDP sockets (crate::run::flows::datagram).
             let router = net.nodes[node].kind != NodeKind::Host;
-            for (fi, f) in net.flows.iter().enumerate().filter(|(_, f)| !router || (self.mplab[node] && on_gateway_stack(f))) {
+            let here = |fi: usize, f: &Flow| if router { self.mplab[node] && on_gateway_stack(f) } else { plan.kinds[fi] != FlowKind::Datagram };
+            for (fi, f) in net.flows.iter().enumerate().filter(|&(fi, f)| here(fi, f)) {
                 if f.from == node {
                     ends.push((fi, Role::Client));
                 }
