@@ -49,6 +49,7 @@ pub mod packet;
 pub mod plugins;
 pub mod quic;
 mod quic_common;
+pub mod quic_artefacts;
 pub mod mpquic;
 pub mod results;
 pub mod rng;

@@ -86,7 +86,7 @@ pub enum MpQuicCc {
     Bbr3,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct MpQuicConfig {
     /// Paths the end allows at once (transport parameter initial_max_path_id + 1); 1 (or 0) = multipath not offered.
     pub max_paths: u32,
@@ -101,11 +101,27 @@ pub struct MpQuicConfig {
     /// The send buffer: bytes sent and not yet acknowledged at most
     /// (noq's send window). None: noq's default.
     pub snd_buf: Option<u64>,
+    /// Opens the connection's qlog trace (crate::quic_artefacts); None:
+    /// noq's $QLOGDIR files if that is set, else no trace.
+    pub qlog: Option<Arc<dyn noq_proto::QlogFactory>>,
 }
 
 impl Default for MpQuicConfig {
     fn default() -> Self {
-        MpQuicConfig { max_paths: 4, cc: MpQuicCc::Cubic, keylog: None, rcv_buf: None, snd_buf: None }
+        MpQuicConfig { max_paths: 4, cc: MpQuicCc::Cubic, keylog: None, rcv_buf: None, snd_buf: None, qlog: None }
+    }
+}
+
+impl std::fmt::Debug for MpQuicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpQuicConfig")
+            .field("max_paths", &self.max_paths)
+            .field("cc", &self.cc)
+            .field("keylog", &self.keylog.is_some())
+            .field("rcv_buf", &self.rcv_buf)
+            .field("snd_buf", &self.snd_buf)
+            .field("qlog", &self.qlog.is_some())
+            .finish()
     }
 }
 

@@ -205,13 +205,25 @@ pub fn sim_preflight(sc: &Scenario, net: &Network) -> Result<(), RunError> {
     Ok(())
 }
 
+/// Creates the results directory `out` and tells the endpoints of `net`
+/// that they write there (`probes.out_dir`: qlog traces, the TLS key log);
+/// what an earlier run left of those is removed, the key log being
+/// appended to.
+fn prepare_out(out: &Path, net: &mut Network) -> Result<(), RunError> {
+    std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    let _ = std::fs::remove_dir_all(out.join("qlog"));
+    let _ = std::fs::remove_file(out.join("pcap").join(mplab_backend::quic_artefacts::KEYLOG_FILE));
+    net.probes.out_dir = Some(out.to_path_buf());
+    Ok(())
+}
+
 /// Runs `net` on the simulator and writes the results directory `out`
 /// (docs/results.md), Parquet copies of the CSVs included. `abort` is polled
 /// between slices of simulated time: when it is set the run stops and
 /// nothing is written (`RunError::Failed("interrupted")`).
-pub fn simulate(sc: &Scenario, net: Network, out: &Path, show_bar: bool, abort: Option<&AtomicBool>) -> Result<(RunResults, serde_json::Value), RunError> {
+pub fn simulate(sc: &Scenario, mut net: Network, out: &Path, show_bar: bool, abort: Option<&AtomicBool>) -> Result<(RunResults, serde_json::Value), RunError> {
     sim_preflight(sc, &net)?;
-    std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    prepare_out(out, &mut net)?;
     let pcap_dir = (!net.probes.pcap.is_empty()).then(|| out.join("pcap"));
     let wall = WallClock::now();
     let duration = Instant(net.duration_ns);
@@ -292,7 +304,8 @@ pub fn run_real(backend: &str, sc: &Scenario, net: Network, out: &Path) -> Resul
     if let Some(e) = errs.into_iter().next() {
         return Err(RunError::Usage(e));
     }
-    std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
+    let mut net = net;
+    prepare_out(out, &mut net)?;
     let pcap_dir = (!net.probes.pcap.is_empty()).then(|| out.join("pcap"));
     let opts = KernelOptions { pcap_dir, abort: mplab_emu::signal::install(), prefix: None };
     let wall = WallClock::now();

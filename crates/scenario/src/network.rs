@@ -839,6 +839,14 @@ pub struct Probes {
     /// Bytes of each packet a pcap keeps; 0: whole packets.
     #[serde(skip_serializing_if = "is_zero")]
     pub snaplen: u32,
+    /// Multipath QUIC ends write a qlog trace each (`qlog/` in `out_dir`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub qlog: bool,
+    /// The results directory of the run, set by whoever runs it (not part
+    /// of the scenario): where endpoints write what they record themselves
+    /// (qlog traces, the TLS key log beside the pcaps). None: nowhere.
+    #[serde(skip)]
+    pub out_dir: Option<std::path::PathBuf>,
 }
 
 fn is_zero(v: &u32) -> bool {

@@ -63,7 +63,7 @@ pub(crate) fn resolve(spec: &Spec, base: &Path) -> Result<Network, Diag> {
         events: Vec::new(),
         middleboxes: Vec::new(),
         mptcp_endpoints: Vec::new(),
-        probes: crate::network::Probes { interval_ns: 0, pcap: Vec::new(), cwnd: false, srtt: false, flows: Vec::new(), queues: Vec::new(), snaplen: 0 },
+        probes: crate::network::Probes { interval_ns: 0, pcap: Vec::new(), cwnd: false, srtt: false, flows: Vec::new(), queues: Vec::new(), snaplen: 0, qlog: false, out_dir: None },
     };
     workload::resolve(spec, &mut net)?;
     Ok(net)

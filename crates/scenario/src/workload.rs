@@ -533,5 +533,5 @@ fn probes(spec: &Spec, net: &Network) -> Result<Probes, Diag> {
         .enumerate()
         .map(|(i, n)| net.link(n).map(|l| l.id).ok_or_else(|| Diag::new(format!("probes.queues[{i}]"), format!("unknown link {n:?}"))))
         .collect::<Result<_, _>>()?;
-    Ok(Probes { interval_ns: p.interval.as_nanos(), pcap, cwnd: p.cwnd, srtt: p.srtt, flows, queues, snaplen: p.snaplen })
+    Ok(Probes { interval_ns: p.interval.as_nanos(), pcap, cwnd: p.cwnd, srtt: p.srtt, flows, queues, snaplen: p.snaplen, qlog: p.qlog, out_dir: None })
 }

@@ -210,8 +210,8 @@ impl Controller for Counted {
 
 /// noq's defaults, but MTU discovery may fill a 1500-byte IPv4 path, the
 /// chosen controller (wrapped), with multipath the path timers, and with
-/// the `qlog` feature a trace per connection into $QLOGDIR if set (times
-/// from the run's zero).
+/// a qlog trace per connection where the configuration says (else into
+/// $QLOGDIR if set), its times from the run's zero.
 fn transport(cfg: &MpQuicConfig, in_flight: InFlight) -> Arc<TransportConfig> {
     let mut mtud = MtuDiscoveryConfig::default();
     mtud.upper_bound(MAX_UDP_PAYLOAD);
@@ -236,8 +236,7 @@ fn transport(cfg: &MpQuicConfig, in_flight: InFlight) -> Arc<TransportConfig> {
         MpQuicCc::Bbr3 => Arc::new(Bbr3Config::default()),
     };
     t.congestion_controller_factory(Arc::new(CountedFactory { inner, in_flight }));
-    #[cfg(feature = "qlog")]
-    t.qlog_factory(Arc::new(noq_proto::QlogFileFactory::from_env().with_prefix("mplab").with_start_instant(quic_common::at(0))));
+    t.qlog_factory(cfg.qlog.clone().unwrap_or_else(|| Arc::new(noq_proto::QlogFileFactory::from_env().with_prefix("mplab").with_start_instant(quic_common::at(0)))));
     Arc::new(t)
 }
 

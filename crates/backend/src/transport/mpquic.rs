@@ -19,6 +19,8 @@ use super::endpoint::{Endpoint, PathStats, Progress};
 use super::{Engine, CHECKED};
 use crate::apps::StreamSocket;
 use crate::config::mpquic_config;
+use crate::mpquic::MpQuicConfig;
+use crate::quic_artefacts;
 use crate::mpquic::{MpPath, MpPathState, MpQuicEnd};
 use crate::packet::Packet;
 use crate::results::SubflowState;
@@ -407,7 +409,7 @@ impl Engine for MpQuic {
         seed: u64,
         now: Instant,
     ) -> Option<Box<dyn Endpoint>> {
-        let cfg = mpquic_config(net, f).expect(CHECKED);
+        let cfg = MpQuicConfig { keylog: quic_artefacts::keylog(net, true), qlog: quic_artefacts::qlog(net, f, true), ..mpquic_config(net, f).expect(CHECKED) };
         let remote = SocketAddr::new(f.dst.into(), f.dport);
         let q = MpQuicEnd::client(
             SocketAddr::new(f.src.into(), f.sport),
@@ -432,7 +434,7 @@ impl Engine for MpQuic {
         seed: u64,
         _now: Instant,
     ) -> Option<Box<dyn Endpoint>> {
-        let cfg = mpquic_config(net, f).expect(CHECKED);
+        let cfg = MpQuicConfig { keylog: quic_artefacts::keylog(net, false), qlog: quic_artefacts::qlog(net, f, false), ..mpquic_config(net, f).expect(CHECKED) };
         let q = MpQuicEnd::server(
             SocketAddr::new(local.into(), first.tcp.dst_port),
             seed,

@@ -36,10 +36,13 @@ pub struct ProbesSpec {
     /// keeps IP and TCP headers with every option).
     #[serde(default)]
     pub snaplen: u32,
+    /// A qlog trace per QUIC connection end in the results directory.
+    #[serde(default)]
+    pub qlog: bool,
 }
 
 impl Default for ProbesSpec {
     fn default() -> Self {
-        ProbesSpec { interval: default_interval(), pcap: Vec::new(), cwnd: true, srtt: true, flows: None, queues: Vec::new(), snaplen: 0 }
+        ProbesSpec { interval: default_interval(), pcap: Vec::new(), cwnd: true, srtt: true, flows: None, queues: Vec::new(), snaplen: 0, qlog: false }
     }
 }
