@@ -148,6 +148,8 @@ pub struct MpPath {
     pub local: Option<SocketAddr>,
     pub remote: SocketAddr,
     pub state: MpPathState,
+    /// Its status is (or was, once abandoned) standby.
+    pub backup: bool,
     /// Smoothed RTT, once the path is validated.
     pub rtt_ns: Option<u64>,
     /// Congestion window, bytes.
@@ -238,6 +240,10 @@ pub struct MpQuicEnd {
     written: u64,
     blocked: bool,
     finished: bool,
+    /// The peer acknowledged all of this end's stream, its end included.
+    tx_acked: bool,
+    /// Whether multipath was negotiated, kept when the connection is gone.
+    negotiated: Option<bool>,
     rx: Option<StreamId>,
     rx_buf: VecDeque<u8>,
     read: u64,
@@ -270,6 +276,8 @@ impl MpQuicEnd {
             written: 0,
             blocked: false,
             finished: false,
+            tx_acked: false,
+            negotiated: None,
             rx: None,
             rx_buf: VecDeque::new(),
             read: 0,
@@ -399,6 +407,7 @@ impl MpQuicEnd {
             return Some(r);
         }
         self.seeded(|q| {
+            q.close_when_done(at(now_ns));
             let (_, c) = q.conn.as_mut()?;
             let mut buf = Vec::new();
             let t = c.poll_transmit(at(now_ns), NonZeroUsize::MIN, &mut buf);
@@ -433,6 +442,19 @@ impl MpQuicEnd {
         })
     }
 
+    /// The client closes the connection (CONNECTION_CLOSE, application
+    /// code 0) once both byte streams are over: its own acknowledged to
+    /// the end, the peer's read to the end. An application does so; a
+    /// connection left open would keep pinging and reopening its paths
+    /// until the run ends.
+    fn close_when_done(&mut self, now: Instant) {
+        let Some((_, c)) = self.conn.as_mut() else { return };
+        if c.side().is_client() && self.finished && self.tx_acked && self.rx_fin && self.rx_buf.is_empty() && !c.is_closed() {
+            c.close(now, VarInt::from_u32(0), bytes::Bytes::from_static(b"done"));
+            self.next_ping = None;
+        }
+    }
+
     /// Pings every path that is not abandoned, once per [`PATH_KEEP_ALIVE`].
     /// noq restarts a path's keep-alive and idle timers only on what it
     /// receives on that path, and puts every path's acknowledgements in
@@ -441,7 +463,10 @@ impl MpQuicEnd {
     /// idle. A PING from each end keeps each working path heard.
     fn ping_paths(&mut self, now: Instant) {
         let Some((_, c)) = self.conn.as_mut() else { return };
-        if !self.established || !c.is_multipath_negotiated() {
+        if !self.established || !c.is_multipath_negotiated() || c.is_closed() {
+            // No keep-alive, and no deadline left behind: a ping time in
+            // the past would have the timer fire again at once, for ever.
+            self.next_ping = None;
             return;
         }
         let abandoned = self.paths.values().filter(|p| p.abandoned).count() as u32;
@@ -464,8 +489,10 @@ impl MpQuicEnd {
 
     /// Whether both ends negotiated multipath; None before the handshake completes.
     pub fn multipath(&self) -> Option<bool> {
-        let (_, c) = self.conn.as_ref().filter(|_| self.established)?;
-        Some(c.is_multipath_negotiated())
+        match self.conn.as_ref().filter(|_| self.established) {
+            Some((_, c)) => Some(c.is_multipath_negotiated()),
+            None => self.negotiated,
+        }
     }
 
     /// Client: opens (and validates) a new path from `local` to `remote`;
@@ -542,6 +569,7 @@ impl MpQuicEnd {
             local: r.local,
             remote: r.remote,
             state: state(r),
+            backup: r.backup,
             rtt_ns: r.rtt_ns,
             cwnd: r.cwnd,
             in_flight: r.in_flight,
@@ -578,6 +606,7 @@ impl MpQuicEnd {
                     self.rx = c.streams().accept(Dir::Uni);
                 }
                 Event::Stream(StreamEvent::Writable { .. }) => self.blocked = false,
+                Event::Stream(StreamEvent::Finished { id }) if Some(id) == self.tx => self.tx_acked = true,
                 Event::ConnectionLost { reason } => self.closed = Some(reason.to_string()),
                 Event::Path(ev) => on_path_event(&mut self.paths, c, ev),
                 _ => {}
@@ -592,6 +621,23 @@ impl MpQuicEnd {
         // Before the timer: taking the peer's path status may queue a frame.
         self.refresh_paths();
         self.next_timeout = self.conn.as_ref().and_then(|(_, c)| c.poll_timeout());
+        if self.conn.as_ref().is_some_and(|(_, c)| c.is_drained()) {
+            self.forget_connection();
+        }
+    }
+
+    /// A drained connection (closed and its closing period over) is
+    /// dropped, its paths' last counters kept as closed rows: a long run
+    /// of many connections would otherwise hold every one of them.
+    fn forget_connection(&mut self) {
+        self.negotiated = self.multipath();
+        for r in self.paths.values_mut() {
+            r.abandoned = true;
+            r.in_flight = 0;
+        }
+        self.conn = None;
+        self.next_timeout = None;
+        self.next_ping = None;
     }
 
     /// Reads the peer's stream from noq up to the read-ahead.
@@ -629,7 +675,10 @@ impl MpQuicEnd {
             if let Some(want) = rec.peer_status.filter(|&w| c.path_status(id) != Ok(w)) {
                 let _ = c.set_path_status(id, want);
             }
-            rec.backup = c.path_status(id) == Ok(PathStatus::Backup);
+            // A closed connection has no status left: keep the last one.
+            if let Ok(st) = c.path_status(id) {
+                rec.backup = st == PathStatus::Backup;
+            }
             rec.in_flight = self.in_flight.of(c.congestion_state(id));
             if let Some(s) = c.path_stats(id) {
                 rec.stats(&s);

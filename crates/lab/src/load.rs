@@ -1,4 +1,5 @@
-//! `mplab load`: how many concurrent MPTCP connections a backend holds, and
+//! `mplab load`: how many concurrent MPTCP (or Multipath QUIC) connections
+//! a backend holds, and
 //! what each costs. Thousands of idle connections (a small request and
 //! response every 10 s, as a chat or push client keeps) and hundreds of
 //! active ones (constant-rate senders offering 100 Mbit/s in all to two
@@ -37,10 +38,12 @@ fn active_rate_kbit(active: u64) -> u64 {
 
 /// The load scenario: `idle` request/response connections and `active`
 /// constant-rate ones from a client to a server over two paths (100
-/// Mbit/s, 5 and 10 ms), MPTCP fullmesh; `stack` on both hosts.
-pub fn scenario(idle: u64, active: u64, seed: u64, stack: &str) -> String {
+/// Mbit/s, 5 and 10 ms), `transport` ("mptcp" or "mpquic") over the
+/// fullmesh path manager; `stack` on both hosts.
+pub fn scenario(idle: u64, active: u64, seed: u64, stack: &str, transport: &str) -> String {
     let duration_s = ramp_ms(idle, active).div_ceil(1000) + HOLD_S;
-    let mut t = crate::soak::two_hosts("load", &format!("{idle} idle and {active} active MPTCP connections between two hosts"), duration_s, seed, [stack, stack]);
+    let what = if transport == "mpquic" { "Multipath QUIC" } else { "MPTCP" };
+    let mut t = crate::soak::two_hosts("load", &format!("{idle} idle and {active} active {what} connections between two hosts"), duration_s, seed, [stack, stack]);
     let _ = write!(
         t,
         r#"
@@ -72,7 +75,7 @@ flows = []
     );
     let ms = |v: u64| format!("{}.{:03}s", v / 1000, v % 1000);
     let flow = |name: String, app: &str, start: u64| {
-        format!("\n[[flows]]\nname = \"{name}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\n{app}start = \"{}\"\n", ms(start))
+        format!("\n[[flows]]\nname = \"{name}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"{transport}\"\n{app}start = \"{}\"\n", ms(start))
     };
     for i in 0..idle {
         t += &flow(format!("idle{i}"), "app = \"request\"\nrequest_size = \"100B\"\nresponse_size = \"100B\"\ninterval = \"10s\"\n", i * IDLE_GAP_MS);
@@ -121,9 +124,9 @@ pub struct Report {
 
 /// Runs the load on `backend` and writes the run's results and
 /// `load.json` to `out`.
-pub fn load(backend: &str, idle: u64, active: u64, seed: u64, out: &Path) -> Result<Report, RunError> {
+pub fn load(backend: &str, idle: u64, active: u64, seed: u64, transport: &str, out: &Path) -> Result<Report, RunError> {
     let stack = if backend == "userspace" { "mplab" } else { "kernel" };
-    let toml = scenario(idle, active, seed, stack);
+    let toml = scenario(idle, active, seed, stack, transport);
     std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     std::fs::write(out.join("load.toml"), &toml).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     let sc = Scenario::from_str(&toml, "load.toml").map_err(|e| RunError::Usage(e.to_string()))?;
@@ -178,7 +181,7 @@ pub fn load(backend: &str, idle: u64, active: u64, seed: u64, out: &Path) -> Res
         r.failures.push(format!("{} connections carried nothing (first: {:?})", idle + active - r.established, first(|f| f.bytes_delivered == 0)));
     }
     if r.fallbacks > 0 {
-        r.failures.push(format!("{} connections fell back to TCP", r.fallbacks));
+        r.failures.push(format!("{} connections fell back to a single path", r.fallbacks));
     }
     std::fs::write(out.join("load.json"), serde_json::to_string_pretty(&r).unwrap_or_default() + "\n").map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok(r)

@@ -426,6 +426,9 @@ struct SoakCmd {
     /// oops deleting an endpoint under load: docs/soak.md).
     #[arg(long)]
     keep_addresses: bool,
+    /// The connections' multipath transport.
+    #[arg(long, default_value = "mptcp", value_parser = ["mptcp", "mpquic"])]
+    transport: String,
 }
 
 // `mplab load`.
@@ -445,6 +448,9 @@ struct LoadCmd {
     /// Write the load's scenario file here and stop.
     #[arg(long)]
     write_scenario: Option<PathBuf>,
+    /// The connections' multipath transport.
+    #[arg(long, default_value = "mptcp", value_parser = ["mptcp", "mpquic"])]
+    transport: String,
 }
 
 /// Prints an error, "error" in red when stderr is a terminal.
@@ -711,7 +717,7 @@ fn validate_suite(suite: &validate::suite::Suite, backends: &str, runs: Option<u
 
 /// `mplab soak`.
 fn soak_cmd(c: SoakCmd, quiet: bool) -> ExitCode {
-    let SoakCmd { backend, duration, seed, out, write_scenario, keep_addresses } = c;
+    let SoakCmd { backend, duration, seed, out, write_scenario, keep_addresses, transport } = c;
     let secs = match duration.parse::<mplab_scenario::Duration>() {
         Ok(d) if d.as_nanos() >= 10_000_000_000 => d.as_nanos() / 1_000_000_000,
         Ok(_) => return fail("soak", run::RunError::Usage("--duration: at least 10s".into())),
@@ -719,13 +725,13 @@ fn soak_cmd(c: SoakCmd, quiet: bool) -> ExitCode {
     };
     if let Some(path) = write_scenario {
         let stack = if backend == "userspace" { "mplab" } else { "kernel" };
-        return match std::fs::write(&path, soak::scenario(secs, seed, stack, !keep_addresses)) {
+        return match std::fs::write(&path, soak::scenario(secs, seed, stack, !keep_addresses, &transport)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail("soak", run::RunError::Failed(format!("{}: {e}", path.display()))),
         };
     }
     let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("soak-{backend}")));
-    match soak::soak(&backend, secs, seed, !keep_addresses, &out) {
+    match soak::soak(&backend, secs, seed, !keep_addresses, &transport, &out) {
         Ok(r) => {
             if !quiet {
                 print!("{}", soak::render(&r));
@@ -739,19 +745,19 @@ fn soak_cmd(c: SoakCmd, quiet: bool) -> ExitCode {
 
 /// `mplab load`.
 fn load_cmd(c: LoadCmd, quiet: bool) -> ExitCode {
-    let LoadCmd { backend, idle, active, seed, out, write_scenario } = c;
+    let LoadCmd { backend, idle, active, seed, out, write_scenario, transport } = c;
     if idle + active == 0 {
         return fail("load", run::RunError::Usage("--idle and --active: at least one connection".into()));
     }
     if let Some(path) = write_scenario {
         let stack = if backend == "userspace" { "mplab" } else { "kernel" };
-        return match std::fs::write(&path, load::scenario(idle, active, seed, stack)) {
+        return match std::fs::write(&path, load::scenario(idle, active, seed, stack, &transport)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail("load", run::RunError::Failed(format!("{}: {e}", path.display()))),
         };
     }
     let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("load-{backend}")));
-    match load::load(&backend, idle, active, seed, &out) {
+    match load::load(&backend, idle, active, seed, &transport, &out) {
         Ok(r) => {
             if !quiet {
                 print!("{}", load::render(&r));

@@ -1,7 +1,7 @@
-//! `mplab soak`: a long run of many MPTCP connections through faults —
-//! link flaps, Gilbert-Elliott loss bursts, reordering, duplication,
-//! addresses withdrawn and restored on both ends, a firewall that strips
-//! MPTCP's option for a while — on any backend, with
+//! `mplab soak`: a long run of many MPTCP (or Multipath QUIC) connections
+//! through faults — link flaps, Gilbert-Elliott loss bursts, reordering,
+//! duplication, addresses withdrawn and restored on both ends, a firewall
+//! that strips MPTCP's option for a while — on any backend, with
 //! every byte verified, the process's memory, file descriptors and threads
 //! sampled, and what the run left behind (namespaces, child processes,
 //! descriptors) checked afterwards. docs/soak.md has the figures.
@@ -36,8 +36,13 @@ const SIZES: [&str; 3] = ["200KB", "1MB", "3MB"];
 /// Without `address_churn` the addresses stay: Linux 6.18 can oops in
 /// `tcp_tso_segs` while an endpoint is deleted under load (docs/soak.md),
 /// which wedges the kernel's MPTCP for every later run on the machine.
-pub fn scenario(duration_s: u64, seed: u64, client_stack: &str, address_churn: bool) -> String {
-    let mut t = two_hosts("soak", "Many MPTCP connections through link flaps, loss bursts, reordering, duplication and address churn", duration_s, seed, [client_stack, "kernel"]);
+/// `transport` is "mptcp" or "mpquic"; Multipath QUIC has neither DSS
+/// checksums nor a TCP option a firewall could strip, so it meets every
+/// fault but that one.
+pub fn scenario(duration_s: u64, seed: u64, client_stack: &str, address_churn: bool, transport: &str) -> String {
+    let quic = transport == "mpquic";
+    let what = if quic { "Multipath QUIC" } else { "MPTCP" };
+    let mut t = two_hosts("soak", &format!("Many {what} connections through link flaps, loss bursts, reordering, duplication and address churn"), duration_s, seed, [client_stack, "kernel"]);
     let _ = write!(
         t,
         r#"
@@ -67,7 +72,7 @@ b_addr = "10.9.1.2/24"
 
 [transport.mptcp]
 path_manager = "fullmesh"
-checksum = true
+checksum = {checksum}
 
 [probes]
 interval = "5s"
@@ -77,7 +82,7 @@ flows = ["stream", "web"]
 name = "stream"
 from = "client"
 to = "server"
-transport = "mptcp"
+transport = "{transport}"
 app = "rate"
 rate = "4Mbit"
 
@@ -85,19 +90,20 @@ rate = "4Mbit"
 name = "web"
 from = "client"
 to = "server"
-transport = "mptcp"
+transport = "{transport}"
 app = "request"
 request_size = "300B"
 response_size = "20KB"
 interval = "500ms"
-"#
+"#,
+        checksum = !quic,
     );
     let mut i = 0;
     let mut start = 2;
     while start + 1 < duration_s {
         let _ = write!(
             t,
-            "\n[[flows]]\nname = \"dl{i}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"download\"\nbytes = \"{}\"\nstart = \"{start}s\"\n",
+            "\n[[flows]]\nname = \"dl{i}\"\nfrom = \"client\"\nto = \"server\"\ntransport = \"{transport}\"\napp = \"download\"\nbytes = \"{}\"\nstart = \"{start}s\"\n",
             SIZES[i % SIZES.len()]
         );
         i += 1;
@@ -117,7 +123,7 @@ interval = "500ms"
         };
         ev(at(cycle, 40), "link = \"p1\"\naction = \"down\"\n");
         ev(at(cycle, 48), "link = \"p1\"\naction = \"up\"\n");
-        if at(cycle, 60) < duration_s {
+        if at(cycle, 60) < duration_s && !quic {
             let _ = write!(
                 boxes,
                 "\n[[middleboxes]]\nkind = \"strip_mptcp\"\nlink = \"p1\"\non = \"all\"\nfrom = \"{}s\"\nuntil = \"{}s\"\n",
@@ -211,9 +217,9 @@ pub struct Report {
 /// Runs the soak on `backend` for `duration_s` seconds of scenario time and
 /// writes the run's results and `soak.json` to `out`; `address_churn` as
 /// in [`scenario`].
-pub fn soak(backend: &str, duration_s: u64, seed: u64, address_churn: bool, out: &Path) -> Result<Report, RunError> {
+pub fn soak(backend: &str, duration_s: u64, seed: u64, address_churn: bool, transport: &str, out: &Path) -> Result<Report, RunError> {
     let client_stack = if backend == "userspace" { "mplab" } else { "kernel" };
-    let toml = scenario(duration_s, seed, client_stack, address_churn);
+    let toml = scenario(duration_s, seed, client_stack, address_churn, transport);
     std::fs::create_dir_all(out).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     std::fs::write(out.join("soak.toml"), &toml).map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     let sc = Scenario::from_str(&toml, "soak.toml").map_err(|e| RunError::Usage(e.to_string()))?;

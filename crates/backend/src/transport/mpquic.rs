@@ -200,7 +200,11 @@ impl MpQuicEndpoint {
         }
         let paths = self.q.paths();
         for w in &mut self.wanted {
+            // A wait runs only while the path is abandoned and its address
+            // in service: a deadline left over from before would be a timer
+            // in the past that fires at once, again and again.
             if self.out_of_service.contains(&w.local.ip()) {
+                w.retry_at = None;
                 continue;
             }
             let Some(id) = w.id else {
@@ -217,6 +221,7 @@ impl MpQuicEndpoint {
                 .iter()
                 .any(|p: &MpPath| p.id == id && p.state == MpPathState::Abandoned)
             {
+                w.retry_at = None;
                 continue;
             }
             match w.retry_at {
@@ -376,7 +381,7 @@ impl Endpoint for MpQuicEndpoint {
                     |l| l.to_string(),
                 ),
                 remote: p.remote.to_string(),
-                backup: p.state == MpPathState::Backup,
+                backup: p.backup,
                 cwnd: p.cwnd,
                 in_flight: p.in_flight,
                 srtt_ns: p.rtt_ns,
