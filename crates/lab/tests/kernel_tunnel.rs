@@ -5,7 +5,7 @@
 
 mod kernel_support;
 
-use kernel_support::{bundled, can_run, mplab_host, on_linux, run, run_unless_kernel_mptcp_stalled, run_userspace, serial, sim, NsGuard};
+use kernel_support::{bundled, can_run, mplab_host, on_linux, run, run_unless_kernel_mptcp_stalled, run_userspace, run_userspace_unless_kernel_mptcp_stalled, serial, sim, NsGuard};
 
 /// Why the call's median may be 2.5 ms off the simulator's on real time: a
 /// frame passes two gateway programs, each woken by poll on 2 cores busy
@@ -149,7 +149,9 @@ fn userspace_tunnel_mplab_and_linux_gateways() {
     let g = NsGuard::new("utmx");
     let text = on_linux(&bundled("seed004-tunnel.toml").replace("duration = \"30s\"", "duration = \"5s\"").replace("bytes = \"10MB\"", "bytes = \"5MB\""), &["client", "server"]);
     for (i, linux) in ["hag", "cpe"].into_iter().enumerate() {
-        let u = run_userspace(&g, i, &on_linux(&text, &[linux]));
+        // One end of the tunnel is Linux's MPTCP: its receive stall
+        // (docs/kernel-backend.md) is a kernel bug, run again.
+        let u = run_userspace_unless_kernel_mptcp_stalled(&g, i, &on_linux(&text, &[linux]));
         let d = u.results.summary.flows.iter().find(|f| f.name == "download").unwrap();
         eprintln!("Linux {linux}: download {:?} s", d.completion_time_s);
         assert!(d.completed && d.verified, "Linux {linux}: {d:?}");

@@ -126,9 +126,21 @@ pub const KERNEL_MPTCP_STALL: &str = "MPTCP connection stopped delivering";
 /// run in twenty of the tunnel test on 6.18.44), not the tunnel, and the
 /// note says so; three in a row fail the test with that note.
 pub fn run_unless_kernel_mptcp_stalled(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
+    unless_kernel_mptcp_stalled(|attempt| run(guard, i + 100 * attempt, toml))
+}
+
+/// [`run_userspace`], repeated as [`run_unless_kernel_mptcp_stalled`] is:
+/// for a userspace run with a gateway on Linux's MPTCP.
+pub fn run_userspace_unless_kernel_mptcp_stalled(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
+    unless_kernel_mptcp_stalled(|attempt| run_userspace(guard, i + 100 * attempt, toml))
+}
+
+/// Runs `once(attempt)` again (three runs at most) while a gateway noted
+/// Linux's MPTCP receive stall.
+fn unless_kernel_mptcp_stalled(once: impl Fn(usize) -> KernelRun) -> KernelRun {
     let mut attempt = 0;
     loop {
-        let r = run(guard, i + 100 * attempt, toml);
+        let r = once(attempt);
         let stall = r.results.summary.notes.iter().find(|n| n.contains(KERNEL_MPTCP_STALL)).cloned();
         attempt += 1;
         match stall {
