@@ -215,9 +215,11 @@ mod tests {
 
     #[test]
     fn the_scenario_ramps_then_holds() {
-        let text = scenario(3, 2, 1, "kernel");
+        let text = scenario(3, 2, 1, "kernel", "mptcp");
         let net = Scenario::from_str(&text, "load.toml").unwrap().resolve().unwrap();
         assert_eq!(net.flows.len(), 5);
+        let quic = scenario(3, 2, 1, "kernel", "mpquic");
+        assert_eq!(quic.matches("transport = \"mpquic\"").count(), 5);
         assert_eq!(net.duration_ns, 16_000_000_000);
         let starts: Vec<u64> = net.flows.iter().map(|f| f.start_ns / 1_000_000).collect();
         assert_eq!(starts, [0, 1, 2, 3, 5]);
