@@ -17,47 +17,13 @@
 //!   transport counts them).
 
 use mplab_scenario::network::{LinkAction, Network, NodeId};
-use serde::{Deserialize, Serialize};
-
 use crate::results::{FlowSample, RunResults};
+pub use crate::results::{HandoverEvent, HandoverSummary};
 
 /// How long after an interface is taken away a stall that begins is
 /// counted as its doing: a sender notices a dead path by its RTO (Linux's
 /// minimum 200 ms, backed off once or twice) or by the REMOVE_ADDR.
 const AFTER_LOSS_NS: u64 = 2_000_000_000;
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct HandoverSummary {
-    /// The probe interval the times below are measured in.
-    pub resolution_s: f64,
-    /// The longest time the flow's application received nothing, between
-    /// its first byte and its end (or the end of the run), and when it began.
-    pub longest_stall_s: f64,
-    pub longest_stall_from_s: Option<f64>,
-    pub events: Vec<HandoverEvent>,
-    /// Payload bytes the flow's paths sent again (the sum of the subflows'
-    /// `retransmitted_bytes`), where the transport counts them.
-    pub bytes_sent_again: Option<u64>,
-}
-
-/// One interface change of one of the flow's hosts, and what followed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HandoverEvent {
-    pub at_s: f64,
-    /// What happened, as the event is written (`down`, `remove_addr`, ...).
-    pub event: String,
-    /// `node:iface`.
-    pub iface: String,
-    /// Whether it takes the interface out of service (else it brings it in).
-    pub takes_away: bool,
-    /// Brought in: the time to the first goodput on a path from (or to)
-    /// the interface's address, if there was any before the end.
-    pub first_byte_after_s: Option<f64>,
-    /// Taken away: the longest stall of the flow in progress at the event
-    /// or beginning within 2 s after it and before the next change (0 when
-    /// it never stopped).
-    pub stall_after_s: Option<f64>,
-}
 
 /// Adds the handover metrics to every flow whose hosts see an interface
 /// change, when the run sampled its flows.

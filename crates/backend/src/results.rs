@@ -93,7 +93,41 @@ pub struct FlowSummary {
     /// Flows whose hosts see interfaces change (scenario events): stalls
     /// and the time to use a new path ([`crate::handover`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handover: Option<crate::handover::HandoverSummary>,
+    pub handover: Option<HandoverSummary>,
+}
+
+/// Handover metrics of one flow, computed by [`crate::handover::annotate`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandoverSummary {
+    /// The probe interval the times below are measured in.
+    pub resolution_s: f64,
+    /// The longest time the flow's application received nothing, between
+    /// its first byte and its end (or the end of the run), and when it began.
+    pub longest_stall_s: f64,
+    pub longest_stall_from_s: Option<f64>,
+    pub events: Vec<HandoverEvent>,
+    /// Payload bytes the flow's paths sent again (the sum of the subflows'
+    /// `retransmitted_bytes`), where the transport counts them.
+    pub bytes_sent_again: Option<u64>,
+}
+
+/// One interface change of one of the flow's hosts, and what followed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HandoverEvent {
+    pub at_s: f64,
+    /// What happened, as the event is written (`down`, `remove_addr`, ...).
+    pub event: String,
+    /// `node:iface`.
+    pub iface: String,
+    /// Whether it takes the interface out of service (else it brings it in).
+    pub takes_away: bool,
+    /// Brought in: the time to the first goodput on a path from (or to)
+    /// the interface's address, if there was any before the end.
+    pub first_byte_after_s: Option<f64>,
+    /// Taken away: the longest stall of the flow in progress at the event
+    /// or beginning within 2 s after it and before the next change (0 when
+    /// it never stopped).
+    pub stall_after_s: Option<f64>,
 }
 
 /// What a hybrid-access tunnel carried in each direction.

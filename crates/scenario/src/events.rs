@@ -17,7 +17,7 @@ use crate::network::{Event, LinkAction, LinkId, Network, Node, NodeId};
 use crate::schema::{Direction, EventAction, EventSpec, HandoverMode, NodeKind, Spec};
 use crate::units::Duration;
 use crate::vocab::EndpointFlag;
-use crate::workload::find_node;
+use crate::names::find_node;
 
 /// `wifi_regained` without `dhcp`: a DHCP exchange after association
 /// takes about a second on a phone.

@@ -22,6 +22,7 @@ mod balancer;
 mod capacity;
 mod error;
 mod events;
+mod names;
 pub mod network;
 mod overrides;
 pub mod plugins;

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use crate::error::{diag, Diag};
+use crate::names::find_node;
 use crate::network::{
     CapturePoint, FlowId, Middlebox, MiddleboxAction, MptcpConfig, MptcpEndpoint, Network, Node, NodeId, Placement,
     Probes, SctpFlowConfig, TcpConfig,
@@ -176,10 +177,6 @@ fn endpoints(m: &MptcpSpec, nodes: &[Node]) -> Result<Vec<MptcpEndpoint>, Diag> 
 }
 
 // ------------------------------------------------------------------ flows
-
-pub(crate) fn find_node<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, Diag> {
-    nodes.iter().find(|n| n.name == name).ok_or_else(|| Diag::new(path, format!("unknown node {name:?}")))
-}
 
 /// A flow endpoint must be a host with at least one interface.
 fn flow_host<'a>(nodes: &'a [Node], name: &str, path: &str) -> Result<&'a Node, Diag> {

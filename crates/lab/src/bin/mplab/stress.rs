@@ -1,0 +1,211 @@
+//! The stress commands: `mplab soak` (one long run with churn), `mplab
+//! load` (many connections at once) and `mplab attack` (the attack
+//! matrix). Each parses its flags here and hands the work to the library
+//! module of the same name.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use mplab::{attack, load, run, soak};
+
+use crate::{fail, EXIT_FAILED};
+
+// `mplab attack`.
+#[derive(clap::Args)]
+pub(crate) struct AttackCmd {
+    scenario: PathBuf,
+    /// Backends, comma-separated: sim, kernel, userspace.
+    #[arg(long, default_value = "sim")]
+    backends: String,
+    /// Attacks, comma-separated (default: all); `--list` names them.
+    #[arg(long)]
+    rows: Option<String>,
+    /// The link the attacker sits on.
+    #[arg(long, default_value = "wan1")]
+    link: String,
+    /// When the attacker strikes (default 3s).
+    #[arg(long)]
+    at: Option<String>,
+    /// Sets a scenario field before the attacker is added, as `mplab run
+    /// --set` (repeatable): e.g. transport.mptcp.checksum=true.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// The matrix over every link of the scenario, DSS checksums off and
+    /// on, and each strike time of --strikes: product.md (cells per
+    /// verdict along each dimension, every cell that is not ok), .csv,
+    /// .json; exits 1 on any cell where mplab's stack is weaker.
+    #[arg(long)]
+    product: bool,
+    /// Strike times of --product, comma-separated.
+    #[arg(long, default_value = "10ms,300ms,3s,6.5s")]
+    strikes: String,
+    /// Output directory (default results/attack-<scenario name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print the attacks with what the RFCs require, and stop.
+    #[arg(long)]
+    list: bool,
+}
+
+
+// `mplab soak`.
+#[derive(clap::Args)]
+pub(crate) struct SoakCmd {
+    #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
+    pub(crate) backend: String,
+    /// Scenario time (e.g. 1h, 10min, 300s).
+    #[arg(long, default_value = "1h")]
+    duration: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory (default results/soak-<backend>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write the soak's scenario file here and stop.
+    #[arg(long)]
+    write_scenario: Option<PathBuf>,
+    /// Leave out the address withdrawals and restores (Linux 6.18 can
+    /// oops deleting an endpoint under load: docs/soak.md).
+    #[arg(long)]
+    keep_addresses: bool,
+    /// The connections' multipath transport.
+    #[arg(long, default_value = "mptcp", value_parser = ["mptcp", "mpquic"])]
+    transport: String,
+}
+
+// `mplab load`.
+#[derive(clap::Args)]
+pub(crate) struct LoadCmd {
+    #[arg(long, default_value = "sim", value_parser = ["sim", "kernel", "userspace"])]
+    pub(crate) backend: String,
+    #[arg(long, default_value_t = 1000)]
+    idle: u64,
+    #[arg(long, default_value_t = 100)]
+    active: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory (default results/load-<backend>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write the load's scenario file here and stop.
+    #[arg(long)]
+    write_scenario: Option<PathBuf>,
+    /// The connections' multipath transport.
+    #[arg(long, default_value = "mptcp", value_parser = ["mptcp", "mpquic"])]
+    transport: String,
+}
+
+
+/// `mplab soak`.
+pub(crate) fn soak_cmd(c: SoakCmd, quiet: bool) -> ExitCode {
+    let SoakCmd { backend, duration, seed, out, write_scenario, keep_addresses, transport } = c;
+    let secs = match duration.parse::<mplab_scenario::Duration>() {
+        Ok(d) if d.as_nanos() >= 10_000_000_000 => d.as_nanos() / 1_000_000_000,
+        Ok(_) => return fail("soak", run::RunError::Usage("--duration: at least 10s".into())),
+        Err(e) => return fail("soak", run::RunError::Usage(format!("--duration {duration:?}: {e}"))),
+    };
+    if let Some(path) = write_scenario {
+        let stack = if backend == "userspace" { "mplab" } else { "kernel" };
+        return match std::fs::write(&path, soak::scenario(secs, seed, stack, !keep_addresses, &transport)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail("soak", run::RunError::Failed(format!("{}: {e}", path.display()))),
+        };
+    }
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("soak-{backend}")));
+    match soak::soak(&backend, secs, seed, !keep_addresses, &transport, &out) {
+        Ok(r) => {
+            if !quiet {
+                print!("{}", soak::render(&r));
+                println!("  results and soak.json in {}", out.display());
+            }
+            if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+        }
+        Err(e) => fail("soak", e),
+    }
+}
+
+/// `mplab load`.
+pub(crate) fn load_cmd(c: LoadCmd, quiet: bool) -> ExitCode {
+    let LoadCmd { backend, idle, active, seed, out, write_scenario, transport } = c;
+    if idle + active == 0 {
+        return fail("load", run::RunError::Usage("--idle and --active: at least one connection".into()));
+    }
+    if let Some(path) = write_scenario {
+        let stack = if backend == "userspace" { "mplab" } else { "kernel" };
+        return match std::fs::write(&path, load::scenario(idle, active, seed, stack, &transport)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail("load", run::RunError::Failed(format!("{}: {e}", path.display()))),
+        };
+    }
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("load-{backend}")));
+    match load::load(&backend, idle, active, seed, &transport, &out) {
+        Ok(r) => {
+            if !quiet {
+                print!("{}", load::render(&r));
+                println!("  results and load.json in {}", out.display());
+            }
+            if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+        }
+        Err(e) => fail("load", e),
+    }
+}
+
+/// `mplab attack`.
+pub(crate) fn attack_cmd(c: AttackCmd, quiet: bool) -> ExitCode {
+    let AttackCmd { scenario, backends, rows, link, at, sets, product, strikes, out, list } = c;
+    if list {
+        for k in mplab_scenario::attack::AttackKind::ALL {
+            let _ = writeln!(std::io::stdout(), "{:<22} {:<9} {:<9} {}", k.name(), k.position().name(), k.expect().name(), k.requirement());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let rows = match attack::parse_rows(rows.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return fail("attack", run::RunError::Usage(e)),
+    };
+    let backends: Vec<String> = backends.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
+    if let Some(b) = backends.iter().find(|b| !["sim", "kernel", "userspace"].contains(&b.as_str())) {
+        return fail("attack", run::RunError::Usage(format!("unknown backend {b:?} (sim, kernel, userspace)")));
+    }
+    let stem = scenario.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
+    let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("attack-{stem}")));
+    let mut kv = Vec::new();
+    for s in &sets {
+        let Some((k, v)) = s.split_once('=') else { return fail("attack", run::RunError::Usage(format!("--set {s:?}: want KEY=VALUE"))) };
+        kv.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let opt = attack::Options { scenario, backends, rows, link, at, sets: kv, out: out.clone(), quiet };
+    if product {
+        let strikes: Vec<String> = strikes.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        return match attack::product(&opt, &strikes) {
+            Ok(cells) => {
+                let _ = write!(std::io::stdout(), "{}", attack::render_product(&cells));
+                if let Err(e) = attack::write_product(&cells, &out) {
+                    return fail("attack", run::RunError::Failed(format!("{}: {e}", out.display())));
+                }
+                let weak = cells.iter().filter(|c| c.cell.verdict == "WEAKER" && c.cell.backend != "kernel").count();
+                if !quiet {
+                    eprintln!("{} cells; {weak} where mplab's stack is weaker than the RFCs; product.md, product.csv, product.json in {}", cells.len(), out.display());
+                }
+                if weak > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+            }
+            Err(e) => fail("attack", run::RunError::Usage(e)),
+        };
+    }
+    match attack::matrix(&opt) {
+        Ok(rows) => {
+            let _ = write!(std::io::stdout(), "{}", attack::render(&rows));
+            if let Err(e) = attack::write(&rows, &out) {
+                return fail("attack", run::RunError::Failed(format!("{}: {e}", out.display())));
+            }
+            let weak = attack::mplab_weaknesses(&rows);
+            if !quiet {
+                eprintln!("{} attacks; {weak} cells where mplab's stack is weaker than the RFCs; attack.md, attack.csv, attack.json in {}", rows.len(), out.display());
+            }
+            if weak > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+        }
+        Err(e) => fail("attack", run::RunError::Usage(e)),
+    }
+}
+
