@@ -695,6 +695,69 @@ impl MpQuicEnd {
         self.tx
     }
 
+    // The stream as real bytes (a tunnel's frames), beside the pattern
+    // the applications write and check.
+
+    /// Writes `data` into this end's stream; returns how many bytes noq
+    /// took (its send window may take part).
+    pub fn write_bytes(&mut self, data: &[u8]) -> usize {
+        if self.send_space() == 0 {
+            return 0;
+        }
+        self.seeded(|q| {
+            let Some(id) = q.tx_stream() else { return 0 };
+            let Some((_, c)) = q.conn.as_mut() else { return 0 };
+            match c.send_stream(id).write(data) {
+                Ok(k) => {
+                    q.written += k as u64;
+                    q.blocked = k < data.len();
+                    k
+                }
+                Err(_) => {
+                    q.blocked = true;
+                    0
+                }
+            }
+        })
+    }
+
+    /// Moves up to `max` bytes of the peer's stream, as they came, to
+    /// `out`; returns how many.
+    pub fn read_bytes(&mut self, max: usize, out: &mut Vec<u8>) -> usize {
+        let n = max.min(self.rx_buf.len());
+        out.extend(self.rx_buf.drain(..n));
+        self.read += n as u64;
+        if n > 0 {
+            self.seeded(|q| q.pull_stream());
+        }
+        n
+    }
+
+    // Unreliable datagrams beside the stream (RFC 9221 DATAGRAM frames),
+    // for a tunnel's UDP.
+
+    /// Queues `data` as one DATAGRAM frame, sent ahead of stream data on
+    /// whichever path noq sends next. When noq's datagram send buffer is
+    /// full the oldest unsent datagrams make room: a real-time packet that
+    /// waited that long is as good as lost. Err: no connection yet, the
+    /// peer offers no datagrams, or `data` is larger than one packet
+    /// carries ([`Self::max_datagram`]).
+    pub fn send_datagram(&mut self, data: &[u8]) -> Result<(), String> {
+        let Some((_, c)) = self.conn.as_mut() else { return Err("no connection".into()) };
+        c.datagrams().send(bytes::Bytes::copy_from_slice(data), true).map_err(|e| e.to_string())
+    }
+
+    /// The largest datagram the peer and the current path MTU allow.
+    pub fn max_datagram(&mut self) -> Option<usize> {
+        self.conn.as_mut().and_then(|(_, c)| c.datagrams().max_size())
+    }
+
+    /// The next datagram that arrived, in arrival order.
+    pub fn recv_datagram(&mut self) -> Option<Vec<u8>> {
+        let (_, c) = self.conn.as_mut()?;
+        c.datagrams().recv().map(|b| b.to_vec())
+    }
+
     // The byte stream, as `apps::StreamSocket` wants it.
 
     pub fn send_space(&self) -> u64 {

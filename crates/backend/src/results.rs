@@ -191,6 +191,17 @@ pub struct TunnelDirection {
     /// Datagram mode: copies that arrived after the first (dropped).
     #[serde(default)]
     pub duplicates: u64,
+    /// MPQUIC's `quic-datagram` mode: packets sent in QUIC DATAGRAM
+    /// frames, and their bytes (an 8-byte sequence number each, then the
+    /// packet); the rest of `datagrams_in` rode the stream.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_datagrams: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_datagram_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where a subflow is in its life, as a probe sees it.

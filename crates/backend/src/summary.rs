@@ -121,7 +121,7 @@ pub fn flow_summary(mut o: FlowOutcome) -> FlowSummary {
         // its continuity and placement.
         // (A tunnel in datagram mode carries nothing in its stream, nor
         // does a converter's flow: its connections are the gateways'.)
-        verified: o.data_ok && (o.delivered > 0 || bounded == Some(0) || matches!(spec.app, network::App::Tunnel { datagram: true, .. } | network::App::Converter { .. })) && o.datagrams.as_ref().is_none_or(|d| d.malformed == 0),
+        verified: o.data_ok && (o.delivered > 0 || bounded == Some(0) || matches!(spec.app, network::App::Tunnel { mode: network::TunnelMode::Datagram | network::TunnelMode::QuicDatagram, .. } | network::App::Converter { .. })) && o.datagrams.as_ref().is_none_or(|d| d.malformed == 0),
         fallback: o.fallback,
         completed: done,
         completion_time_s: done.then(|| o.completed_at_s.map(|c| c - o.start_s).unwrap_or(active)),

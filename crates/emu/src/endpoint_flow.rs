@@ -33,7 +33,7 @@ const BATCH: usize = 1024;
 
 /// Reads one datagram: its length, source, source port and the address it
 /// was sent to (IP_PKTINFO).
-fn recv_from(fd: libc::c_int, buf: &mut [u8]) -> Option<(usize, Ipv4Addr, u16, Option<Ipv4Addr>)> {
+pub(crate) fn recv_from(fd: libc::c_int, buf: &mut [u8]) -> Option<(usize, Ipv4Addr, u16, Option<Ipv4Addr>)> {
     let mut from = sockaddr(Ipv4Addr::UNSPECIFIED, 0);
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
     let mut control = [0u64; 8];
@@ -67,7 +67,7 @@ fn recv_from(fd: libc::c_int, buf: &mut [u8]) -> Option<(usize, Ipv4Addr, u16, O
 
 /// Sends one datagram from `src` (IP_PKTINFO: the path's local address,
 /// which the host's source routing takes out of its interface).
-fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Addr, port: u16) {
+pub(crate) fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Addr, port: u16) {
     let mut to = sockaddr(dst, port);
     let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
     let mut control = [0u64; 8];
@@ -98,11 +98,11 @@ fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Addr, port: u
 
 /// How often the sending end publishes its paths for the probes (the
 /// probe interval is no shorter).
-const PUBLISH_NS: u64 = 50_000_000;
+pub(crate) const PUBLISH_NS: u64 = 50_000_000;
 
 /// The endpoint's paths as the probes read a stack's subflows (cwnd in
 /// bytes, so an MSS of 1), with the backup ones by address pair.
-fn publish_paths(e: &dyn Endpoint, st: &FlowState) {
+pub(crate) fn publish_paths(e: &dyn Endpoint, st: &FlowState) {
     let paths = e.paths();
     let v: Vec<crate::apps::StackSubflow> = paths
         .iter()

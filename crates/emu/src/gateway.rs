@@ -40,11 +40,13 @@ const RULE_PRIORITY: usize = 40;
 /// A gateway before the run: its TUN, and its socket (the CPE's unconnected
 /// client socket, the HAG's listener).
 pub struct Gateway {
-    tun: Tun,
-    sock: OwnedFd,
+    pub(crate) tun: Tun,
+    /// The connection's socket: TCP or MPTCP, or for MPQUIC a UDP socket
+    /// bound to every address of the gateway.
+    pub(crate) sock: OwnedFd,
     /// 0: the CPE (`from`), 1: the HAG.
-    end: usize,
-    mtu: usize,
+    pub(crate) end: usize,
+    pub(crate) mtu: usize,
     ns: String,
     /// Datagram mode: one UDP socket per access link.
     udp: Vec<OwnedFd>,
@@ -133,7 +135,8 @@ impl StallWatch {
 /// `bridge`, the flow's connection is that socket (mplab's stack in the
 /// gateway) instead of a kernel socket.
 pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str, bridge: Option<OwnedFd>) -> Result<Gateway, String> {
-    let App::Tunnel { mtu, class, datagram } = f.app else { return Err(format!("flow {} is not a tunnel", f.name)) };
+    let App::Tunnel { mtu, class, mode } = f.app else { return Err(format!("flow {} is not a tunnel", f.name)) };
+    let datagram = mode == mplab_scenario::network::TunnelMode::Datagram;
     let (node, peer) = if end == 0 { (f.from, f.to) } else { (f.to, f.from) };
     // This tunnel's rank among the tunnels this gateway ends.
     let k = net.flows.iter().filter(|g| matches!(g.app, App::Tunnel { .. }) && (g.from == node || g.to == node)).position(|g| g.id == f.id).unwrap_or(0);
@@ -169,8 +172,15 @@ pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str, bridge: Option<Own
     }
     crate::topo::ip_batch(Some(ns), &cmds)?;
     let bridged = bridge.is_some();
+    let mpquic = f.transport == mplab_scenario::plugins::transports::Transport::MPQUIC;
     let sock = match bridge {
         Some(s) => s,
+        // Every path's datagrams name their source: the socket is bound to
+        // every address, on the flow's port at each end.
+        None if mpquic => {
+            let port = if end == 0 { f.sport } else { f.dport };
+            crate::datagrams::socket(ns, (std::net::Ipv4Addr::UNSPECIFIED, port), None).map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?
+        }
         None => {
             let s = if end == 0 { crate::apps::client_socket(ns, f) } else { crate::apps::listen(ns, f) }.map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
             nodelay(s.as_raw_fd()).map_err(|e| format!("tunnel socket on {}: {e}", net.nodes[node].name))?;
@@ -194,19 +204,34 @@ pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str, bridge: Option<Own
     Ok(Gateway { tun, sock, end, mtu: mtu as usize, ns: ns.to_string(), udp, bridged })
 }
 
+impl Gateway {
+    /// 0: the CPE, 1: the HAG.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+}
+
 /// What one gateway counted: its ingress direction, and the far side's
 /// datagrams it took out.
 #[derive(Default)]
-struct Counts {
-    ingress: TunnelDirection,
-    egress_out: u64,
-    /// Datagram mode: second copies dropped at the egress.
-    duplicates: u64,
+pub(crate) struct Counts {
+    pub(crate) ingress: TunnelDirection,
+    pub(crate) egress_out: u64,
+    /// Datagram mode: second copies dropped at the egress (over MPQUIC:
+    /// DATAGRAM frames too short to hold a packet).
+    pub(crate) duplicates: u64,
 }
 
 /// Runs the gateway until the end of the scenario; adds its counts to
-/// the flow's tunnel summary.
-pub fn run(f: Flow, gw: Gateway, st: Arc<FlowState>, clk: Clock) {
+/// the flow's tunnel summary. `net` and `seed` make an MPQUIC tunnel's
+/// connection end.
+pub fn run(net: Arc<Network>, f: Flow, gw: Gateway, seed: u64, st: Arc<FlowState>, clk: Clock) {
+    if f.transport == mplab_scenario::plugins::transports::Transport::MPQUIC {
+        let mut c = crate::gateway_mpquic::carry(&net, &f, &gw, seed, &st, &clk);
+        c.ingress.queue_drops = tun_drops(&gw.ns, &gw.tun.name);
+        record(&st, gw.end, gw.mtu, &c);
+        return;
+    }
     let Some(conn) = open(&f, &gw, &st, &clk) else { return };
     let (c, broken) = if gw.udp.is_empty() { carry_stream(&gw, conn.as_raw_fd(), &st, &clk) } else { (carry_datagrams(&gw, &clk), None) };
     if let Some(why) = broken {
@@ -457,6 +482,8 @@ fn record(st: &FlowState, end: usize, mtu: usize, c: &Counts) {
     mine.oversize += c.ingress.oversize;
     mine.queue_drops += c.ingress.queue_drops;
     mine.frame_bytes += c.ingress.frame_bytes;
+    mine.quic_datagrams += c.ingress.quic_datagrams;
+    mine.quic_datagram_bytes += c.ingress.quic_datagram_bytes;
     far.datagrams_out += c.egress_out;
     far.duplicates += c.duplicates;
 }

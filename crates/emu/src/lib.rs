@@ -24,6 +24,7 @@ pub mod balancer;
 pub mod converter;
 pub mod datagrams;
 pub mod gateway;
+mod gateway_mpquic;
 pub mod emulator;
 pub mod endpoint_flow;
 pub mod frame;

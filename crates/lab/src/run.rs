@@ -442,11 +442,15 @@ pub fn render_summary(s: &Summary) -> String {
             );
         } else if let Some(t) = &f.tunnel {
             for (dir, d) in [("up", &t.upstream), ("down", &t.downstream)] {
-                let _ = writeln!(
+                let _ = write!(
                     o,
                     "  tunnel {dir}: {} datagrams in, {} out, {} over the {} B MTU, {} dropped at a full ingress (most waiting {}), {} B of frames",
                     d.datagrams_in, d.datagrams_out, d.oversize, t.mtu, d.queue_drops, d.max_queue, d.frame_bytes
                 );
+                if d.quic_datagrams > 0 {
+                    let _ = write!(o, "; {} in QUIC DATAGRAM frames ({} B)", d.quic_datagrams, d.quic_datagram_bytes);
+                }
+                let _ = writeln!(o);
             }
         }
         if let Some(d) = &f.datagrams {

@@ -454,10 +454,8 @@ pub enum App {
     /// delivers datagrams, kept as the scenario gave it.
     Datagram(AppTable),
     /// A tunnel between two gateway routers, carrying the IPv4 packets of
-    /// `class` they forward, each up to `mtu` bytes: in the connection's
-    /// byte stream, or (`datagram`) each in a UDP datagram on every access
-    /// link.
-    Tunnel { mtu: u32, class: TrafficClass, datagram: bool },
+    /// `class` they forward, each up to `mtu` bytes, as `mode` says.
+    Tunnel { mtu: u32, class: TrafficClass, mode: TunnelMode },
     /// RFC 8803 Transport Converters in two gateway routers: each TCP
     /// connection of `class` the CPE forwards from its LAN side is ended
     /// there and carried to the HAG in a connection of the flow's
@@ -467,11 +465,31 @@ pub enum App {
     Converter { class: TrafficClass, refuse: Vec<Prefix>, fast_open: bool },
 }
 
+/// How a tunnel carries the packets it takes in (`mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunnelMode {
+    /// Each behind a 2-byte length in the connection's byte stream.
+    Stream,
+    /// Each in a UDP datagram on every access link (the connection
+    /// carries nothing).
+    Datagram,
+    /// Over MPQUIC: UDP packets each in a QUIC DATAGRAM frame (RFC 9221),
+    /// the others in the stream, as 3GPP ATSSS (Release 18) carries a
+    /// phone's UDP over MPQUIC.
+    QuicDatagram,
+}
+
 /// The scenario's own kinds, as network.json shows them.
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum OwnApp<'a> {
-    Tunnel { mtu: u32, class: TrafficClass, datagram: bool },
+    Tunnel {
+        mtu: u32,
+        class: TrafficClass,
+        datagram: bool,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        quic_datagram: bool,
+    },
     Converter { class: TrafficClass, refuse: &'a [Prefix], fast_open: bool },
 }
 
@@ -479,7 +497,7 @@ impl Serialize for App {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match *self {
             App::Stream(ref t) | App::Datagram(ref t) => t.serialize(s),
-            App::Tunnel { mtu, class, datagram } => OwnApp::Tunnel { mtu, class, datagram }.serialize(s),
+            App::Tunnel { mtu, class, mode } => OwnApp::Tunnel { mtu, class, datagram: mode == TunnelMode::Datagram, quic_datagram: mode == TunnelMode::QuicDatagram }.serialize(s),
             App::Converter { class, ref refuse, fast_open } => OwnApp::Converter { class, refuse, fast_open }.serialize(s),
         }
     }

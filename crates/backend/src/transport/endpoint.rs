@@ -91,6 +91,32 @@ pub trait Endpoint: StreamSocket {
     fn read_mismatch(&self) -> Option<&str> {
         None
     }
+    /// Writes real bytes into the stream (a tunnel's frames on the
+    /// real-packet backends), for transports that carry bytes rather than
+    /// the applications' pattern; returns how many were taken.
+    fn write_bytes(&mut self, _data: &[u8]) -> usize {
+        0
+    }
+    /// Moves up to `max` bytes of the peer's stream, as they came, to
+    /// `out`; returns how many.
+    fn read_bytes(&mut self, _max: usize, _out: &mut Vec<u8>) -> usize {
+        0
+    }
+    /// Queues one unreliable datagram beside the stream (MPQUIC's
+    /// DATAGRAM frames, RFC 9221); false when the transport has none or
+    /// cannot take this one now (too large, not connected).
+    fn send_datagram(&mut self, _data: &[u8]) -> bool {
+        false
+    }
+    /// The largest datagram [`Self::send_datagram`] takes now; None when
+    /// the transport has none.
+    fn max_datagram(&mut self) -> Option<usize> {
+        None
+    }
+    /// The next datagram the peer sent beside the stream.
+    fn recv_datagram(&mut self) -> Option<Vec<u8>> {
+        None
+    }
     /// A UDP endpoint's datagram application (what it sent and received).
     fn datagram_app(&self) -> Option<&crate::datagram::DatagramApp> {
         None

@@ -270,6 +270,26 @@ impl Endpoint for MpQuicEndpoint {
         self.q.mismatch.as_deref()
     }
 
+    fn write_bytes(&mut self, data: &[u8]) -> usize {
+        self.q.write_bytes(data)
+    }
+
+    fn read_bytes(&mut self, max: usize, out: &mut Vec<u8>) -> usize {
+        self.q.read_bytes(max, out)
+    }
+
+    fn send_datagram(&mut self, data: &[u8]) -> bool {
+        self.q.send_datagram(data).is_ok()
+    }
+
+    fn max_datagram(&mut self) -> Option<usize> {
+        self.q.max_datagram()
+    }
+
+    fn recv_datagram(&mut self) -> Option<Vec<u8>> {
+        self.q.recv_datagram()
+    }
+
     fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress {
         if let Some(b) = pkt.udp.as_deref() {
             let (local, remote) = (

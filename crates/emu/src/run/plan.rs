@@ -43,8 +43,9 @@ impl FlowKind {
     pub fn of(f: &Flow) -> FlowKind {
         match (&f.app, f.transport) {
             (_, t) if t.is_sctp() => FlowKind::Sctp,
-            (_, t) if t.over_udp() => FlowKind::Datagram,
+            // Whatever its transport (an MPQUIC tunnel's is UDP).
             (App::Tunnel { .. }, _) => FlowKind::Tunnel,
+            (_, t) if t.over_udp() => FlowKind::Datagram,
             (App::Converter { .. }, _) => FlowKind::Converter,
             _ => FlowKind::Stream,
         }

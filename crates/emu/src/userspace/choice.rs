@@ -18,5 +18,5 @@ pub fn mplab_nodes(net: &Network) -> Vec<bool> {
 /// still forwards with Linux; a datagram-mode tunnel has no connection
 /// (kernel UDP).
 pub fn on_gateway_stack(f: &mplab_scenario::network::Flow) -> bool {
-    matches!(f.app, App::Tunnel { datagram: false, .. } | App::Converter { .. }) && f.transport.over_tcp()
+    matches!(f.app, App::Tunnel { mode: mplab_scenario::network::TunnelMode::Stream, .. } | App::Converter { .. }) && f.transport.over_tcp()
 }

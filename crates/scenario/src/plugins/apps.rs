@@ -11,7 +11,8 @@
 use super::about::{About, OnKernel};
 use super::fields::{Fields, PluginError};
 use crate::error::{diag, Diag};
-use crate::network::{App, AppTable};
+use crate::network::{App, AppTable, TunnelMode};
+use crate::plugins::transports::Transport;
 use crate::schema::FlowSpec;
 
 /// One application kind of this crate.
@@ -76,15 +77,18 @@ fn tunnel(f: &mut Fields, flow: &FlowSpec) -> Result<App, PluginError> {
     if !(68..=65_535).contains(&mtu) {
         return Err(f.error_at("mtu", format!("must be between 68 and 65535, got {mtu}")));
     }
-    if !flow.transport.over_tcp() {
-        return Err(f.error_at("transport", "a tunnel rides a TCP or MPTCP connection"));
+    let mpquic = flow.transport == Transport::MPQUIC;
+    if !flow.transport.over_tcp() && !mpquic {
+        return Err(f.error_at("transport", "a tunnel rides a TCP, MPTCP or MPQUIC connection"));
     }
-    let datagram = match mode.as_deref() {
-        None | Some("stream") => false,
-        Some("datagram") => true,
-        Some(m) => return Err(f.error_at("mode", format!("{m:?}: expected \"stream\" (frames in the byte stream) or \"datagram\" (UDP on every access link)"))),
+    let mode = match mode.as_deref() {
+        None | Some("stream") => TunnelMode::Stream,
+        Some("datagram") => TunnelMode::Datagram,
+        Some("quic-datagram") if mpquic => TunnelMode::QuicDatagram,
+        Some("quic-datagram") => return Err(f.error_at("mode", format!("\"quic-datagram\" puts UDP in QUIC DATAGRAM frames: it needs transport = \"mpquic\", not {:?}", flow.transport.name()))),
+        Some(m) => return Err(f.error_at("mode", format!("{m:?}: expected \"stream\" (frames in the byte stream), \"datagram\" (UDP on every access link) or, over MPQUIC, \"quic-datagram\" (UDP in QUIC DATAGRAM frames, the rest in the stream)"))),
     };
-    Ok(App::Tunnel { mtu, class: traffic_class(carries.as_deref().unwrap_or("all")).map_err(|m| PluginError::new(f.field_path("carries"), m))?, datagram })
+    Ok(App::Tunnel { mtu, class: traffic_class(carries.as_deref().unwrap_or("all")).map_err(|m| PluginError::new(f.field_path("carries"), m))?, mode })
 }
 
 fn converter(f: &mut Fields, flow: &FlowSpec) -> Result<App, PluginError> {

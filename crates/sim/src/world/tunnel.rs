@@ -18,6 +18,14 @@
 //! gateway forwards the first copy and drops the others: no head-of-line
 //! blocking and no retransmission, for twice the access traffic.
 //!
+//! Over MPQUIC (`transport = "mpquic"`), `mode = "quic-datagram"` sends
+//! each UDP packet in a QUIC DATAGRAM frame of the connection (the same
+//! sequence number ahead of it) and the other packets in its stream, as
+//! 3GPP ATSSS (Release 18) carries UDP over MPQUIC: the datagrams share
+//! the connection's paths and congestion control but wait for no
+//! retransmission. A UDP packet larger than a DATAGRAM frame can carry
+//! (the path MTU less QUIC's overhead) rides the stream instead.
+//!
 //! The simulator's streams carry lengths, not bytes: each direction keeps
 //! the frames it wrote with the stream offset where each ends, and the
 //! reader releases them in order. The stream's own checks (continuity,
@@ -72,6 +80,9 @@ struct Direction {
     next_seq: u64,
     /// Taken in, waiting for room in the send buffer.
     waiting: VecDeque<Packet>,
+    /// Bytes of the first waiting frame still to write, once the
+    /// connection took part of it (MPQUIC takes what its window allows).
+    head_left: u64,
     /// Written into the stream: (offset just past the frame, datagram).
     in_stream: VecDeque<(u64, Packet)>,
     /// Stream bytes written so far.
@@ -83,6 +94,8 @@ pub(super) struct TunnelRt {
     flow: usize,
     mtu: u32,
     datagram: bool,
+    /// UDP in QUIC DATAGRAM frames (`mode = "quic-datagram"`).
+    quic_datagram: bool,
     /// Per end, its access links: (its address, the other gateway's).
     access: [Vec<(std::net::Ipv4Addr, std::net::Ipv4Addr)>; 2],
     /// Index `d`: written by end `d`, read by the other.
@@ -105,7 +118,8 @@ pub(super) fn build(net: &Network) -> (Vec<TunnelRt>, Vec<Vec<Gateway>>) {
     let mut tunnels = Vec::new();
     let mut gateways = vec![Vec::new(); net.nodes.len()];
     for f in &net.flows {
-        let network::App::Tunnel { mtu, class, datagram } = f.app else { continue };
+        let network::App::Tunnel { mtu, class, mode } = f.app else { continue };
+        let (datagram, quic_datagram) = (mode == network::TunnelMode::Datagram, mode == network::TunnelMode::QuicDatagram);
         let t = tunnels.len() as u32;
         let mut links: [Vec<_>; 2] = Default::default();
         for (end, node, peer) in [(0u8, f.from, f.to), (1, f.to, f.from)] {
@@ -120,7 +134,7 @@ pub(super) fn build(net: &Network) -> (Vec<TunnelRt>, Vec<Vec<Gateway>>) {
                 })
                 .collect();
         }
-        tunnels.push(TunnelRt { flow: f.id, mtu, datagram, access: links, dirs: Default::default() });
+        tunnels.push(TunnelRt { flow: f.id, mtu, datagram, quic_datagram, access: links, dirs: Default::default() });
     }
     (tunnels, gateways)
 }
@@ -143,17 +157,28 @@ impl World {
         let mut pkt = self.pool.pkts[h.id as usize].clone();
         let ttl = h.ttl();
         self.pool.release(h);
-        let t = &mut self.hybrid.tunnels[g.tunnel as usize];
-        let d = &mut t.dirs[g.end as usize];
         if ttl <= 1 {
             return true; // expired here, as a forwarding router drops it
         }
         pkt.ttl = ttl - 1;
+        let t = &mut self.hybrid.tunnels[g.tunnel as usize];
         if pkt.size > t.mtu {
-            d.stats.oversize += 1;
-        } else if t.datagram {
+            t.dirs[g.end as usize].stats.oversize += 1;
+            return true;
+        }
+        if t.datagram {
             self.datagram_ingress(g, node, pkt);
-        } else if d.waiting.len() >= INGRESS_QUEUE {
+            return true;
+        }
+        if t.quic_datagram && pkt.is_udp() {
+            match self.quic_datagram_ingress(g, pkt) {
+                None => return true,
+                Some(p) => pkt = p,
+            }
+        }
+        let t = &mut self.hybrid.tunnels[g.tunnel as usize];
+        let d = &mut t.dirs[g.end as usize];
+        if d.waiting.len() >= INGRESS_QUEUE {
             d.stats.queue_drops += 1;
         } else {
             d.stats.datagrams_in += 1;
@@ -194,6 +219,40 @@ impl World {
         }
     }
 
+    /// `quic-datagram` mode, ingress: a UDP packet in one DATAGRAM frame
+    /// of the tunnel's connection. The packet back when the connection
+    /// cannot take it as one (not up yet, or larger than a frame carries):
+    /// it then rides the stream.
+    fn quic_datagram_ingress(&mut self, g: Gateway, pkt: Packet) -> Option<Packet> {
+        let now = self.now.as_nanos();
+        let t = &mut self.hybrid.tunnels[g.tunnel as usize];
+        let flow = t.flow;
+        let size = pkt.size as usize;
+        let Some(ep) = self.flows[flow].ends[g.end as usize].ep.as_mut() else { return Some(pkt) };
+        if !ep.is_established() || ep.max_datagram().is_none_or(|m| m < DATAGRAM_HEADER + size) {
+            return Some(pkt);
+        }
+        let d = &mut t.dirs[g.end as usize];
+        let seq = d.next_seq;
+        let mut payload = vec![0u8; DATAGRAM_HEADER + size];
+        payload[..DATAGRAM_HEADER].copy_from_slice(&seq.to_be_bytes());
+        if !ep.send_datagram(&payload) {
+            return Some(pkt);
+        }
+        d.next_seq += 1;
+        d.stats.datagrams_in += 1;
+        d.stats.quic_datagrams += 1;
+        d.stats.quic_datagram_bytes += payload.len() as u64;
+        // Forget what never arrived (lost, or dropped from noq's full
+        // datagram send buffer).
+        while d.datagrams.first_key_value().is_some_and(|(_, (at, _))| now.saturating_sub(*at) > DATAGRAM_FORGET_NS) {
+            d.datagrams.pop_first();
+        }
+        d.datagrams.insert(seq, (now, pkt));
+        self.service(flow, g.end as usize);
+        None
+    }
+
     /// Datagram mode, egress: the first copy of each packet goes on, the
     /// others are dropped. True: the datagram was the tunnel's.
     fn datagram_egress(&mut self, node: usize, t: usize, h: Hop) -> bool {
@@ -227,21 +286,38 @@ impl World {
         let tun = &mut self.hybrid.tunnels[t as usize];
         let w = &mut tun.dirs[end];
         while let Some(p) = w.waiting.front() {
-            let len = FRAME_HEADER + u64::from(p.size);
-            if ep.send_space() < len {
+            // A frame is begun only when the whole of it fits (TCP and
+            // MPTCP then take it whole); one MPQUIC took part of goes on.
+            let len = if w.head_left > 0 { w.head_left } else { FRAME_HEADER + u64::from(p.size) };
+            if w.head_left == 0 && ep.send_space() < len {
                 break;
             }
             let n = ep.send(len);
             w.written += n;
             w.stats.frame_bytes += n;
             if n < len {
-                break; // cannot happen with the room checked; the rest of the frame would be lost
+                w.head_left = len - n;
+                break;
             }
+            w.head_left = 0;
             if let Some(p) = w.waiting.pop_front() {
                 w.in_stream.push_back((w.written, p));
             }
         }
         let read = e.app.rx.delivered;
+        if tun.quic_datagram {
+            let r = &mut tun.dirs[1 - end];
+            while let Some(d) = ep.recv_datagram() {
+                let seq = d.get(..DATAGRAM_HEADER).map(|b| u64::from_be_bytes(b.try_into().unwrap_or_default()));
+                match seq.and_then(|s| r.datagrams.remove(&s)) {
+                    Some((_, p)) => {
+                        r.stats.datagrams_out += 1;
+                        out.push(p);
+                    }
+                    None => r.stats.duplicates += 1,
+                }
+            }
+        }
         let r = &mut tun.dirs[1 - end];
         while r.in_stream.front().is_some_and(|(at, _)| *at <= read) {
             if let Some((_, p)) = r.in_stream.pop_front() {

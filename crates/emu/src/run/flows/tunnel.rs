@@ -37,9 +37,13 @@ impl FlowDriver for Tunnel {
 
     fn start(&mut self, plan: &Plan, states: &[Arc<FlowState>], clk: &Clock, _: u64) -> Result<Vec<JoinHandle<()>>, KernelError> {
         let mut threads = Vec::new();
+        // An MPQUIC tunnel's ends are configured from the network.
+        let net = Arc::new(plan.net.clone());
         for (fi, gw) in self.gateways.drain(..) {
-            let (ff, st, c) = (plan.net.flows[fi].clone(), states[fi].clone(), clk.clone());
-            threads.push(spawn(format!("gw-{}", ff.name), move || crate::gateway::run(ff, gw, st, c))?);
+            let (ff, st, c, n) = (plan.net.flows[fi].clone(), states[fi].clone(), clk.clone(), net.clone());
+            // Each end its own seed, as the datagram flows' ends.
+            let seed = plan.net.seed ^ (0x6a7_0000 + 2 * fi as u64 + u64::from(gw.end() == 1));
+            threads.push(spawn(format!("gw-{}", ff.name), move || crate::gateway::run(n, ff, gw, seed, st, c))?);
         }
         Ok(threads)
     }
