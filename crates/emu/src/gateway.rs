@@ -171,6 +171,11 @@ pub fn prepare(net: &Network, f: &Flow, end: usize, ns: &str, bridge: Option<Own
         }
     }
     crate::topo::ip_batch(Some(ns), &cmds)?;
+    // A tunnel narrower than the LAN: the MSS of a TCP SYN going into it
+    // is clamped to fit, as on the simulator (OpenVPN's `mssfix`).
+    if (mtu as usize) < mplab_scenario::network::DEFAULT_MTU as usize {
+        sys::run(&["ip", "netns", "exec", ns, "iptables", "-w", "-t", "mangle", "-A", "FORWARD", "-o", &name, "-p", "tcp", "--tcp-flags", "SYN,RST", "SYN", "-j", "TCPMSS", "--clamp-mss-to-pmtu"])?;
+    }
     let bridged = bridge.is_some();
     let mpquic = f.transport == mplab_scenario::plugins::transports::Transport::MPQUIC;
     let sock = match bridge {

@@ -393,8 +393,18 @@ fn tunnel_flows() {
     common::net(&linked(""));
     assert_eq!(error(&linked("mtu = 40\n")), r#"scenario.toml:32:7: flows[0].mtu: must be between 68 and 65535, got 40"#);
     let over = |t: &str| linked("").replace("transport = \"mptcp\"", &format!("transport = \"{t}\""));
-    assert_eq!(error(&over("sctp")), r#"scenario.toml:31:13: flows[0].transport: a tunnel rides a TCP or MPTCP connection"#);
+    assert_eq!(error(&over("sctp")), r#"scenario.toml:31:13: flows[0].transport: a tunnel rides a TCP, MPTCP or MPQUIC connection"#);
+    assert_eq!(error(&over("quic")), r#"scenario.toml:31:13: flows[0].transport: a tunnel rides a TCP, MPTCP or MPQUIC connection"#);
     assert_eq!(error(&over("udp")), r#"scenario.toml:30:7: flows[0].app: app = "tunnel" needs a byte stream; over transport = "udp" use app = "voip" or "game""#);
+    // UDP in QUIC DATAGRAM frames: over MPQUIC only.
+    let net = common::net(&linked("mode = \"quic-datagram\"\n").replace("transport = \"mptcp\"", "transport = \"mpquic\""));
+    assert!(matches!(net.flows[0].app, mplab_scenario::network::App::Tunnel { mode: mplab_scenario::network::TunnelMode::QuicDatagram, .. }));
+    common::net(&linked("mode = \"stream\"\n").replace("transport = \"mptcp\"", "transport = \"mpquic\""));
+    assert_eq!(error(&linked("mode = \"quic-datagram\"\n")), r#"scenario.toml:32:8: flows[0].mode: "quic-datagram" puts UDP in QUIC DATAGRAM frames: it needs transport = "mpquic", not "mptcp""#);
+    assert_eq!(
+        error(&linked("mode = \"masque\"\n")),
+        r#"scenario.toml:32:8: flows[0].mode: "masque": expected "stream" (frames in the byte stream), "datagram" (UDP on every access link) or, over MPQUIC, "quic-datagram" (UDP in QUIC DATAGRAM frames, the rest in the stream)"#
+    );
 }
 
 /// Converters convert TCP, between two linked routers, and refuse

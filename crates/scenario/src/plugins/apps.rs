@@ -29,8 +29,8 @@ pub const REGISTRY: &[AppEntry] = &[
         about: About {
             name: "tunnel",
             params: &["mtu", "carries", "mode"],
-            what: "a hybrid-access tunnel between two gateway routers (`from` the CPE, `to` the HAG): the IPv4 packets they forward between their other interfaces (UDP and TCP alike, as OpenVPN carries them) ride in this TCP or MPTCP connection, each behind a 2-byte length, up to `mtu` (1500) bytes",
-            kernel: OnKernel::Runs("a gateway program in each gateway's namespace: a TUN device fed by a policy rule, and a kernel MPTCP socket"),
+            what: "a hybrid-access tunnel between two gateway routers (`from` the CPE, `to` the HAG): the IPv4 packets they forward between their other interfaces (UDP and TCP alike, as OpenVPN carries them) ride in this TCP, MPTCP or MPQUIC connection, each behind a 2-byte length, up to `mtu` (1500) bytes; `mode` = \"datagram\" sends each in UDP on every access link, and over MPQUIC \"quic-datagram\" puts UDP in QUIC DATAGRAM frames",
+            kernel: OnKernel::Runs("a gateway program in each gateway's namespace: a TUN device fed by a policy rule, and a kernel MPTCP socket (MPQUIC: noq over a UDP socket)"),
         },
         resolve: tunnel,
     },

@@ -112,6 +112,21 @@ impl TunnelRt {
     }
 }
 
+/// A TCP SYN entering a tunnel whose MTU is below what its MSS announces
+/// gets the MSS that fits (the tunnel's MTU less 40 bytes of IPv4 and TCP
+/// headers), as OpenVPN's `mssfix` and iptables' `TCPMSS
+/// --clamp-mss-to-pmtu` do on real gateways: the connection then sends
+/// segments the tunnel takes instead of refused ones.
+fn clamp_mss(pkt: &mut Packet, mtu: u32) {
+    if pkt.is_udp() || pkt.is_sctp() || !pkt.tcp.syn() {
+        return;
+    }
+    let cap = mtu.saturating_sub(40).min(u32::from(u16::MAX)) as u16;
+    if pkt.tcp.options.mss.is_some_and(|m| m > cap) {
+        pkt.tcp.options.mss = Some(cap);
+    }
+}
+
 /// The tunnels of `net` and, per node, the tunnel ends it holds, in flow
 /// order: a packet goes into the first whose class it belongs to.
 pub(super) fn build(net: &Network) -> (Vec<TunnelRt>, Vec<Vec<Gateway>>) {
@@ -162,6 +177,7 @@ impl World {
         }
         pkt.ttl = ttl - 1;
         let t = &mut self.hybrid.tunnels[g.tunnel as usize];
+        clamp_mss(&mut pkt, t.mtu);
         if pkt.size > t.mtu {
             t.dirs[g.end as usize].stats.oversize += 1;
             return true;
