@@ -196,6 +196,17 @@ impl MpQuicEndpoint {
         if self.client && !self.asked && self.q.is_established() && self.q.multipath() == Some(true)
         {
             self.asked = true;
+            // The first path is opened again like the others when noq
+            // abandons it (its link went silent): without it, a connection
+            // whose first access link failed stayed on the others for good.
+            self.wanted.push(Wanted {
+                local: SocketAddr::new(self.primary.into(), self.port),
+                remote: self.remote,
+                backup: false,
+                id: Some(0),
+                retry_at: None,
+                wait_ns: self.reopen.map_or(0, |(f, _)| f),
+            });
             self.ask(now, |pm, v, out| pm.on_established(v, out));
         }
         let paths = self.q.paths();
