@@ -413,3 +413,68 @@ fn a_storm_of_junk_on_fresh_ends_is_counted() {
     assert_eq!((c.dropped_datagrams(), s.dropped_datagrams()), (2000, 2000));
     assert!(!s.is_established() && !c.is_established());
 }
+
+/// A tunnel's use of the connection: real bytes written into the stream
+/// (not the applications' pattern) come out the same at the other end,
+/// and DATAGRAM frames sent beside them arrive whole, each once, on a
+/// link that loses nothing; a datagram larger than a packet carries is
+/// refused, not cut.
+#[test]
+fn real_bytes_and_datagrams_cross_side_by_side() {
+    let l = link("10.0.0.1:49152", "10.0.0.2:4433", 10_000_000, 10 * MS);
+    let (c0, s0) = (l.client, l.server);
+    let mut c = MpQuicEnd::client(c0, s0, 7, 0, &MpQuicConfig::default()).unwrap();
+    let mut s = MpQuicEnd::server(s0, 8, &MpQuicConfig::default()).unwrap();
+    let mut net = Net { links: vec![l], wire: BinaryHeap::new(), sent: 0, transcript: DefaultHasher::new() };
+    let mut x = 99u64;
+    let data: Vec<u8> = (0..300_000).map(|_| xorshift(&mut x) as u8).collect();
+    let (mut now, mut written, mut got) = (0u64, 0usize, Vec::new());
+    let (mut sent_dgrams, mut got_dgrams) = (0u32, Vec::new());
+    let mut too_large = None;
+    for _ in 0..200_000 {
+        if c.is_established() {
+            if written < data.len() {
+                written += c.write_bytes(&data[written..]);
+            }
+            if sent_dgrams < 100 {
+                let d: Vec<u8> = sent_dgrams.to_be_bytes().iter().copied().chain(std::iter::repeat_n(0xab, 96)).collect();
+                if c.send_datagram(&d).is_ok() {
+                    sent_dgrams += 1;
+                }
+            }
+            if too_large.is_none() {
+                too_large = Some((c.max_datagram(), c.send_datagram(&[0u8; 2000])));
+            }
+        }
+        s.read_bytes(usize::MAX, &mut got);
+        while let Some(d) = s.recv_datagram() {
+            got_dgrams.push(d);
+        }
+        if got.len() == data.len() && got_dgrams.len() == 100 {
+            break;
+        }
+        while let Some(t) = c.poll_transmit(now) {
+            net.send(now, true, t);
+        }
+        while let Some(t) = s.poll_transmit(now) {
+            net.send(now, false, t);
+        }
+        let Some(next) = [net.next(), c.poll_timeout(), s.poll_timeout()].into_iter().flatten().min() else { break };
+        now = now.max(next);
+        while net.next().is_some_and(|t| t <= now) {
+            let Some(Reverse((_, _, to_server, from, to, d))) = net.wire.pop() else { break };
+            if to_server { s.on_datagram(now, to, from, &d) } else { c.on_datagram(now, to, from, &d) }
+        }
+        c.on_timeout(now);
+        s.on_timeout(now);
+    }
+    assert!(got == data, "stream: {} of {} bytes, equal so far: {}", got.len(), data.len(), data.starts_with(&got));
+    assert_eq!(s.mismatch, None, "real bytes are not checked against the pattern");
+    let mut ids: Vec<u32> = got_dgrams.iter().map(|d| u32::from_be_bytes(d[..4].try_into().unwrap())).collect();
+    assert!(got_dgrams.iter().all(|d| d.len() == 100 && d[4..].iter().all(|&b| b == 0xab)));
+    ids.sort_unstable();
+    assert_eq!(ids, (0..100).collect::<Vec<u32>>());
+    let (max, refused) = too_large.unwrap();
+    assert!(max.is_some_and(|m| (1000..2000).contains(&m)), "{max:?}");
+    assert!(refused.is_err());
+}
