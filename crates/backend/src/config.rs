@@ -266,6 +266,9 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
     // only `backup` applies (Linux accounts the endpoint as used and marks
     // the initial subflow backup with MP_PRIO, pm_kernel.c).
     locals[0].backup = eps.iter().any(|e| e.addr == first && e.flags.contains(&EndpointFlag::Backup));
+    // A laminar endpoint on it is never available (the initial subflow
+    // uses it) but still puts the manager in laminar mode, as in Linux.
+    locals[0].laminar = eps.iter().any(|e| e.addr == first && e.flags.contains(&EndpointFlag::Laminar));
     for (k, i) in net.nodes[node].interfaces.iter().enumerate() {
         if i.addr == first {
             continue;
@@ -277,6 +280,7 @@ pub fn mptcp_config(net: &Network, f: &network::Flow, node: usize, first: Ipv4Ad
             l.subflow = e.flags.contains(&EndpointFlag::Subflow);
             l.backup = e.flags.contains(&EndpointFlag::Backup);
             l.fullmesh = e.flags.contains(&EndpointFlag::Fullmesh);
+            l.laminar = e.flags.contains(&EndpointFlag::Laminar);
         }
         locals.push(l);
     }

@@ -154,7 +154,11 @@ fn kernel(s: &Step, backup: Option<bool>) -> String {
         if backup.unwrap_or_else(|| line.split_whitespace().any(|w| w == "backup")) {
             args.push("backup");
         }
-        return ip(&s.ns, &[&["mptcp"], &args[..]].concat()).map_or_else(|e| format!("failed: {e}"), |_| format!("ip mptcp {}", args.join(" ")));
+        let line = args.join(" ");
+        if crate::mptcp_netlink::needs_netlink(&line) {
+            return crate::mptcp_netlink::add_endpoint(&s.ns, &line).map_or_else(|e| format!("failed: {e}"), |_| format!("{line} (netlink)"));
+        }
+        return ip(&s.ns, &[&["mptcp"], &args[..]].concat()).map_or_else(|e| format!("failed: {e}"), |_| format!("ip mptcp {line}"));
     }
     let show = match ip(&s.ns, &["mptcp", "endpoint", "show"]) {
         Ok(t) => t,

@@ -280,6 +280,7 @@ fn flags_str(flags: &[EndpointFlag]) -> String {
             EndpointFlag::Subflow => "subflow",
             EndpointFlag::Backup => "backup",
             EndpointFlag::Fullmesh => "fullmesh",
+            EndpointFlag::Laminar => "laminar",
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -419,15 +420,26 @@ pub fn apply_hosts(net: &Network, ns: &[String], kernel: &[bool], plan: &BTreeMa
         })
         .map_err(|e| format!("namespace {}: {e}", ns[n.id]))?;
         let mut cmds = Vec::new();
+        // Endpoints with a flag this iproute2 lacks (`laminar`): over
+        // netlink, after the others, in the scenario's order among
+        // themselves.
+        let mut by_netlink = Vec::new();
         if let Some(p) = plan.get(&n.id) {
             if let Some((s, a)) = p.limits {
                 cmds.push(format!("mptcp limits set subflow {s} add_addr_accepted {a}"));
             }
             for e in &p.endpoints {
-                cmds.push(format!("mptcp {e}"));
+                if crate::mptcp_netlink::needs_netlink(e) {
+                    by_netlink.push(e.clone());
+                } else {
+                    cmds.push(format!("mptcp {e}"));
+                }
             }
         }
         ip_batch(Some(&ns[n.id]), &cmds)?;
+        for e in &by_netlink {
+            crate::mptcp_netlink::add_endpoint(&ns[n.id], e)?;
+        }
     }
     Ok(())
 }

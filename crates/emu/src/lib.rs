@@ -30,6 +30,7 @@ pub mod endpoint_flow;
 pub mod frame;
 pub mod kconf;
 pub mod kernel;
+pub mod mptcp_netlink;
 pub mod nfqueue;
 pub mod probes;
 pub mod run;

@@ -147,7 +147,7 @@ fn quick_suite_agrees_with_the_kernel() {
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let (h, rows) = read_csv(&out.join("validate.csv"));
     let kernel: Vec<&Vec<String>> = rows.iter().filter(|r| r[col(&h, "backend")] == "kernel").collect();
-    assert_eq!(kernel.len(), 8, "{rows:?}");
+    assert_eq!(kernel.len(), 10, "{rows:?}");
     assert!(kernel.iter().all(|r| r[col(&h, "runs")] == "3" && r[col(&h, "missing")].is_empty()), "{kernel:?}");
     assert!(rows.iter().all(|r| r[col(&h, "verdict")] == "pass"), "{}", o.stdout);
 }

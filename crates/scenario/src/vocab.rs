@@ -82,6 +82,9 @@ pub enum EndpointFlag {
     Subflow,
     Backup,
     Fullmesh,
+    /// Linux 6.18: the address is used once, for a subflow to an address
+    /// the peer announces (instead of the one routing picks).
+    Laminar,
 }
 
 /// Whose choices an MPTCP end makes where mplab's stack and Linux differ

@@ -62,5 +62,16 @@ pub fn value(m: &Metric, r: &RunResults) -> Result<Option<f64>, String> {
             let idx = flow_index(r, flow)?.unwrap_or(0);
             Ok(Some(if r.summary.flows.get(idx).ok_or("the run has no flows")?.fallback { 1.0 } else { 0.0 }))
         }
+        Metric::LinksUsed { flow } => {
+            let idx = flow_index(r, flow)?.unwrap_or(0);
+            let f = r.summary.flows.get(idx).ok_or("the run has no flows")?;
+            // A subflow's path label names the client's interface and its
+            // link: `client:eth1 (access1)`.
+            let total: u64 = f.subflows.iter().map(|s| s.bytes_sent).sum();
+            let mut links: Vec<&str> = f.subflows.iter().filter(|s| s.bytes_sent * 20 >= total && total > 0).filter_map(|s| s.path.as_deref()).collect();
+            links.sort_unstable();
+            links.dedup();
+            Ok(Some(links.len() as f64))
+        }
     }
 }

@@ -79,6 +79,10 @@ pub enum Metric {
     Completion { flow: Option<String>, tolerance: Tolerance },
     /// 1 if the connection fell back to TCP, else 0; must be equal.
     Fallback { flow: Option<String> },
+    /// How many of the client's links carry the flow (each with at least
+    /// a 5 % share of its bytes): which subflows the path manager opened;
+    /// must be equal.
+    LinksUsed { flow: Option<String> },
 }
 
 impl Metric {
@@ -94,6 +98,7 @@ impl Metric {
             Metric::Recovery { flow: f, on: Subflows::Link(l), after, .. } => format!("recovery{} {l} after {after}s", flow(f)),
             Metric::Completion { flow: f, .. } => format!("completion{}", flow(f)),
             Metric::Fallback { flow: f } => format!("fallback{}", flow(f)),
+            Metric::LinksUsed { flow: f } => format!("links used{}", flow(f)),
         }
     }
 
@@ -101,14 +106,14 @@ impl Metric {
         match self {
             Metric::Goodput { .. } => "Mbit/s",
             Metric::Recovery { .. } | Metric::Completion { .. } => "s",
-            Metric::Fallback { .. } => "",
+            Metric::Fallback { .. } | Metric::LinksUsed { .. } => "",
         }
     }
 
     pub fn tolerance(&self) -> Tolerance {
         match self {
             Metric::Goodput { tolerance, .. } | Metric::Recovery { tolerance, .. } | Metric::Completion { tolerance, .. } => *tolerance,
-            Metric::Fallback { .. } => Tolerance::Absolute(0.0),
+            Metric::Fallback { .. } | Metric::LinksUsed { .. } => Tolerance::Absolute(0.0),
         }
     }
 }
@@ -204,6 +209,10 @@ enum MetricSpec {
         #[serde(default)]
         flow: Option<String>,
     },
+    LinksUsed {
+        #[serde(default)]
+        flow: Option<String>,
+    },
 }
 
 /// `"5%"`, or an amount in the metric's unit (`"1s"` for times, `"0.5Mbit"`
@@ -278,6 +287,7 @@ pub fn read(path: &Path) -> Result<Suite, String> {
                 },
                 MetricSpec::Completion { flow, tolerance } => Metric::Completion { flow, tolerance: tol(&tolerance, true)? },
                 MetricSpec::Fallback { flow } => Metric::Fallback { flow },
+                MetricSpec::LinksUsed { flow } => Metric::LinksUsed { flow },
             });
         }
         let role = match c.role.as_ref().map(|r| (r.get_ref().as_str(), r.span())) {

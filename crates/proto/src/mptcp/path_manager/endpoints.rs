@@ -88,7 +88,21 @@ impl PathManager for Endpoints {
             return;
         }
         let mesh: Vec<&LocalAddr> = v.locals.iter().filter(|l| l.subflow && l.fullmesh).collect();
-        if mesh.is_empty() {
+        if mesh.is_empty() && v.locals.iter().any(|l| l.laminar) {
+            // Linux 6.18 (pm_kernel.c, fill_local_laminar_endp): once any
+            // endpoint is laminar, an announced address gets one subflow
+            // from the first laminar endpoint, in id order, that no live
+            // subflow uses (the initial subflow uses the first address),
+            // or none at all: routing's choice is no longer asked.
+            let mut laminar: Vec<&LocalAddr> = v.locals.iter().filter(|l| l.laminar).collect();
+            laminar.sort_by_key(|l| l.id);
+            let used = |a: std::net::IpAddr| v.subflows.iter().any(|(l, _)| l.ip() == a) || out.iter().any(|o| matches!(o, PmAction::Open { local, .. } if *local == a));
+            if let Some(l) = laminar.into_iter().find(|l| !used(l.addr)) {
+                if room(v, out) {
+                    out.push(PmAction::Open { local: l.addr, remote: addr, backup: l.backup });
+                }
+            }
+        } else if mesh.is_empty() {
             if let Some(local) = v.initial_local() {
                 if !v.has(local, addr.addr) && room(v, out) {
                     out.push(PmAction::Open { local, remote: addr, backup: false });

@@ -17,7 +17,7 @@ use std::net::{IpAddr, SocketAddr};
 use crate::registry::{self, Choice, Entry};
 
 /// One of this host's addresses, with Linux endpoint flags
-/// (`ip mptcp endpoint add ADDR id ID signal|subflow|backup|fullmesh`).
+/// (`ip mptcp endpoint add ADDR id ID signal|subflow|backup|fullmesh|laminar`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LocalAddr {
     pub id: u8,
@@ -26,11 +26,14 @@ pub struct LocalAddr {
     pub subflow: bool,
     pub backup: bool,
     pub fullmesh: bool,
+    /// Linux 6.18's `laminar`: used once, for a subflow to an address the
+    /// peer announces, instead of the address routing would pick.
+    pub laminar: bool,
 }
 
 impl LocalAddr {
     pub fn plain(id: u8, addr: IpAddr) -> Self {
-        LocalAddr { id, addr, signal: false, subflow: false, backup: false, fullmesh: false }
+        LocalAddr { id, addr, signal: false, subflow: false, backup: false, fullmesh: false, laminar: false }
     }
 }
 

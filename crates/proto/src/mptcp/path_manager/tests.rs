@@ -115,3 +115,53 @@ fn entries_carry_their_limits_and_kernel_setup() {
     assert!(lookup("fixture-first-only").is_ok(), "the test fixture is registered by its one line");
     assert!(lookup("fullmess").unwrap_err().contains("unknown path manager"));
 }
+
+/// Linux 6.18's `laminar` endpoints (pm_kernel.c, fill_local_laminar_endp):
+/// each announced address gets one subflow from the first laminar
+/// endpoint no subflow uses yet; once every laminar endpoint is used the
+/// next announced address gets none (routing's choice is not asked); a
+/// laminar endpoint on the initial address is never available but still
+/// turns the mode on.
+#[test]
+fn laminar_endpoints_are_used_once_per_announced_address() {
+    let laminar = |id, a| LocalAddr { laminar: true, ..LocalAddr::plain(id, ip(a)) };
+    let locals = [LocalAddr::plain(0, ip(1)), laminar(1, 2), laminar(2, 3)];
+    let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+    let lim = Limits { subflows: 8, add_addr_accepted: 8 };
+    let (b, c, d) = (RemoteAddr { id: 1, addr: sa(8, 80) }, RemoteAddr { id: 2, addr: sa(7, 80) }, RemoteAddr { id: 3, addr: sa(6, 80) });
+    let open = |local: IpAddr, remote: RemoteAddr| PmAction::Open { local, remote, backup: false };
+    let subflows = vec![(sa(1, 1000), sa(9, 80))];
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: lim, id_order: true };
+    let mut out = vec![];
+    Endpoints.on_add_addr(&v, b, &mut out);
+    assert_eq!(out, vec![open(ip(2), b)], "C(b) - S(b), not the initial address");
+    let subflows = vec![(sa(1, 1000), sa(9, 80)), (sa(2, 1001), sa(8, 80))];
+    let v = PmView { subflows: &subflows, ..v };
+    let mut out = vec![];
+    Endpoints.on_add_addr(&v, c, &mut out);
+    assert_eq!(out, vec![open(ip(3), c)], "C(b) is taken: C(c)");
+    let subflows = vec![(sa(1, 1000), sa(9, 80)), (sa(2, 1001), sa(8, 80)), (sa(3, 1002), sa(7, 80))];
+    let v = PmView { subflows: &subflows, ..v };
+    let mut out = vec![];
+    Endpoints.on_add_addr(&v, d, &mut out);
+    assert_eq!(out, vec![], "every laminar endpoint is used: no subflow");
+    // Only the initial address is laminar: the mode is on, nothing is free.
+    let locals = [LocalAddr { laminar: true, ..LocalAddr::plain(0, ip(1)) }, LocalAddr::plain(1, ip(2))];
+    let subflows = vec![(sa(1, 1000), sa(9, 80))];
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: lim, id_order: true };
+    let mut out = vec![];
+    Endpoints.on_add_addr(&v, b, &mut out);
+    assert_eq!(out, vec![]);
+    // Without laminar endpoints: the initial address, as before.
+    let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
+    let v = PmView { locals: &locals, ..v };
+    let mut out = vec![];
+    Endpoints.on_add_addr(&v, b, &mut out);
+    assert_eq!(out, vec![open(ip(1), b)]);
+    // The limits still hold.
+    let locals = [LocalAddr::plain(0, ip(1)), laminar(1, 2)];
+    let v = PmView { locals: &locals, limits: Limits { subflows: 0, add_addr_accepted: 8 }, ..v };
+    let mut out = vec![];
+    Endpoints.on_add_addr(&v, b, &mut out);
+    assert_eq!(out, vec![]);
+}
