@@ -502,3 +502,20 @@ fn send_buffer_columns_show_linux_autotuning() {
     let m = bundled("two-paths.toml", &sets("mplab"));
     assert!(m.send_buffers.iter().all(|s| s.buffer_bytes == 4 << 20), "mplab keeps snd_buf");
 }
+
+/// `scenarios/laminar.toml`: the server announces its second address;
+/// with the client's second address a `laminar` endpoint the join leaves
+/// from it (one subflow per access link, both links' goodput), without
+/// the flag from the client's first address (both subflows on its first
+/// link, one link's goodput).
+#[test]
+fn a_laminar_endpoint_joins_the_announced_address() {
+    let locals = |r: &RunResults| r.summary.flows[0].subflows.iter().map(|s| s.local.split(':').next().unwrap().to_string()).collect::<Vec<_>>();
+    let lam = bundled("laminar.toml", &[]);
+    assert_eq!(locals(&lam), ["10.0.0.1", "10.0.1.1"], "{:?}", lam.summary.flows[0].subflows);
+    let plain = bundled("laminar.toml", &[("transport.mptcp.endpoints.1.flags", "[]")]);
+    assert_eq!(locals(&plain), ["10.0.0.1", "10.0.0.1"]);
+    // Two 10 Mbit/s access links against one.
+    let (a, b) = (lam.summary.flows[0].goodput_bps / 1e6, plain.summary.flows[0].goodput_bps / 1e6);
+    assert!(a > 18.0 && b < 10.0, "laminar {a:.2}, routing's choice {b:.2} Mbit/s");
+}
