@@ -39,7 +39,9 @@ pub struct Cell {
     pub backend: String,
     /// What the victim did, in words.
     pub outcome: String,
-    /// "ok": as the RFCs require; "WEAKER": not; "not mounted": the attack
+    /// "ok": as the RFCs require; "WEAKER": not; "TCP's limit": as strong
+    /// as TCP, no stronger, where RFC 8684 5 says so (the row's condition,
+    /// [`AttackKind::tcp_limit`]); "not mounted": the attack
     /// could not be mounted (nothing to replay, no token seen), with why;
     /// "n/a": the run gave no attacker report.
     pub verdict: &'static str,
@@ -135,9 +137,15 @@ fn judge(k: AttackKind, backend: &str, s: &Summary, baseline: Option<f64>) -> Ce
         _ => false,
     };
     let time = ct.map_or("never completed".to_string(), |t| format!("done in {t:.2} s"));
+    let delivered = f.map_or(0, |f| f.bytes_delivered);
+    // Not verified with bytes delivered: some were not the sender's, or not
+    // where it put them; with none, the connection ended before any.
+    let changed = !verified && delivered > 0;
     let mut what = Vec::new();
-    if !verified {
+    if changed {
         what.push("CHANGED OR MISPLACED BYTES DELIVERED".to_string());
+    } else if delivered == 0 {
+        what.push("nothing delivered".to_string());
     }
     if !completed {
         what.push("transfer not completed".to_string());
@@ -162,8 +170,37 @@ fn judge(k: AttackKind, backend: &str, s: &Summary, baseline: Option<f64>) -> Ce
         Expect::Ignored => intact && !fallback && !to_fake && !slowed,
         Expect::Survives => intact,
     };
-    c.verdict = if ok { "ok" } else { "WEAKER" };
+    c.verdict = if ok {
+        "ok"
+    } else if tcps_limit(k, f, changed, fallback) {
+        c.outcome = format!("{}; the only subflow: {}", c.outcome, k.tcp_limit().unwrap_or_default());
+        TCPS_LIMIT
+    } else {
+        "WEAKER"
+    };
     c
+}
+
+/// The verdict of a cell where RFC 8684 5 leaves MPTCP as strong as TCP
+/// and no stronger: the row's [`AttackKind::tcp_limit`] condition held.
+pub const TCPS_LIMIT: &str = "TCP's limit";
+
+/// Whether a cell that is not ok is TCP's limit: the attack hit the
+/// connection's only subflow (no join had been made: RFC 8684 5, an
+/// on-path attacker against one subflow is an attacker against TCP), and
+/// what followed is what TCP allows: a reset or rebound subflow ends the
+/// connection with no changed byte delivered; a rewritten payload makes
+/// the only subflow fall back (RFC 8684 3.7) and the rewrites after it
+/// reach the application as they would over TCP.
+fn tcps_limit(k: AttackKind, f: Option<&mplab_sim::results::FlowSummary>, changed: bool, fallback: bool) -> bool {
+    let Some(f) = f else { return false };
+    // Joins opened but refused or never used carry nothing.
+    let only_subflow = f.subflows.iter().filter(|s| s.bytes_sent > 0).count() <= 1;
+    match k {
+        AttackKind::RstOnPath | AttackKind::NatRebinding => only_subflow && !changed,
+        AttackKind::PayloadRewrite => only_subflow && fallback,
+        _ => false,
+    }
 }
 
 /// Runs the matrix: a baseline per backend, then every row on every backend.
@@ -332,7 +369,7 @@ pub fn product(base: &Options, strikes: &[String]) -> Result<Vec<ProductCell>, S
 /// The product's summary: cells per verdict, in all and along each
 /// dimension, and every cell that is not ok or not mounted.
 pub fn render_product(cells: &[ProductCell]) -> String {
-    let verdicts = ["ok", "WEAKER", "not mounted", "n/a"];
+    let verdicts = ["ok", "WEAKER", TCPS_LIMIT, "not mounted", "n/a"];
     let mut s = String::new();
     let _ = writeln!(s, "| dimension | value | {} |", verdicts.join(" | "));
     let _ = writeln!(s, "|---|---|{}", "---|".repeat(verdicts.len()));

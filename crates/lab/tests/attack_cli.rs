@@ -210,3 +210,58 @@ fn a_few_attacks_against_linux_and_mplab_on_real_packets() {
     }
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+/// During the handshake (10 ms), before a second subflow exists: blind
+/// RSTs are ignored wherever they land (RFC 5961 3.2: only RCV.NXT
+/// resets, in SYN-RECEIVED too: 1000 of them once ended the connection);
+/// an on-path RST or a NAT rebinding of the only subflow ends the
+/// connection with nothing changed, and a rewritten payload makes it fall
+/// back: TCP's limit (RFC 8684 5), stated with the row's condition. One
+/// rewrite alone is caught by the DSS checksum and never delivered; the
+/// second comes after the fallback, where only TCP's checksum stands.
+#[test]
+fn during_the_handshake_the_only_subflow_is_as_strong_as_tcp() {
+    let tmp = Scratch::new("attack-10ms");
+    let scen = repo().join("scenarios/attack.toml");
+    // The download and the upload (where the client, reset at 15 ms, once
+    // went on opening a join its application could no longer write to).
+    for (victim, link) in [("attack", "wan1"), ("attack", "lan0"), ("attack-upload", "wan1"), ("attack-upload", "lan0")] {
+        let scen = repo().join(format!("scenarios/{victim}.toml"));
+        let out = tmp.join(&format!("{victim}-{link}"));
+        let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--link".as_ref(), link.as_ref(), "--at".as_ref(), "10ms".as_ref(), "--rows".as_ref(), "rst-off-path,rst-on-path,nat-rebinding,payload-rewrite".as_ref(), "--out".as_ref(), out.as_os_str()]);
+        assert_eq!(o.code, 0, "{link}: {}\n{}", o.stdout, o.stderr);
+        let v = verdicts(&out);
+        let verdict = |a: &str| v.iter().find(|r| r.0 == a).map(|r| (r.2.clone(), r.3.clone())).unwrap();
+        assert_eq!(verdict("rst-off-path").0, "ok", "{victim} {link}: {}", verdict("rst-off-path").1);
+        for a in ["rst-on-path", "nat-rebinding"] {
+            let (v, outcome) = verdict(a);
+            assert_eq!(v, "TCP's limit", "{victim} {link} {a}: {outcome}");
+            assert!(!outcome.contains("CHANGED"), "{outcome}");
+        }
+        let (v, outcome) = verdict("payload-rewrite");
+        assert_eq!(v, "TCP's limit", "{link}: {outcome}");
+        assert!(outcome.contains("fell back"), "{outcome}");
+    }
+    // One rewrite only: detected, never delivered, and the connection
+    // falls back and completes.
+    let out = tmp.join("one");
+    let o = mplab(
+        &tmp.0,
+        &[
+            "run".as_ref(),
+            scen.as_os_str(),
+            "--set".as_ref(),
+            "transport.mptcp.checksum=true".as_ref(),
+            "--set".as_ref(),
+            "middleboxes=[{ kind = \"attacker\", link = \"wan1\", attack = \"payload-rewrite\", at = \"10ms\", count = 1 }]".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--json".as_ref(),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let f = &s["flows"][0];
+    assert_eq!((f["verified"].as_bool(), f["fallback"].as_bool(), f["completed"].as_bool()), (Some(true), Some(true), Some(true)), "{f}");
+    assert_eq!(s["attacks"][0]["touched"].as_u64(), Some(1));
+}

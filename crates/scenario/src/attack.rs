@@ -121,6 +121,17 @@ kinds! {
 }
 
 impl AttackKind {
+    /// Where RFC 8684 5 leaves the row to TCP's strength: the condition
+    /// under which the victim may do no better than TCP would.
+    pub fn tcp_limit(self) -> Option<&'static str> {
+        Some(match self {
+            AttackKind::RstOnPath => "an on-path RST of the connection's only subflow ends it, as it ends a TCP connection (RFC 8684 5); no changed byte is delivered",
+            AttackKind::NatRebinding => "a NAT that rebinds the connection's only subflow ends it, as it ends a TCP connection (RFC 8684 5); no changed byte is delivered",
+            AttackKind::PayloadRewrite => "the first rewrite on the only subflow fails its DSS checksum and the connection falls back (RFC 8684 3.7); the rewrites after the fallback are TCP's to miss",
+            _ => return None,
+        })
+    }
+
     pub fn from_name(s: &str) -> Option<AttackKind> {
         AttackKind::ALL.iter().copied().find(|k| k.name() == s)
     }

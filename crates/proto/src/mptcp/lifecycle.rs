@@ -104,8 +104,12 @@ impl Connection {
             self.events.push_back(Event::Established);
         }
         // More subflows only once the peer has shown it holds our keys (the
-        // first subflow is fully established), and not while closing.
-        if self.established && !self.pm_started && !self.closing && self.subflows.first().is_some_and(|s| s.handshake == Handshake::Established) {
+        // first subflow is fully established), and not while closing, nor
+        // once that first subflow is gone: a connection whose only subflow
+        // was reset before any join is over, as a TCP connection would be
+        // (it once went on opening joins while its application had been
+        // told of the reset, and stalled with the send buffer full).
+        if self.established && !self.pm_started && !self.closing && !self.reset && self.subflows.first().is_some_and(|s| s.handshake == Handshake::Established && !s.is_closed()) {
             self.pm_started = true;
             let mut out = Vec::new();
             let tuples: Vec<_> = self.subflows.iter().map(|s| (s.local, s.remote)).collect();

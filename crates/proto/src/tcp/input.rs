@@ -64,16 +64,25 @@ impl Connection {
     /// retransmit and halve its window (an ACK loop, RFC 5961 10).
     fn answer_unacceptable(&mut self, now: Instant, h: &TcpHeader, payload_len: u32) {
         if h.rst() {
+            self.stats.rsts_ignored += 1;
             return;
         }
         let data = payload_len > 0 || h.fin();
-        if !data && !h.syn() && self.last_oow_ack.is_some_and(|t| now.0.saturating_sub(t.0) < OOW_ACK_INTERVAL.as_nanos() as u64) {
+        if data || h.syn() {
+            self.ack_due = AckDue::Now;
+        } else {
+            self.challenge_ack(now);
+        }
+    }
+
+    /// An ACK that repeats where we stand, at most one every
+    /// [`OOW_ACK_INTERVAL`].
+    fn challenge_ack(&mut self, now: Instant) {
+        if self.last_oow_ack.is_some_and(|t| now.0.saturating_sub(t.0) < OOW_ACK_INTERVAL.as_nanos() as u64) {
             self.stats.oow_acks_skipped += 1;
             return;
         }
-        if !data && !h.syn() {
-            self.last_oow_ack = Some(now);
-        }
+        self.last_oow_ack = Some(now);
         self.ack_due = AckDue::Now;
     }
 
@@ -104,8 +113,16 @@ impl Connection {
             }
             State::SynReceived => {
                 if h.rst() {
-                    self.state = State::Closed;
-                    self.reset = true;
+                    // RFC 5961 3.2 (all states but SYN-SENT): only a RST at
+                    // exactly RCV.NXT (the peer's ISN + 1 here, where a
+                    // genuine one answering our SYN-ACK sits) resets; a
+                    // blind guess anywhere else is dropped.
+                    if h.seq == self.irs.wrapping_add(1) {
+                        self.state = State::Closed;
+                        self.reset = true;
+                    } else {
+                        self.stats.rsts_ignored += 1;
+                    }
                     return None;
                 }
                 if h.syn() && !h.ack_flag() {
@@ -135,11 +152,23 @@ impl Connection {
         let rcv_base = self.irs.wrapping_add(1);
         let seg_start = seq::unwrap(h.seq, rcv_base, self.rcv.nxt());
         if h.rst() {
-            // Accept a RST whose sequence number is in the window (RFC 5961's
-            // exact-match refinement is not needed in a closed world).
-            if seg_start.is_some_and(|s| s >= self.rcv.nxt() && s <= self.adv_right.max(self.rcv.nxt())) {
-                self.state = State::Closed;
-                self.reset = true;
+            // RFC 5961 3.2, as Linux's tcp_validate_incoming: a RST at
+            // exactly RCV.NXT resets; one elsewhere in the window gets a
+            // challenge ACK (a peer that did reset answers it with a RST at
+            // RCV.NXT, from its closed state), rate-limited as any ACK to
+            // an unacceptable segment; a blind attacker must guess the one
+            // sequence number, not land anywhere in the window.
+            let nxt = self.rcv.nxt();
+            match seg_start {
+                Some(s) if s == nxt => {
+                    self.state = State::Closed;
+                    self.reset = true;
+                }
+                Some(s) if s > nxt && s <= self.adv_right.max(nxt) => {
+                    self.stats.rsts_ignored += 1;
+                    self.challenge_ack(now);
+                }
+                _ => self.stats.rsts_ignored += 1,
             }
             return None;
         }

@@ -125,6 +125,8 @@ pub struct TcpStats {
     /// ACKs not sent for segments outside the window without data (at
     /// most one per [`OOW_ACK_INTERVAL`]; Linux's TCPACKSkippedSeq).
     pub oow_acks_skipped: u64,
+    /// RSTs not believed: not at exactly RCV.NXT (RFC 5961 3.2).
+    pub rsts_ignored: u64,
     /// Slow start left by HyStart (CUBIC only).
     pub hystart: crate::cc::hystart::HyStartExits,
 }

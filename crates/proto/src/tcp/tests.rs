@@ -833,3 +833,42 @@ fn an_unscaled_linux_window_is_whole_segments() {
         }
     }
 }
+
+/// RFC 5961 3.2: only a RST at exactly RCV.NXT resets, in SYN-RECEIVED as
+/// when established; one elsewhere in the window gets a challenge ACK,
+/// one outside it nothing. Found by `mplab attack --product`: 1000 blind
+/// RSTs at 10 ms (the server in SYN-RECEIVED) ended the connection, and
+/// an established subflow took any RST in its window.
+#[test]
+fn a_rst_resets_only_at_exactly_rcv_nxt() {
+    let syn = TcpHeader { src_port: 40000, dst_port: 5001, seq: 1000, flags: flags::SYN, window: 65535, ..Default::default() };
+    let mut s = Connection::accept(TcpConfig::default(), addr(5001), addr(40000), &syn, 7, Instant(0)).unwrap();
+    let rst = |seq: u32| TcpHeader { src_port: 40000, dst_port: 5001, seq, flags: flags::RST, ..Default::default() };
+    for blind in [1002u32, 1000 + 30_000, 5] {
+        s.handle_segment(Instant(MS), &rst(blind), 0);
+        assert_eq!(s.state(), State::SynReceived, "a RST at {blind} in SYN-RECEIVED");
+    }
+    s.handle_segment(Instant(MS), &rst(1001), 0);
+    assert!(s.is_closed() && s.was_reset(), "the genuine RST, at the client's ISN + 1");
+
+    // Established, mid-transfer.
+    let mut p = Pipe::new(TcpConfig::default(), TcpConfig::default(), 1, 5, 100);
+    p.to_send = 10_000_000;
+    p.run(200);
+    let now = p.now;
+    let srv = p.server.as_mut().unwrap();
+    assert_eq!(srv.state(), State::Established);
+    let nxt = srv.rcv_nxt_seq();
+    let skipped = srv.stats().oow_acks_skipped;
+    for (k, off) in [1u32, 1000, 20_000].into_iter().enumerate() {
+        srv.handle_segment(now, &TcpHeader { src_port: 40000, dst_port: 5001, seq: nxt.wrapping_add(off), flags: flags::RST, ..Default::default() }, 0);
+        assert_eq!(srv.state(), State::Established, "in the window, {off} past RCV.NXT");
+        // One challenge ACK, the next ones within 500 ms skipped.
+        assert_eq!(srv.stats().oow_acks_skipped - skipped, k as u64);
+    }
+    srv.handle_segment(now, &TcpHeader { src_port: 40000, dst_port: 5001, seq: nxt.wrapping_add(1 << 31), flags: flags::RST, ..Default::default() }, 0);
+    assert_eq!(srv.state(), State::Established, "outside the window");
+    assert_eq!(srv.stats().rsts_ignored, 4);
+    srv.handle_segment(now, &TcpHeader { src_port: 40000, dst_port: 5001, seq: nxt, flags: flags::RST, ..Default::default() }, 0);
+    assert!(srv.is_closed() && srv.was_reset());
+}
