@@ -23,6 +23,12 @@ const DOWNLOAD_GAP_S: u64 = 5;
 /// Downloads that start this close to the end need not finish.
 const TAIL_S: u64 = 60;
 const SIZES: [&str; 3] = ["200KB", "1MB", "3MB"];
+/// How soon after a fault on the second path ends (the link back up, the
+/// firewall gone, an address restored) mplab's long-lived connection must
+/// carry data over that path again, when its subflows or paths were lost:
+/// the re-creation back-off (1 s, doubling) has tried again within twice
+/// the longest fault (10 s), and the flows are sampled every 5 s.
+const BACK_WITHIN_S: f64 = 30.0;
 
 /// The soak scenario: a client and a server joined by two paths, 20 Mbit/s
 /// with Gilbert-Elliott loss and 10 Mbit/s with jitter, reordering and
@@ -210,6 +216,10 @@ pub struct Report {
     /// the passes over 10 ms.
     pub max_loop_pass_ms: Option<f64>,
     pub loop_passes_over_10ms: Option<u64>,
+    /// After each fault on the second path: what ended, when, and how long
+    /// until the `stream` connection carried data over it again (None:
+    /// not before the end). Checked where mplab's stack is the client.
+    pub back_on_p1: Vec<(String, f64, Option<f64>)>,
     pub samples: Vec<Sample>,
     pub failures: Vec<String>,
 }
@@ -227,6 +237,7 @@ pub fn soak(backend: &str, duration_s: u64, seed: u64, address_churn: bool, tran
     let flaps = net.events.iter().filter(|e| matches!(e.action, mplab_scenario::network::LinkAction::Down)).count();
     let addr_events = net.events.iter().filter(|e| !e.action.is_link_change()).count();
     let windows = net.middleboxes.iter().filter(|m| m.has_window()).count();
+    let net_events = fault_ends(&net);
 
     let t0 = Instant::now();
     let before = sample(t0);
@@ -278,6 +289,7 @@ pub fn soak(backend: &str, duration_s: u64, seed: u64, address_churn: bool, tran
         children_left: children(),
         max_loop_pass_ms: None,
         loop_passes_over_10ms: None,
+        back_on_p1: back_on_p1(&net_events, &results, duration_s),
         samples,
         failures: Vec::new(),
     };
@@ -312,8 +324,56 @@ pub fn soak(backend: &str, duration_s: u64, seed: u64, address_churn: bool, tran
     if !r.children_left.is_empty() {
         fail(format!("child processes left: {:?}", r.children_left));
     }
+    // Linux never re-creates a subflow; mplab's stack (the simulator's
+    // hosts, the userspace backend's client) must.
+    if backend != "kernel" {
+        for (what, at, back) in &r.back_on_p1 {
+            if back.is_none_or(|b| b > BACK_WITHIN_S) {
+                fail(format!("the stream connection was not back on p1 within {BACK_WITHIN_S} s of {what} at {at:.0} s ({back:?})"));
+            }
+        }
+    }
     std::fs::write(out.join("soak.json"), serde_json::to_string_pretty(&r).unwrap_or_default() + "\n").map_err(|e| RunError::Failed(format!("{}: {e}", out.display())))?;
     Ok(r)
+}
+
+/// When each fault on the second path ends, in the scenario's time: the
+/// link back up, an address restored, a firewall window over.
+fn fault_ends(net: &mplab_scenario::Network) -> Vec<(String, f64)> {
+    use mplab_scenario::network::{LinkAction, Placement};
+    let p1 = net.links.iter().position(|l| l.name == "p1");
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for e in &net.events {
+        let what = match &e.action {
+            LinkAction::Up if Some(e.link) == p1 => "p1 up",
+            LinkAction::AddAddr { .. } => "an address restored",
+            _ => continue,
+        };
+        out.push((what.into(), e.at_ns as f64 / 1e9));
+    }
+    for m in &net.middleboxes {
+        if let (Placement::Link { link, .. }, Some(until)) = (&m.placement, m.until_ns) {
+            if Some(*link) == p1 {
+                out.push(("the firewall gone".into(), until as f64 / 1e9));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.1.total_cmp(&b.1));
+    out
+}
+
+/// For each fault end at least [`BACK_WITHIN_S`] before the run's end, how
+/// long until the `stream` flow had goodput on a subflow (or path) over p1.
+fn back_on_p1(ends: &[(String, f64)], r: &mplab_sim::RunResults, duration_s: u64) -> Vec<(String, f64, Option<f64>)> {
+    let Some(f) = r.summary.flows.iter().find(|f| f.name == "stream") else { return Vec::new() };
+    let on_p1: Vec<String> = f.subflows.iter().enumerate().filter(|(_, s)| s.path.as_deref().is_some_and(|p| p.contains("(p1)"))).map(|(i, _)| i.to_string()).collect();
+    ends.iter()
+        .filter(|(_, at)| at + BACK_WITHIN_S <= duration_s as f64)
+        .map(|(what, at)| {
+            let back = r.flows.iter().filter(|x| x.flow == "stream" && on_p1.contains(&x.subflow) && x.time_s > *at && x.goodput_bps > 0.0).map(|x| x.time_s - at).reduce(f64::min);
+            (what.clone(), *at, back)
+        })
+        .collect()
 }
 
 /// The report as a table.
@@ -328,6 +388,11 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(o, "  left behind       fds {} -> {}, threads {} -> {}, namespaces {}, child processes {}", r.fds_before, r.fds_after, r.threads_before, r.threads_after, r.namespaces_left.len(), r.children_left.len());
     if let (Some(ms), Some(n)) = (r.max_loop_pass_ms, r.loop_passes_over_10ms) {
         let _ = writeln!(o, "  mplab host loop   longest pass {ms:.2} ms, {n} passes over 10 ms");
+    }
+    if !r.back_on_p1.is_empty() {
+        let backs: Vec<f64> = r.back_on_p1.iter().filter_map(|b| b.2).collect();
+        let longest = backs.iter().copied().fold(0.0, f64::max);
+        let _ = writeln!(o, "  back on p1        after {} of {} faults on it ended, within {longest:.0} s at most", backs.len(), r.back_on_p1.len());
     }
     if r.failures.is_empty() {
         let _ = writeln!(o, "  verdict           pass");
