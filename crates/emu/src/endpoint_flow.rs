@@ -33,7 +33,7 @@ const BATCH: usize = 1024;
 
 /// Reads one datagram: its length, source, source port and the address it
 /// was sent to (IP_PKTINFO).
-pub(crate) fn recv_from(fd: libc::c_int, buf: &mut [u8]) -> Option<(usize, Ipv4Addr, u16, Option<Ipv4Addr>)> {
+fn recv_from(fd: libc::c_int, buf: &mut [u8]) -> Option<(usize, Ipv4Addr, u16, Option<Ipv4Addr>)> {
     let mut from = sockaddr(Ipv4Addr::UNSPECIFIED, 0);
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
     let mut control = [0u64; 8];
@@ -67,7 +67,7 @@ pub(crate) fn recv_from(fd: libc::c_int, buf: &mut [u8]) -> Option<(usize, Ipv4A
 
 /// Sends one datagram from `src` (IP_PKTINFO: the path's local address,
 /// which the host's source routing takes out of its interface).
-pub(crate) fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Addr, port: u16) {
+fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Addr, port: u16) {
     let mut to = sockaddr(dst, port);
     let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
     let mut control = [0u64; 8];
@@ -93,6 +93,45 @@ pub(crate) fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Ad
         let info = libc::in_pktinfo { ipi_ifindex: 0, ipi_spec_dst: libc::in_addr { s_addr: u32::from(src).to_be() }, ipi_addr: libc::in_addr { s_addr: 0 } };
         std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::in_pktinfo, info);
         libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT);
+    }
+}
+
+/// Feeds every datagram waiting on `fd` to the endpoint, each as the
+/// model packet it reads, with the address it came to (a multipath end
+/// is bound to every address of its host, so that is the path's); an end
+/// not made yet (the server's) is made by `accept` from the first.
+pub(crate) fn take_datagrams(
+    fd: libc::c_int,
+    local: (Ipv4Addr, u16),
+    buf: &mut [u8],
+    pkt: &mut Packet,
+    ep: &mut Option<Box<dyn Endpoint>>,
+    clk: &Clock,
+    mut accept: impl FnMut(&Packet, Ipv4Addr, Instant) -> Option<Box<dyn Endpoint>>,
+) {
+    for _ in 0..BATCH {
+        let Some((n, src, sport, dst)) = recv_from(fd, buf) else { break };
+        pkt.set_udp(src, dst.unwrap_or(local.0), sport, local.1, buf[..n].into());
+        let now = Instant(clk.now_ns());
+        if ep.is_none() {
+            *ep = accept(pkt, src, now);
+        }
+        if let Some(e) = ep.as_mut() {
+            e.on_packet(now, pkt);
+        }
+    }
+}
+
+/// Sends everything the endpoint will send now (its pacing decides), each
+/// packet from its path's local address. A full socket buffer drops the
+/// datagram, which the transport recovers like a loss.
+pub(crate) fn send_datagrams(fd: libc::c_int, e: &mut dyn Endpoint, pkt: &mut Packet, clk: &Clock) {
+    for _ in 0..BATCH {
+        if !e.poll_transmit_into(Instant(clk.now_ns()), pkt) {
+            break;
+        }
+        let Some(d) = pkt.udp.as_deref() else { continue };
+        send_from(fd, d, pkt.src, pkt.dst, pkt.tcp.dst_port);
     }
 }
 
@@ -177,20 +216,7 @@ pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, s
     let mut pkt = Packet::new(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, TcpHeader::default(), 0, 0);
     while !clk.over() {
         // In: every datagram waiting.
-        for _ in 0..BATCH {
-            let Some((n, src, sport, dst)) = recv_from(fd, &mut buf) else { break };
-            // The address it came to: the path's, for a multipath end
-            // bound to every address of its host.
-            pkt.set_udp(src, dst.unwrap_or(local.0), sport, local.1, buf[..n].into());
-            let now = Instant(clk.now_ns());
-            if ep.is_none() {
-                // The server's end is made by the first datagram that reaches it.
-                ep = engine.accept(&net, &f, pkt.dst, src, &pkt, seed, now);
-            }
-            if let Some(e) = ep.as_mut() {
-                e.on_packet(now, &pkt);
-            }
-        }
+        take_datagrams(fd, local, &mut buf, &mut pkt, &mut ep, &clk, |p, src, now| engine.accept(&net, &f, p.dst, src, p, seed, now));
         let Some(e) = ep.as_mut() else {
             let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
             let _ = sys::poll_in(&mut p, clk.poll_ns);
@@ -216,15 +242,7 @@ pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, s
             }
         }
         // Out: everything the endpoint will send now (its pacing decides).
-        for _ in 0..BATCH {
-            if !e.poll_transmit_into(Instant(clk.now_ns()), &mut pkt) {
-                break;
-            }
-            let Some(d) = pkt.udp.as_deref() else { continue };
-            // A full socket buffer drops the datagram, which the transport
-            // recovers like a loss.
-            send_from(fd, d, pkt.src, pkt.dst, pkt.tcp.dst_port);
-        }
+        send_datagrams(fd, e.as_mut(), &mut pkt, &clk);
         if app.is_closed() && e.peer_closed() && clk.now_ns() >= clk.end_ns {
             break;
         }

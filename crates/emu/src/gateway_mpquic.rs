@@ -28,14 +28,12 @@ use mplab_wire::tunnel::{encode_frame, FrameDecoder};
 use mplab_wire::TcpHeader;
 
 use crate::apps::{Clock, FlowState};
-use crate::endpoint_flow::{publish_paths, recv_from, send_from, PUBLISH_NS};
+use crate::endpoint_flow::{publish_paths, send_datagrams, take_datagrams, PUBLISH_NS};
 use crate::gateway::{Counts, Gateway};
 use crate::sys;
 
 /// The sequence number ahead of a packet in a DATAGRAM frame.
 const DATAGRAM_HEADER: usize = 8;
-/// UDP datagrams read, or written, in one turn of the loop at most.
-const BATCH: usize = 1024;
 /// Packets taken from the TUN in one turn at most.
 const TUN_BATCH: usize = 256;
 
@@ -77,19 +75,9 @@ pub(crate) fn carry(net: &Network, f: &Flow, gw: &Gateway, seed: u64, st: &FlowS
     let mut pkt = Packet::new(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, TcpHeader::default(), 0, 0);
     let mut next_publish = 0u64;
     while !clk.over() && clk.now_ns() < clk.end_ns {
-        // In: every datagram waiting on the UDP socket.
-        for _ in 0..BATCH {
-            let Some((n, src, sport, dst)) = recv_from(fd, &mut udp) else { break };
-            pkt.set_udp(src, dst.unwrap_or(local.0), sport, local.1, udp[..n].into());
-            let now = Instant(clk.now_ns());
-            if ep.is_none() {
-                // The HAG's end is made by the first datagram that reaches it.
-                ep = engine.accept(net, f, pkt.dst, src, &pkt, seed, now);
-            }
-            if let Some(e) = ep.as_mut() {
-                e.on_packet(now, &pkt);
-            }
-        }
+        // In: every datagram waiting on the UDP socket (the HAG's end is
+        // made by the first).
+        take_datagrams(fd, local, &mut udp, &mut pkt, &mut ep, clk, |p, src, now| engine.accept(net, f, p.dst, src, p, seed, now));
         let Some(e) = ep.as_mut() else {
             let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
             let _ = sys::poll_in(&mut p, clk.poll_ns);
@@ -137,16 +125,8 @@ pub(crate) fn carry(net: &Network, f: &Flow, gw: &Gateway, seed: u64, st: &FlowS
                 next_publish = now + PUBLISH_NS;
             }
         }
-        // Out: everything the connection sends now (its pacing decides).
-        for _ in 0..BATCH {
-            if !e.poll_transmit_into(Instant(clk.now_ns()), &mut pkt) {
-                break;
-            }
-            let Some(d) = pkt.udp.as_deref() else { continue };
-            // A full socket buffer drops the datagram, which QUIC
-            // recovers like a loss.
-            send_from(fd, d, pkt.src, pkt.dst, pkt.tcp.dst_port);
-        }
+        // Out: everything the connection sends now.
+        send_datagrams(fd, e.as_mut(), &mut pkt, clk);
         let now = clk.now_ns();
         let wake = e.poll_timeout().map_or(clk.poll_ns, |t| t.0.saturating_sub(now)).min(clk.poll_ns).min(10_000_000);
         // The TUN is watched only while the stream takes frames whole.
