@@ -42,7 +42,7 @@ fn bad_suites_name_their_line_and_field() {
     let quick = repo().join("scenarios/validate/quick.toml");
     let o = mplab(&tmp.0, &["validate".as_ref(), quick.as_os_str(), "--case".as_ref(), "nope".as_ref(), "--backends".as_ref(), "sim".as_ref()]);
     assert_eq!(o.code, 2);
-    assert!(o.stderr.contains("no case \"nope\" (cases: tcp-10mbit, tcp-20kb-buffers, two-equal-paths, seed000-cut, seed000-firewall, lte-trace-tcp)"), "{}", o.stderr);
+    assert!(o.stderr.contains("no case \"nope\" (cases: tcp-10mbit, tcp-20kb-buffers, two-equal-paths, seed000-cut, seed000-firewall, lte-trace-tcp, laminar-endpoint)"), "{}", o.stderr);
     let o = mplab(&tmp.0, &["validate".as_ref(), quick.as_os_str(), "--backends".as_ref(), "ns3".as_ref()]);
     assert!(o.stderr.contains("unknown backend \"ns3\""), "{}", o.stderr);
 }
