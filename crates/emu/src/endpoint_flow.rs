@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use mplab_backend::apps::App as BackendApp;
 use mplab_backend::packet::Packet;
-use mplab_backend::transport::{engine, Endpoint};
+use mplab_backend::transport::{engine, Endpoint, Engine};
 use mplab_proto::Instant;
 use mplab_scenario::network::{Flow, Network};
 use mplab_wire::TcpHeader;
@@ -100,7 +100,7 @@ fn send_from(fd: libc::c_int, data: &[u8], src: Ipv4Addr, dst: Ipv4Addr, port: u
 /// model packet it reads, with the address it came to (a multipath end
 /// is bound to every address of its host, so that is the path's); an end
 /// not made yet (the server's) is made by `accept` from the first.
-pub(crate) fn take_datagrams(
+fn take_datagrams(
     fd: libc::c_int,
     local: (Ipv4Addr, u16),
     buf: &mut [u8],
@@ -120,6 +120,31 @@ pub(crate) fn take_datagrams(
             e.on_packet(now, pkt);
         }
     }
+}
+
+/// One turn's input for an end: every datagram waiting (see
+/// [`take_datagrams`]), then its timers that are due. None while the end
+/// is not made yet, after waiting up to the poll interval for a datagram.
+pub(crate) fn take_input<'a>(
+    fd: libc::c_int,
+    local: (Ipv4Addr, u16),
+    buf: &mut [u8],
+    pkt: &mut Packet,
+    ep: &'a mut Option<Box<dyn Endpoint>>,
+    clk: &Clock,
+    accept: impl FnMut(&Packet, Ipv4Addr, Instant) -> Option<Box<dyn Endpoint>>,
+) -> Option<&'a mut Box<dyn Endpoint>> {
+    take_datagrams(fd, local, buf, pkt, ep, clk, accept);
+    let Some(e) = ep.as_mut() else {
+        let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
+        let _ = sys::poll_in(&mut p, clk.poll_ns);
+        return None;
+    };
+    let now = clk.now_ns();
+    if e.poll_timeout().is_some_and(|t| t.0 <= now) {
+        e.on_timeout(Instant(now));
+    }
+    Some(e)
 }
 
 /// Sends everything the endpoint will send now (its pacing decides), each
@@ -181,30 +206,49 @@ pub fn takes(f: &Flow) -> bool {
     f.transport.over_udp() && f.transport.entry().delivery == Delivery::Stream && engine(f.transport).is_some()
 }
 
-fn error(st: &FlowState, e: String) {
+pub(crate) fn error(st: &FlowState, e: String) {
     if let Ok(mut v) = st.errors.lock() {
         v.push(e);
     }
 }
 
-/// Runs one end of flow `f` on `sock` (bound; the client's connected).
-pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, st: Arc<FlowState>, clk: Clock) {
-    let Some(engine) = engine(f.transport) else { return error(&st, format!("transport {:?}: no engine", f.transport.name())) };
-    let fd = sock.as_raw_fd();
+/// An end ready to run: the transport's engine, the end's local address
+/// and port, and the client's endpoint (the server's is made by the first
+/// datagram).
+type Start = (&'static dyn Engine, (Ipv4Addr, u16), Option<Box<dyn Endpoint>>);
+
+/// Readies one end of flow `f` on `fd`: IP_PKTINFO on, so each datagram
+/// names the address it came to; the client's endpoint made at the flow's
+/// start. None when the end cannot start (the error recorded) or the run
+/// ended first.
+pub(crate) fn start(net: &Network, f: &Flow, fd: libc::c_int, client: bool, seed: u64, st: &FlowState, clk: &Clock) -> Option<Start> {
+    let Some(engine) = engine(f.transport) else {
+        error(st, format!("transport {:?}: no engine", f.transport.name()));
+        return None;
+    };
     if let Err(e) = sys::setsockopt(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1i32, "IP_PKTINFO") {
-        return error(&st, e.to_string());
+        error(st, e.to_string());
+        return None;
     }
     let local = if client { (f.src, f.sport) } else { (f.dst, f.dport) };
-    let mut ep: Option<Box<dyn Endpoint>> = None;
+    let mut ep = None;
     if client {
         if !clk.sleep_until(f.start_ns) {
-            return;
+            return None;
         }
-        ep = engine.connect(&net, &f, seed, Instant(clk.now_ns()));
+        ep = engine.connect(net, f, seed, Instant(clk.now_ns()));
         if ep.is_none() {
-            return error(&st, format!("{}: the client end could not be made", f.transport.name()));
+            error(st, format!("{}: the client end could not be made", f.transport.name()));
+            return None;
         }
     }
+    Some((engine, local, ep))
+}
+
+/// Runs one end of flow `f` on `sock` (bound; the client's connected).
+pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, st: Arc<FlowState>, clk: Clock) {
+    let fd = sock.as_raw_fd();
+    let Some((engine, local, mut ep)) = start(&net, &f, fd, client, seed, &st, &clk) else { return };
     let stop = Instant(f.stop_ns.min(clk.end_ns));
     let mut app = BackendApp::new(mplab_backend::apps::Kind::of(&f.app), client, Some(stop));
     let mut started = false;
@@ -215,17 +259,9 @@ pub fn run(net: Arc<Network>, f: Flow, sock: OwnedFd, client: bool, seed: u64, s
     let mut buf = vec![0u8; 65_536];
     let mut pkt = Packet::new(Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED, TcpHeader::default(), 0, 0);
     while !clk.over() {
-        // In: every datagram waiting.
-        take_datagrams(fd, local, &mut buf, &mut pkt, &mut ep, &clk, |p, src, now| engine.accept(&net, &f, p.dst, src, p, seed, now));
-        let Some(e) = ep.as_mut() else {
-            let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
-            let _ = sys::poll_in(&mut p, clk.poll_ns);
-            continue;
-        };
+        // In: every datagram waiting, then the timers due.
+        let Some(e) = take_input(fd, local, &mut buf, &mut pkt, &mut ep, &clk, |p, src, now| engine.accept(&net, &f, p.dst, src, p, seed, now)) else { continue };
         let now = clk.now_ns();
-        if e.poll_timeout().is_some_and(|t| t.0 <= now) {
-            e.on_timeout(Instant(now));
-        }
         if e.is_established() {
             let before = progress(&app);
             if started {

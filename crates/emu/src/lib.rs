@@ -24,7 +24,6 @@ pub mod balancer;
 pub mod converter;
 pub mod datagrams;
 pub mod gateway;
-mod gateway_mpquic;
 pub mod emulator;
 pub mod endpoint_flow;
 pub mod frame;

@@ -57,18 +57,26 @@ pub(crate) struct SoakCmd {
     /// Scenario time (e.g. 1h, 10min, 300s).
     #[arg(long, default_value = "1h")]
     duration: String,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Output directory (default results/soak-<backend>).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Write the soak's scenario file here and stop.
-    #[arg(long)]
-    write_scenario: Option<PathBuf>,
     /// Leave out the address withdrawals and restores (Linux 6.18 can
     /// oops deleting an endpoint under load: docs/soak.md).
     #[arg(long)]
     keep_addresses: bool,
+    #[command(flatten)]
+    common: Generated,
+}
+
+/// What `mplab soak` and `mplab load` share: both generate a scenario
+/// and run it.
+#[derive(clap::Args)]
+pub(crate) struct Generated {
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory (default results/<command>-<backend>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write the generated scenario file here and stop.
+    #[arg(long)]
+    write_scenario: Option<PathBuf>,
     /// The connections' multipath transport.
     #[arg(long, default_value = "mptcp", value_parser = ["mptcp", "mpquic"])]
     transport: String,
@@ -83,72 +91,67 @@ pub(crate) struct LoadCmd {
     idle: u64,
     #[arg(long, default_value_t = 100)]
     active: u64,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Output directory (default results/load-<backend>).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Write the load's scenario file here and stop.
-    #[arg(long)]
-    write_scenario: Option<PathBuf>,
-    /// The connections' multipath transport.
-    #[arg(long, default_value = "mptcp", value_parser = ["mptcp", "mpquic"])]
-    transport: String,
+    #[command(flatten)]
+    common: Generated,
 }
 
 
 /// `mplab soak`.
 pub(crate) fn soak_cmd(c: SoakCmd, quiet: bool) -> ExitCode {
-    let SoakCmd { backend, duration, seed, out, write_scenario, keep_addresses, transport } = c;
+    let SoakCmd { backend, duration, keep_addresses, common: Generated { seed, out, write_scenario, transport } } = c;
     let secs = match duration.parse::<mplab_scenario::Duration>() {
         Ok(d) if d.as_nanos() >= 10_000_000_000 => d.as_nanos() / 1_000_000_000,
         Ok(_) => return fail("soak", run::RunError::Usage("--duration: at least 10s".into())),
         Err(e) => return fail("soak", run::RunError::Usage(format!("--duration {duration:?}: {e}"))),
     };
     if let Some(path) = write_scenario {
-        let stack = if backend == "userspace" { "mplab" } else { "kernel" };
-        return match std::fs::write(&path, soak::scenario(secs, seed, stack, !keep_addresses, &transport)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail("soak", run::RunError::Failed(format!("{}: {e}", path.display()))),
-        };
+        return write("soak", &path, soak::scenario(secs, seed, stack_of(&backend), !keep_addresses, &transport));
     }
     let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("soak-{backend}")));
-    match soak::soak(&backend, secs, seed, !keep_addresses, &transport, &out) {
-        Ok(r) => {
+    let r = soak::soak(&backend, secs, seed, !keep_addresses, &transport, &out);
+    report("soak", quiet, &out, r.map(|r| (soak::render(&r), r.failures.is_empty())))
+}
+
+/// The host stack a generated soak or load scenario names for `backend`.
+fn stack_of(backend: &str) -> &'static str {
+    if backend == "userspace" { "mplab" } else { "kernel" }
+}
+
+/// `--write-scenario`: the generated scenario file, and stop.
+fn write(cmd: &str, path: &std::path::Path, text: String) -> ExitCode {
+    match std::fs::write(path, text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(cmd, run::RunError::Failed(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// A soak's or load's end: its rendered report (unless quiet), and
+/// failure when it found any.
+fn report(cmd: &str, quiet: bool, out: &std::path::Path, r: Result<(String, bool), run::RunError>) -> ExitCode {
+    match r {
+        Ok((text, passed)) => {
             if !quiet {
-                print!("{}", soak::render(&r));
-                println!("  results and soak.json in {}", out.display());
+                print!("{text}");
+                println!("  results and {cmd}.json in {}", out.display());
             }
-            if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+            if passed { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
         }
-        Err(e) => fail("soak", e),
+        Err(e) => fail(cmd, e),
     }
 }
 
 /// `mplab load`.
 pub(crate) fn load_cmd(c: LoadCmd, quiet: bool) -> ExitCode {
-    let LoadCmd { backend, idle, active, seed, out, write_scenario, transport } = c;
+    let LoadCmd { backend, idle, active, common: Generated { seed, out, write_scenario, transport } } = c;
     if idle + active == 0 {
         return fail("load", run::RunError::Usage("--idle and --active: at least one connection".into()));
     }
     if let Some(path) = write_scenario {
-        let stack = if backend == "userspace" { "mplab" } else { "kernel" };
-        return match std::fs::write(&path, load::scenario(idle, active, seed, stack, &transport)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail("load", run::RunError::Failed(format!("{}: {e}", path.display()))),
-        };
+        return write("load", &path, load::scenario(idle, active, seed, stack_of(&backend), &transport));
     }
     let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("load-{backend}")));
-    match load::load(&backend, idle, active, seed, &transport, &out) {
-        Ok(r) => {
-            if !quiet {
-                print!("{}", load::render(&r));
-                println!("  results and load.json in {}", out.display());
-            }
-            if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
-        }
-        Err(e) => fail("load", e),
-    }
+    let r = load::load(&backend, idle, active, seed, &transport, &out);
+    report("load", quiet, &out, r.map(|r| (load::render(&r), r.failures.is_empty())))
 }
 
 /// `mplab attack`.

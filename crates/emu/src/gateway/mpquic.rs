@@ -1,6 +1,6 @@
 //! The hybrid-access tunnel over Multipath QUIC (`transport = "mpquic"` on
 //! a tunnel flow) on the real-packet backends: the gateway program of
-//! [`crate::gateway`] (its TUN device and policy rules) with one MPQUIC
+//! [`super`] (its TUN device and policy rules) with one MPQUIC
 //! connection between the CPE and the HAG in place of the MPTCP socket,
 //! as 3GPP ATSSS (Release 18) puts MPQUIC between a phone and the core.
 //! The connection is the backend's transport endpoint (noq, the code the
@@ -21,15 +21,14 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
 use mplab_backend::packet::Packet;
-use mplab_backend::transport::{engine, Endpoint};
-use mplab_proto::Instant;
+use mplab_backend::transport::Endpoint;
 use mplab_scenario::network::{App, Flow, Network, TunnelMode};
 use mplab_wire::tunnel::{encode_frame, FrameDecoder};
 use mplab_wire::TcpHeader;
 
 use crate::apps::{Clock, FlowState};
-use crate::endpoint_flow::{publish_paths, send_datagrams, take_datagrams, PUBLISH_NS};
-use crate::gateway::{Counts, Gateway};
+use crate::endpoint_flow::{publish_paths, send_datagrams, start, take_input, PUBLISH_NS};
+use super::device::{Counts, Gateway};
 use crate::sys;
 
 /// The sequence number ahead of a packet in a DATAGRAM frame.
@@ -41,29 +40,10 @@ const TUN_BATCH: usize = 256;
 /// gateway counted.
 pub(crate) fn carry(net: &Network, f: &Flow, gw: &Gateway, seed: u64, st: &FlowState, clk: &Clock) -> Counts {
     let mut c = Counts::default();
-    let Some(engine) = engine(f.transport) else {
-        error(st, format!("transport {:?}: no engine", f.transport.name()));
-        return c;
-    };
     let fd = gw.sock.as_raw_fd();
-    if let Err(e) = sys::setsockopt(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1i32, "IP_PKTINFO") {
-        error(st, e.to_string());
-        return c;
-    }
     let client = gw.end == 0;
-    let local = if client { (f.src, f.sport) } else { (f.dst, f.dport) };
+    let Some((engine, local, mut ep)) = start(net, f, fd, client, seed, st, clk) else { return c };
     let datagram_frames = matches!(f.app, App::Tunnel { mode: TunnelMode::QuicDatagram, .. });
-    let mut ep: Option<Box<dyn Endpoint>> = None;
-    if client {
-        if !clk.sleep_until(f.start_ns) {
-            return c;
-        }
-        ep = engine.connect(net, f, seed, Instant(clk.now_ns()));
-        if ep.is_none() {
-            error(st, "mpquic: the CPE's end could not be made".into());
-            return c;
-        }
-    }
     let mut dec = FrameDecoder::new(gw.mtu);
     // A frame the stream took in part: the rest, before anything else.
     let mut frame: Vec<u8> = Vec::new();
@@ -76,17 +56,9 @@ pub(crate) fn carry(net: &Network, f: &Flow, gw: &Gateway, seed: u64, st: &FlowS
     let mut next_publish = 0u64;
     while !clk.over() && clk.now_ns() < clk.end_ns {
         // In: every datagram waiting on the UDP socket (the HAG's end is
-        // made by the first).
-        take_datagrams(fd, local, &mut udp, &mut pkt, &mut ep, clk, |p, src, now| engine.accept(net, f, p.dst, src, p, seed, now));
-        let Some(e) = ep.as_mut() else {
-            let mut p = [libc::pollfd { fd, events: libc::POLLIN, revents: 0 }];
-            let _ = sys::poll_in(&mut p, clk.poll_ns);
-            continue;
-        };
+        // made by the first), then the timers due.
+        let Some(e) = take_input(fd, local, &mut udp, &mut pkt, &mut ep, clk, |p, src, now| engine.accept(net, f, p.dst, src, p, seed, now)) else { continue };
         let now = clk.now_ns();
-        if e.poll_timeout().is_some_and(|t| t.0 <= now) {
-            e.on_timeout(Instant(now));
-        }
         if e.is_established() {
             st.connected.store(true, Ordering::Relaxed);
             ingress(e.as_mut(), gw, datagram_frames, &mut frame, &mut sent, &mut seq, &mut tun_pkt, &mut c);
@@ -180,11 +152,5 @@ fn ingress(e: &mut dyn Endpoint, gw: &Gateway, datagram_frames: bool, frame: &mu
         }
         c.ingress.datagrams_in += 1;
         c.ingress.frame_bytes += frame.len() as u64;
-    }
-}
-
-fn error(st: &FlowState, e: String) {
-    if let Ok(mut v) = st.errors.lock() {
-        v.push(e);
     }
 }
