@@ -1,8 +1,8 @@
-//! A transport added by one file and its `ENGINES` line in mplab-backend
-//! (the test-only `fixture-stop-and-wait`, with its facts line in the
-//! scenario's transport registry, both compiled for tests by the
-//! `test-fixtures` features), named by a scenario and run on the simulator
-//! like every bundled transport: nothing else in the simulator changed.
+//! A transport added by one file and its `mod` line in mplab-backend (the
+//! test-only `fixture-stop-and-wait`, which registers its facts and its
+//! engine itself; compiled for tests by the `test-fixtures` feature),
+//! named by a scenario and run on the simulator like every bundled
+//! transport: nothing else in the simulator or the scenario crate changed.
 
 use mplab_proto::Instant;
 use mplab_scenario::Scenario;

@@ -1,6 +1,6 @@
 //! A test-only transport, added as a newcomer adds one: this file and its
-//! `ENGINES` line (beside its facts line in the scenario's transport
-//! registry). A stop-and-wait byte stream over UDP, each way: one
+//! `mod` line. The file registers its facts (what a scenario may name) and
+//! its engine itself, at its end. A stop-and-wait byte stream over UDP, each way: one
 //! datagram of at most [`MSS`] bytes in flight, sent again after a fixed
 //! timeout until its acknowledgement arrives. The client's HELLO makes the
 //! server's end (its first datagram) and establishes the connection.
@@ -15,6 +15,8 @@ use std::net::Ipv4Addr;
 
 use mplab_proto::Instant;
 use mplab_scenario::network::{Flow, Network};
+use mplab_scenario::plugins::transports::{Carrier, Delivery, TransportEntry};
+use mplab_scenario::plugins::{About, OnKernel};
 
 use super::endpoint::{Endpoint, PathStats, Progress};
 use super::Engine;
@@ -261,8 +263,21 @@ impl Endpoint for StopAndWait {
     }
 }
 
-/// `transport = "fixture-stop-and-wait"`.
-pub(super) struct StopAndWaitEngine;
+/// Its facts: scenario files name it `transport = "fixture-stop-and-wait"`.
+#[linkme::distributed_slice(mplab_scenario::plugins::transports::PLUGGED_FACTS)]
+static FACTS: &TransportEntry = &TransportEntry {
+    about: About { name: "fixture-stop-and-wait", params: &[], what: "test fixture: a stop-and-wait byte stream over UDP", kernel: OnKernel::Runs("its engine over kernel UDP sockets") },
+    aliases: &[],
+    carrier: Carrier::Udp,
+    delivery: Delivery::Stream,
+    own_control: Some("one datagram in flight, a fixed timeout"),
+    settings: None,
+};
+
+#[linkme::distributed_slice(super::PLUGGED_ENGINES)]
+static ENGINE: (&str, &dyn Engine) = ("fixture-stop-and-wait", &StopAndWaitEngine);
+
+struct StopAndWaitEngine;
 
 impl Engine for StopAndWaitEngine {
     fn connect(&self, _: &Network, f: &Flow, _seed: u64, _now: Instant) -> Option<Box<dyn Endpoint>> {

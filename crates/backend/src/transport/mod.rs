@@ -7,9 +7,12 @@
 //! TUN (TCP and MPTCP through the host stack's fast path over the same
 //! [`crate::host::StreamConn`]).
 //!
-//! A new transport is one file here (its endpoint and its [`Engine`]) and
-//! one line in [`ENGINES`], beside its facts line in the scenario's
-//! transport registry.
+//! A new transport is one file here and its `mod` line: the file holds its
+//! endpoint, its [`Engine`], and adds both its engine ([`PLUGGED_ENGINES`]) and
+//! its facts (`mplab_scenario::plugins::transports::PLUGGED_FACTS`) to the
+//! registries from where it stands (transport/fixture_stop_and_wait.rs
+//! shows how). The bundled transports' facts are the scenario format's own
+//! vocabulary, listed in its registry, and their engines in [`ENGINES`].
 
 pub mod endpoint;
 #[cfg(any(test, feature = "test-fixtures"))]
@@ -46,7 +49,7 @@ pub trait Engine: Sync {
     fn accept(&self, net: &Network, flow: &Flow, local: Ipv4Addr, remote: Ipv4Addr, first: &Packet, seed: u64, now: Instant) -> Option<Box<dyn Endpoint>>;
 }
 
-/// Every transport with an engine, by its scenario name; one line each.
+/// Every bundled transport's engine, by its scenario name; one line each.
 pub static ENGINES: &[(&str, &dyn Engine)] = &[
     ("tcp", &tcp::Tcp),
     ("mptcp", &mptcp::Mptcp),
@@ -55,15 +58,38 @@ pub static ENGINES: &[(&str, &dyn Engine)] = &[
     ("udp", &udp::Udp),
     ("quic", &quic::Quic),
     ("mpquic", &mpquic::MpQuic),
-    #[cfg(any(test, feature = "test-fixtures"))]
-    ("fixture-stop-and-wait", &fixture_stop_and_wait::StopAndWaitEngine),
 ];
+
+/// The engines of transports plugged in from their own file, which adds
+/// its `(name, engine)` here with `#[linkme::distributed_slice(PLUGGED_ENGINES)]`.
+#[linkme::distributed_slice]
+pub static PLUGGED_ENGINES: [(&'static str, &'static dyn Engine)];
 
 /// The engine for `t`, if one is registered.
 pub fn engine(t: Transport) -> Option<&'static dyn Engine> {
-    ENGINES.iter().find(|(name, _)| *name == t.name()).map(|(_, e)| *e)
+    ENGINES.iter().chain(PLUGGED_ENGINES.iter()).find(|(name, _)| *name == t.name()).map(|(_, e)| *e)
 }
 
 /// A backend creates endpoints only for networks whose configuration it
 /// checked (`config::unsupported` and a registered engine for each flow).
 pub const CHECKED: &str = "configuration checked by the backend's unsupported()";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mplab_scenario::plugins::transports;
+
+    /// The fixture's file, with only its `mod` line beside it, made its
+    /// name known to scenario files and its engine to the backends; and
+    /// every transport a scenario may name has exactly one engine.
+    #[test]
+    fn a_transport_file_registers_its_facts_and_its_engine() {
+        let t = Transport::from_name("fixture-stop-and-wait").expect("the fixture's facts are plugged in");
+        assert!(engine(t).is_some());
+        assert!(mplab_scenario::plugins::all().iter().any(|(axis, a)| *axis == "transport" && a.name == "fixture-stop-and-wait"));
+        for e in transports::entries() {
+            let n = ENGINES.iter().chain(PLUGGED_ENGINES.iter()).filter(|(name, _)| *name == e.about.name).count();
+            assert_eq!(n, 1, "transport {}: {n} engines", e.about.name);
+        }
+    }
+}

@@ -36,7 +36,7 @@ pub use resolved::Resolved;
 pub fn all() -> Vec<(&'static str, About)> {
     let mut v = Vec::new();
     v.extend(crate::topology::REGISTRY.iter().map(|e| ("topology", About { name: e.name, params: &[], what: e.about, kernel: OnKernel::Runs("the same nodes and links in network namespaces") })));
-    v.extend(transports::REGISTRY.iter().map(|e| ("transport", e.about)));
+    v.extend(transports::entries().map(|e| ("transport", e.about)));
     v.extend(apps::REGISTRY.iter().map(|e| ("application", e.about)));
     v
 }

@@ -160,30 +160,21 @@ pub static MPQUIC: TransportEntry = TransportEntry {
     settings: None,
 };
 
-/// A test-only transport (crates/backend/src/transport/fixture_stop_and_wait.rs),
-/// for other crates' tests: a stop-and-wait byte stream over UDP.
-#[cfg(feature = "test-fixtures")]
-pub static FIXTURE_STOP_AND_WAIT: TransportEntry = TransportEntry {
-    about: About { name: "fixture-stop-and-wait", params: &[], what: "test fixture: a stop-and-wait byte stream over UDP", kernel: OnKernel::Runs("its engine over kernel UDP sockets") },
-    aliases: &[],
-    carrier: Carrier::Udp,
-    delivery: Delivery::Stream,
-    own_control: Some("one datagram in flight, a fixed timeout"),
-    settings: None,
-};
+/// The bundled transports by name; one line each.
+pub static REGISTRY: &[&TransportEntry] = &[&MPTCP, &TCP, &SCTP, &CMT_SCTP, &UDP, &QUIC, &MPQUIC];
 
-/// Every transport by name; one line each.
-pub static REGISTRY: &[&TransportEntry] = &[
-    &MPTCP,
-    &TCP,
-    &SCTP,
-    &CMT_SCTP,
-    &UDP,
-    &QUIC,
-    &MPQUIC,
-    #[cfg(feature = "test-fixtures")]
-    &FIXTURE_STOP_AND_WAIT,
-];
+/// Transports plugged in from another crate: the file that implements
+/// one (a backend's engine) adds its facts here itself, so that scenario
+/// files may name it, with
+/// `#[linkme::distributed_slice(mplab_scenario::plugins::transports::PLUGGED_FACTS)]`
+/// on a `static` holding its `&TransportEntry`.
+#[linkme::distributed_slice]
+pub static PLUGGED_FACTS: [&'static TransportEntry];
+
+/// Every transport: the bundled ones in their order, then the plugged.
+pub fn entries() -> impl Iterator<Item = &'static TransportEntry> {
+    REGISTRY.iter().copied().chain(PLUGGED_FACTS.iter().copied())
+}
 
 /// A flow's transport: a handle on its registry entry, written in files
 /// and in network.json by its name.
@@ -201,7 +192,7 @@ impl Transport {
 
     /// The transport a scenario names `name` (or one of its aliases).
     pub fn from_name(name: &str) -> Option<Transport> {
-        REGISTRY.iter().find(|e| e.about.name == name || e.aliases.contains(&name)).map(|e| Transport(e))
+        entries().find(|e| e.about.name == name || e.aliases.contains(&name)).map(Transport)
     }
 
     /// The name scenario files use.
@@ -254,7 +245,7 @@ impl Transport {
             if let Some(table) = self.0.settings {
                 return diag(format!("{path}.{field}"), format!("does not apply to transport = {:?} (see {table})", self.name()));
             }
-            let takers: Vec<String> = REGISTRY.iter().filter(|e| e.about.params.contains(&field)).map(|e| format!("{:?}", e.about.name)).collect();
+            let takers: Vec<String> = entries().filter(|e| e.about.params.contains(&field)).map(|e| format!("{:?}", e.about.name)).collect();
             return diag(format!("{path}.{field}"), format!("only applies to transport = {}", takers.join(" or ")));
         }
         Ok(())
@@ -291,7 +282,7 @@ impl<'de> Deserialize<'de> for Transport {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Transport, D::Error> {
         let name = String::deserialize(d)?;
         Transport::from_name(&name).ok_or_else(|| {
-            let names: Vec<String> = REGISTRY.iter().map(|e| format!("`{}`", e.about.name)).collect();
+            let names: Vec<String> = entries().map(|e| format!("`{}`", e.about.name)).collect();
             serde::de::Error::custom(format!("unknown transport `{name}`, expected one of {}", names.join(", ")))
         })
     }
@@ -303,7 +294,7 @@ mod tests {
 
     #[test]
     fn names_and_aliases_find_their_entry() {
-        for e in REGISTRY {
+        for e in entries() {
             assert_eq!(Transport::from_name(e.about.name).map(Transport::name), Some(e.about.name));
             for a in e.aliases {
                 assert_eq!(Transport::from_name(a).map(Transport::name), Some(e.about.name));

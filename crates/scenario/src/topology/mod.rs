@@ -2,20 +2,8 @@
 //! then merged with any explicit `[[nodes]]`/`[[links]]` and resolved like
 //! hand-written ones.
 
-mod dumbbell;
-mod fattree;
-mod khalili;
 mod link_params;
-mod load_balanced;
-mod parallel;
-mod star;
 
-pub use dumbbell::DumbbellSpec;
-pub use fattree::FatTreeSpec;
-pub use khalili::KhaliliSpec;
-pub use load_balanced::LoadBalancedSpec;
-pub use parallel::ParallelSpec;
-pub use star::StarSpec;
 /// The parsed `[topology]` section, defined with the rest of the file schema.
 pub use crate::schema::Topology;
 
@@ -28,16 +16,27 @@ use serde::Deserialize;
 
 use crate::schema::Generator;
 
-/// The generators by `kind`: a new one is its own file (a serde struct
-/// implementing [`Generator`]) plus one line here.
-pub const REGISTRY: &[GeneratorEntry] = &[
-    entry::<ParallelSpec>("parallel", "N disjoint paths between `client` and `server`, each a direct link of its own"),
-    entry::<DumbbellSpec>("dumbbell", "N sender/receiver pairs sharing one bottleneck"),
-    entry::<KhaliliSpec>("khalili", "the shared-bottleneck topology of Khalili et al. (OLIA) with its two user types"),
-    entry::<FatTreeSpec>("fattree", "a k-ary fat tree (Al-Fares et al.) of k^3/4 hosts"),
-    entry::<StarSpec>("star", "N hosts around one router (incast, many-to-one)"),
-    entry::<LoadBalancedSpec>("load_balanced", "clients with several access links, load-balancer instances behind ECMP sharing a VIP, and their backends"),
-];
+/// Declares each generator's module, re-exports its spec and lists it in
+/// [`REGISTRY`] under its `kind`.
+macro_rules! generators {
+    ($($module:ident :: $spec:ident ($kind:literal, $about:literal)),* $(,)?) => {
+        $(mod $module; pub use $module::$spec;)*
+
+        /// The generators by `kind`.
+        pub const REGISTRY: &[GeneratorEntry] = &[$(entry::<$spec>($kind, $about)),*];
+    };
+}
+
+// A new generator is its own file (a serde struct implementing
+// [`Generator`]) plus one line here.
+generators! {
+    parallel::ParallelSpec("parallel", "N disjoint paths between `client` and `server`, each a direct link of its own"),
+    dumbbell::DumbbellSpec("dumbbell", "N sender/receiver pairs sharing one bottleneck"),
+    khalili::KhaliliSpec("khalili", "the shared-bottleneck topology of Khalili et al. (OLIA) with its two user types"),
+    fattree::FatTreeSpec("fattree", "a k-ary fat tree (Al-Fares et al.) of k^3/4 hosts"),
+    star::StarSpec("star", "N hosts around one router (incast, many-to-one)"),
+    load_balanced::LoadBalancedSpec("load_balanced", "clients with several access links, load-balancer instances behind ECMP sharing a VIP, and their backends"),
+}
 
 /// One generator kind.
 pub struct GeneratorEntry {
