@@ -149,7 +149,7 @@ fn mpquic_beside_mplabs_mptcp_on_the_userspace_backend() {
 }
 
 /// Seed 004's gateways over Multipath QUIC on real packets
-/// (`seed004-mpquic.toml`, crates/emu/src/gateway_mpquic.rs): the CPE's
+/// (`seed004-mpquic.toml`, crates/emu/src/gateway/mpquic.rs): the CPE's
 /// and the HAG's programs carry a 5 MB QUIC download and a call through
 /// one MPQUIC connection, every UDP packet in a QUIC DATAGRAM frame and
 /// nothing in the stream, as on the simulator; the download verified

@@ -1,5 +1,5 @@
 //! The hybrid-access tunnel on the kernel backend (gateway programs over a
-//! kernel MPTCP socket, crates/emu/src/gateway.rs) against the simulator's
+//! kernel MPTCP socket, crates/emu/src/gateway/) against the simulator's
 //! tunnel, on the bundled seed 004 scenarios shortened. Needs root; each
 //! test cleans up its namespaces even when it fails.
 

@@ -66,6 +66,7 @@ pub fn join_token(h: &TcpHeader) -> Option<u32> {
 }
 
 /// The one decision for a TCP segment arriving on `tuple`.
+#[inline]
 pub fn arrival<T: Tables>(t: &T, tuple: &T::Tuple, h: &TcpHeader, known_join: KnownTupleJoin) -> Arrival<T::Conn> {
     let opening = h.syn() && !h.ack_flag() && !h.rst();
     let known = t.connection(tuple);

@@ -1,6 +1,6 @@
 //! A connection of mplab's stack handed to a program that expects a
 //! socket: the hybrid-access gateway and converter programs
-//! (crates/emu/src/gateway.rs, converter.rs), the same code the kernel
+//! (crates/emu/src/gateway/, converter.rs), the same code the kernel
 //! backend runs over Linux's MPTCP sockets.
 //!
 //! The program gets one end of a Unix stream socket pair; the host loop

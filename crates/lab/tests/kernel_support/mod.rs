@@ -118,7 +118,7 @@ pub fn run(guard: &NsGuard, i: usize, toml: &str) -> KernelRun {
 }
 
 /// What the hybrid-access gateways note when Linux's MPTCP receive stall
-/// held their tunnel (crates/emu/src/gateway.rs, docs/kernel-backend.md).
+/// held their tunnel (crates/emu/src/gateway/, docs/kernel-backend.md).
 pub const KERNEL_MPTCP_STALL: &str = "MPTCP connection stopped delivering";
 
 /// [`run`], repeated (at most three runs in all) while a gateway noted

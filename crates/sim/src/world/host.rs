@@ -23,6 +23,7 @@ impl Tables for NodeTables<'_> {
     type Tuple = DemuxKey;
     type Conn = (u32, u8);
     type Listener = u32;
+    #[inline]
     fn connection(&self, tuple: &DemuxKey) -> Option<(u32, u8)> {
         self.demux.get(tuple).copied()
     }
