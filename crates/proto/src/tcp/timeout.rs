@@ -9,6 +9,8 @@ use super::{AckDue, Connection, Recovery, State};
 
 impl Connection {
     /// The earliest time [`handle_timeout`](Self::handle_timeout) must run.
+    /// Inlined: MPTCP asks it of every subflow at each of its own polls.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
         if self.state == State::Closed {
             return None;

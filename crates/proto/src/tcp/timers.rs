@@ -19,6 +19,7 @@ pub(super) struct Timers {
 
 impl Timers {
     /// The earliest armed deadline.
+    #[inline]
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         [self.rto, self.persist, self.tlp, self.rack].into_iter().flatten().min()
     }
