@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
 use mplab_proto::Instant;
-use mplab_scenario::attack::AttackKind;
+use mplab_scenario::attack::{AttackKind, Moment, Mount};
 use mplab_wire::tcp::flags;
 use mplab_wire::{crypto, AddAddr, AddrIdList, DataAck, Dss, DssMapping, MpCapable, MpJoin, MptcpOption, TcpHeader};
 
@@ -41,6 +41,18 @@ pub struct Touch {
     /// Cut into two segments after this many payload bytes, each with the
     /// original options.
     pub split_at: Option<u32>,
+}
+
+/// A forged join SYN that got no reply is sent again, as a host's SYN is:
+/// a forgery lost in a full queue is not a victim that kept silent.
+const SYN_RETRY_NS: u64 = 1_000_000_000;
+const SYN_RETRIES: u8 = 3;
+
+/// A forged join SYN waiting for its reply: sent again at `at`.
+struct SynRetry {
+    syn: Forged,
+    at: Instant,
+    left: u8,
 }
 
 /// A segment the attacker sends into its link.
@@ -123,7 +135,11 @@ impl Sub {
 
 pub struct Attacker {
     kind: AttackKind,
-    at: Instant,
+    /// When it strikes: None while it waits for `after`.
+    at: Option<Instant>,
+    /// The protocol moment the strike follows, and the delay after it.
+    after: Option<Moment>,
+    delay_ns: u64,
     count: u32,
     rng: SimRng,
     subs: Vec<Sub>,
@@ -144,20 +160,28 @@ pub struct Attacker {
     budget: u32,
     /// NAT rebinding: the subflow's client end and its new port.
     rebind: Option<((Ipv4Addr, u16), u16)>,
+    retry: Option<SynRetry>,
     report: AttackReport,
 }
 
 impl Attacker {
-    pub fn new(kind: AttackKind, at_ns: u64, count: Option<u32>, seed: u64, link: usize) -> Attacker {
-        let count = count.unwrap_or(match kind {
+    pub fn new(m: &Mount, seed: u64, link: usize) -> Attacker {
+        let kind = m.attack;
+        let count = m.count.unwrap_or(match kind {
             AttackKind::JoinSynFlood => 2000,
             AttackKind::RemoveAddrOffPath | AttackKind::MpPrioOffPath | AttackKind::MpFailOffPath | AttackKind::RstOffPath => 1000,
             AttackKind::PayloadRewrite => 20,
             _ => u32::MAX,
         });
+        let mut report = AttackReport::default();
+        if let Some(after) = m.after {
+            report.note = Some(format!("its moment ({}) never crossed the attacker's link", moment_words(after)));
+        }
         Attacker {
             kind,
-            at: Instant(at_ns),
+            at: m.after.is_none().then_some(Instant(m.at_ns)),
+            after: m.after,
+            delay_ns: m.at_ns,
             count,
             // Its own stream, apart from the links' and the stacks'.
             rng: SimRng::new(seed, 0xa77a_c000 + link as u64),
@@ -172,7 +196,8 @@ impl Attacker {
             struck: false,
             budget: count,
             rebind: None,
-            report: AttackReport::default(),
+            retry: None,
+            report,
         }
     }
 
@@ -190,14 +215,23 @@ impl Attacker {
         if !self.out[dir].is_empty() {
             return Some(Instant::ZERO);
         }
-        (!self.struck).then_some(self.at)
+        if let Some(r) = self.retry.as_ref().filter(|r| r.syn.dir == dir) {
+            return Some(r.at);
+        }
+        self.at.filter(|_| !self.struck)
+    }
+
+    /// Whether the strike is due at `now`.
+    fn due(&self, now: Instant) -> bool {
+        !self.struck && self.at.is_some_and(|at| now >= at)
     }
 
     /// The next forged segment for direction `dir`, once the strike is due.
     pub fn poll_forged(&mut self, now: Instant, dir: usize) -> Option<Forged> {
-        if !self.struck && now >= self.at {
+        if self.due(now) {
             self.strike(now);
         }
+        self.retry_syn(now, dir);
         let f = self.out[dir].pop_front()?;
         self.report.forged += 1;
         Some(f)
@@ -207,7 +241,10 @@ impl Attacker {
     /// it, count replies to forgeries, and change or drop it if the attack
     /// says so.
     pub fn on_segment(&mut self, now: Instant, dir: usize, seg: &mut Seg) -> Touch {
-        if !self.struck && now >= self.at {
+        if self.at.is_none() && self.after.is_some_and(|m| is_moment(m, &seg.tcp)) {
+            self.at = Some(Instant(now.as_nanos() + self.delay_ns));
+        }
+        if self.due(now) {
             self.strike(now);
         }
         if self.observe_reply(dir, seg) {
@@ -376,7 +413,12 @@ impl Attacker {
         let _ = h.options.push_mptcp(opt);
         self.forged_tuples.push(((s.c.0, port), s.s));
         self.join_reply = reply;
-        self.out[s.c_dir].push_back(Forged { dir: s.c_dir, seg: Seg { src: s.c.0, dst: s.s.0, tcp: h, payload_len: 0 }, claims: 0 });
+        let syn = Forged { dir: s.c_dir, seg: Seg { src: s.c.0, dst: s.s.0, tcp: h, payload_len: 0 }, claims: 0 };
+        if self.kind != AttackKind::JoinSynFlood {
+            // Its first try goes now; the retries from the strike on.
+            self.retry = Some(SynRetry { syn: syn.clone(), at: Instant(self.report.struck_ns.unwrap_or(0) + SYN_RETRY_NS), left: SYN_RETRIES });
+        }
+        self.out[s.c_dir].push_back(syn);
     }
 
     /// The attack cannot be mounted: nothing was forged, and the report
@@ -386,8 +428,25 @@ impl Attacker {
         self.report.struck_ns = None;
     }
 
+    /// Sends the forged join SYN again if it is due and nothing answered
+    /// yet; forgets it once anything did or its tries are spent.
+    fn retry_syn(&mut self, now: Instant, dir: usize) {
+        let answered = self.report.syn_acks + self.report.resets + self.report.acks > 0;
+        let Some(r) = self.retry.as_mut() else { return };
+        if answered || r.left == 0 {
+            self.retry = None;
+            return;
+        }
+        if r.syn.dir == dir && now >= r.at {
+            r.left -= 1;
+            r.at = Instant(now.as_nanos() + SYN_RETRY_NS);
+            self.out[dir].push_back(r.syn.clone());
+        }
+    }
+
     fn strike(&mut self, now: Instant) {
         self.struck = true;
+        self.report.note = None;
         let Some(t) = self.target() else {
             return self.nothing("no established subflow crossed the attacker's link");
         };
@@ -555,6 +614,27 @@ fn expand(prev: Option<u64>, v: u64, wide: bool) -> u64 {
     }
 }
 
+/// Whether `h` is the segment that marks moment `m`.
+fn is_moment(m: Moment, h: &TcpHeader) -> bool {
+    let syn = h.syn() && !h.ack_flag();
+    h.options.mptcp().any(|o| match (m, o) {
+        (Moment::MpCapable, MptcpOption::MpCapable(_)) => syn,
+        (Moment::MpJoin, MptcpOption::MpJoin(MpJoin::Syn { .. })) => syn,
+        (Moment::AddAddr, MptcpOption::AddAddr(a)) => !a.echo,
+        (Moment::DataFin, MptcpOption::Dss(d)) => d.data_fin,
+        _ => false,
+    })
+}
+
+fn moment_words(m: Moment) -> &'static str {
+    match m {
+        Moment::MpCapable => "the first MP_CAPABLE SYN",
+        Moment::MpJoin => "the first MP_JOIN SYN",
+        Moment::AddAddr => "the first ADD_ADDR",
+        Moment::DataFin => "the first DATA_FIN",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,7 +656,7 @@ mod tests {
 
     #[test]
     fn a_stolen_token_join_uses_the_servers_token_and_answers_its_syn_ack() {
-        let mut a = Attacker::new(AttackKind::JoinStolenToken, 10, None, 1, 0);
+        let mut a = Attacker::new(&Mount { attack: AttackKind::JoinStolenToken, at_ns: 10, after: None, count: None }, 1, 0);
         handshake(&mut a);
         assert!(a.poll_forged(Instant(5), 0).is_none(), "not before the strike time");
         let f = a.poll_forged(Instant(10), 0).expect("the forged SYN");
@@ -596,7 +676,7 @@ mod tests {
     #[test]
     fn off_path_guesses_are_deterministic_and_counted() {
         let run = || {
-            let mut a = Attacker::new(AttackKind::RstOffPath, 10, Some(5), 9, 0);
+            let mut a = Attacker::new(&Mount { attack: AttackKind::RstOffPath, at_ns: 10, after: None, count: Some(5) }, 9, 0);
             handshake(&mut a);
             std::iter::from_fn(|| a.poll_forged(Instant(20), 0).or_else(|| a.poll_forged(Instant(20), 1))).map(|f| f.seg.tcp.seq).collect::<Vec<_>>()
         };
@@ -607,14 +687,14 @@ mod tests {
 
     #[test]
     fn without_a_subflow_it_says_why_it_did_not_strike() {
-        let mut a = Attacker::new(AttackKind::FastcloseWrongKey, 0, None, 1, 0);
+        let mut a = Attacker::new(&Mount { attack: AttackKind::FastcloseWrongKey, at_ns: 0, after: None, count: None }, 1, 0);
         assert!(a.poll_forged(Instant(1), 0).is_none());
         assert!(a.report().struck_ns.is_none() && a.report().note.is_some());
     }
 
     #[test]
     fn nat_rebinding_rewrites_both_ways() {
-        let mut a = Attacker::new(AttackKind::NatRebinding, 10, None, 1, 0);
+        let mut a = Attacker::new(&Mount { attack: AttackKind::NatRebinding, at_ns: 10, after: None, count: None }, 1, 0);
         handshake(&mut a);
         let _ = a.poll_forged(Instant(10), 0);
         let mut up = Seg { src: [10, 0, 0, 1].into(), dst: [10, 0, 1, 2].into(), tcp: TcpHeader { src_port: 5000, dst_port: 80, flags: flags::ACK, ..Default::default() }, payload_len: 10 };
@@ -624,5 +704,47 @@ mod tests {
         let mut down = Seg { src: [10, 0, 1, 2].into(), dst: [10, 0, 0, 1].into(), tcp: TcpHeader { src_port: 80, dst_port: new, flags: flags::ACK, ..Default::default() }, payload_len: 0 };
         assert!(a.on_segment(Instant(12), 1, &mut down).header);
         assert_eq!(down.tcp.dst_port, 5000);
+    }
+
+    /// Tied to the first MP_JOIN SYN, the strike waits for it, however
+    /// late the clock; it comes `at` after that SYN crossed the link.
+    #[test]
+    fn a_strike_tied_to_a_moment_waits_for_it() {
+        let mut a = Attacker::new(&Mount { attack: AttackKind::JoinStolenToken, at_ns: 5, after: Some(Moment::MpJoin), count: None }, 1, 0);
+        handshake(&mut a);
+        assert!(a.poll_forged(Instant(1_000_000), 0).is_none(), "no join seen yet");
+        assert!(a.next_deadline(0).is_none());
+        assert!(a.report().note.as_deref().is_some_and(|n| n.contains("MP_JOIN")));
+        let mut join = syn([10, 0, 0, 1], 5001, [10, 0, 1, 2], 80, 300, MptcpOption::MpJoin(MpJoin::Syn { backup: false, addr_id: 1, token: 7, nonce: 9 }));
+        a.on_segment(Instant(2_000_000), 0, &mut join);
+        assert_eq!(a.next_deadline(0), Some(Instant(2_000_005)));
+        assert!(a.poll_forged(Instant(2_000_004), 0).is_none());
+        assert!(a.poll_forged(Instant(2_000_005), 0).is_some());
+        assert_eq!((a.report().struck_ns, a.report().note.as_deref()), (Some(2_000_005), None));
+    }
+
+    /// A forged join SYN nothing answered goes again a second later, as a
+    /// host's SYN does, three times at most; an answer ends the retries.
+    #[test]
+    fn an_unanswered_forged_join_is_sent_again() {
+        let mut a = Attacker::new(&Mount { attack: AttackKind::JoinUnknownToken, at_ns: 10, after: None, count: None }, 1, 0);
+        handshake(&mut a);
+        let first = a.poll_forged(Instant(10), 0).expect("the forged SYN");
+        assert!(a.poll_forged(Instant(500_000_000), 0).is_none());
+        let mut sent = vec![first.seg.tcp.seq];
+        for t in 1..=5u64 {
+            while let Some(f) = a.poll_forged(Instant(10 + t * SYN_RETRY_NS), 0) {
+                sent.push(f.seg.tcp.seq);
+            }
+        }
+        assert_eq!(sent, vec![first.seg.tcp.seq; 1 + SYN_RETRIES as usize]);
+        // Answered after its first try: no retry.
+        let mut b = Attacker::new(&Mount { attack: AttackKind::JoinUnknownToken, at_ns: 10, after: None, count: None }, 1, 0);
+        handshake(&mut b);
+        let f = b.poll_forged(Instant(10), 0).unwrap();
+        let mut rst = Seg { src: f.seg.dst, dst: f.seg.src, tcp: TcpHeader { src_port: f.seg.tcp.dst_port, dst_port: f.seg.tcp.src_port, flags: flags::RST | flags::ACK, ..Default::default() }, payload_len: 0 };
+        b.on_segment(Instant(20), 1, &mut rst);
+        assert!(b.poll_forged(Instant(10 + 2 * SYN_RETRY_NS), 0).is_none());
+        assert_eq!(b.report().resets, 1);
     }
 }

@@ -28,7 +28,7 @@ use mplab_backend::results::QueueSample;
 use mplab_backend::rng::SimRng;
 
 use mplab_backend::attack::{AttackReport, Attacker, Seg, FORGED_PAYLOAD};
-use mplab_scenario::attack::AttackKind;
+use mplab_scenario::attack::Mount;
 use mplab_wire::packet::{build_ip_tcp, Datalink, TcpPacket};
 
 use crate::frame::strip_mptcp;
@@ -48,7 +48,7 @@ pub struct EmuLink {
     /// Option-30 stripping per direction (a link-placed middlebox).
     pub strip: [Option<StripRule>; 2],
     /// An attacker on this link (both directions): attack, strike time, count.
-    pub attack: Option<(AttackKind, u64, Option<u32>)>,
+    pub attack: Option<Mount>,
     pub mtu: u32,
     /// A cellular radio that sleeps when idle: (idle, promotion) in ns.
     pub radio: Option<(u64, u64)>,
@@ -419,7 +419,7 @@ impl Engine {
             .links
             .iter()
             .enumerate()
-            .map(|(li, l)| l.attack.map(|(k, at, count)| LinkAttacker { att: Attacker::new(k, at, count, cfg.seed, li), eth: [None; 2], buf: Vec::with_capacity(2048) }))
+            .map(|(li, l)| l.attack.map(|m| LinkAttacker { att: Attacker::new(&m, cfg.seed, li), eth: [None; 2], buf: Vec::with_capacity(2048) }))
             .collect();
         let first_probe = if cfg.probe_queues.is_empty() { u64::MAX } else { cfg.probe_interval_ns };
         let radios = cfg.links.iter().map(|l| l.radio.map(|(idle, promotion)| mplab_backend::link::Radio::new(idle, promotion))).collect();

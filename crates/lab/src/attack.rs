@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use mplab_scenario::attack::{AttackKind, Expect};
+use mplab_scenario::attack::{AttackKind, Expect, Moment};
 use mplab_scenario::Scenario;
 use mplab_sim::{RunResults, Summary};
 use serde::Serialize;
@@ -31,6 +31,8 @@ pub struct Options {
     pub sets: Vec<(String, String)>,
     pub out: PathBuf,
     pub quiet: bool,
+    /// Threads for `--product` on the simulator.
+    pub jobs: usize,
 }
 
 /// One backend's result for one attack.
@@ -77,7 +79,10 @@ fn run_on(opt: &Options, backend: &str, attack: Option<AttackKind>, dir: &Path) 
     let mut sc = Scenario::from_file(&opt.scenario).map_err(|e| e.to_string())?;
     let mut sets: Vec<(String, String)> = opt.sets.clone();
     if let Some(k) = attack {
-        let at = opt.at.as_ref().map_or(String::new(), |t| format!(", at = {t:?}"));
+        let at = match &opt.at {
+            Some(t) => strike_fields(t)?,
+            None => String::new(),
+        };
         sets.push(("middleboxes".into(), format!("[{{ kind = \"attacker\", link = {:?}, attack = {:?}{at} }}]", opt.link, k.name())));
         sets.extend(extra_sets(k));
     }
@@ -93,6 +98,26 @@ fn run_on(opt: &Options, backend: &str, attack: Option<AttackKind>, dir: &Path) 
     })
 }
 
+/// The attacker's fields for a strike given as `--at`: a time from the
+/// run's start (`3s`), a protocol moment as the attacker first sees it on
+/// its link (`mp-join`), or a delay after one (`mp-join+50ms`).
+pub fn strike_fields(at: &str) -> Result<String, String> {
+    let (moment, delay) = match at.split_once('+') {
+        Some((m, d)) => (Some(m), Some(d)),
+        None if at.starts_with(|c: char| c.is_ascii_alphabetic()) => (Some(at), None),
+        None => (None, Some(at)),
+    };
+    let mut fields = String::new();
+    if let Some(m) = moment {
+        let m = Moment::from_name(m.trim()).ok_or_else(|| format!("--at {at:?}: unknown moment {m:?} ({})", Moment::names()))?;
+        fields += &format!(", after = {:?}", m.name());
+    }
+    if let Some(d) = delay {
+        fields += &format!(", at = {:?}", d.trim());
+    }
+    Ok(fields)
+}
+
 /// A real-time run, repeated while the host stalls it
 /// (`mplab_emu::kernel::unless_host_stalled`): some verdicts compare the
 /// run's time with the baseline's, and a run the virtual machine stopped
@@ -101,9 +126,41 @@ fn real_unless_stalled(backend: &str, sc: &Scenario, net: &mplab_scenario::Netwo
     mplab_emu::kernel::unless_host_stalled(|_| run::run_real(backend, sc, net.clone(), dir), |r| &r.1)
 }
 
-/// The verdict of one run against the row's expectation.
-fn judge(k: AttackKind, backend: &str, s: &Summary, baseline: Option<f64>) -> Cell {
-    let f = s.flows.iter().find(|f| f.transport == "mptcp").or(s.flows.first());
+/// The flows a verdict is about: the victim's MPTCP flows (an upload and
+/// a download at once are two), or its first flow.
+fn victims(s: &Summary) -> Vec<&mplab_sim::results::FlowSummary> {
+    let v: Vec<_> = s.flows.iter().filter(|f| f.transport == "mptcp").collect();
+    if v.is_empty() {
+        s.flows.first().into_iter().collect()
+    } else {
+        v
+    }
+}
+
+/// The verdict of one run against the row's expectation: each victim
+/// flow judged against its own baseline time, the worst of them kept
+/// (named by its flow when there are several).
+fn judge(k: AttackKind, backend: &str, s: &Summary, baselines: &[Option<f64>]) -> Cell {
+    let flows = victims(s);
+    if flows.len() <= 1 {
+        return judge_flow(k, backend, s, flows.first().copied(), baselines.first().copied().flatten());
+    }
+    let rank = |v: &str| match v {
+        "WEAKER" => 3,
+        TCPS_LIMIT => 2,
+        "ok" => 1,
+        _ => 0,
+    };
+    let cells = flows.iter().enumerate().map(|(i, f)| (f.name.clone(), judge_flow(k, backend, s, Some(f), baselines.get(i).copied().flatten())));
+    let (name, mut worst) = cells.max_by_key(|(_, c)| rank(c.verdict)).expect("two flows or more");
+    if rank(worst.verdict) > 0 {
+        worst.outcome = format!("{name}: {}", worst.outcome);
+    }
+    worst
+}
+
+/// The verdict for one victim flow `f` of the run.
+fn judge_flow(k: AttackKind, backend: &str, s: &Summary, f: Option<&mplab_sim::results::FlowSummary>, baseline: Option<f64>) -> Cell {
     let a = s.attacks.first().map(|a| &a.report);
     let (completed, verified, fallback, ct) = f.map_or((false, false, false, None), |f| (f.completed, f.verified, f.fallback, f.completion_time_s));
     let mut c = Cell {
@@ -211,7 +268,7 @@ pub fn matrix(opt: &Options) -> Result<Vec<Row>, String> {
             eprintln!("attack: baseline on {b} ...");
         }
         let s = run_on(opt, b, None, &opt.out.join("baseline").join(b));
-        baselines.push(s.ok().and_then(|s| s.flows.first().and_then(|f| f.completion_time_s)));
+        baselines.push(s.map_or(Vec::new(), |s| victims(&s).iter().map(|f| f.completion_time_s).collect::<Vec<_>>()));
     }
     let mut rows = Vec::new();
     for &k in &opt.rows {
@@ -221,7 +278,7 @@ pub fn matrix(opt: &Options) -> Result<Vec<Row>, String> {
                 eprintln!("attack: {} on {b} ...", k.name());
             }
             let cell = match run_on(opt, b, Some(k), &opt.out.join(k.name()).join(b)) {
-                Ok(s) => judge(k, b, &s, *base),
+                Ok(s) => judge(k, b, &s, base),
                 Err(e) => Cell {
                     backend: b.clone(),
                     outcome: format!("run failed: {e}"),
@@ -230,7 +287,7 @@ pub fn matrix(opt: &Options) -> Result<Vec<Row>, String> {
                     verified: false,
                     fallback: false,
                     completion_s: None,
-                    baseline_s: *base,
+                    baseline_s: base.first().copied().flatten(),
                     forged: 0,
                     touched: 0,
                     syn_acks: 0,
@@ -317,11 +374,14 @@ pub fn parse_rows(s: Option<&str>) -> Result<Vec<AttackKind>, String> {
     }
 }
 
-/// When the attacker strikes in `--product`, by default: during the
-/// handshakes (MP_CAPABLE and the first MP_JOIN take the first round
-/// trips), once the joins are up, mid-transfer, and near the end of a
-/// transfer of the bundled victims' length (6.8 s unattacked).
-pub const STRIKES: &[&str] = &["10ms", "300ms", "3s", "6.5s"];
+/// When the attacker strikes in `--product`, by default: at protocol
+/// moments as the attacker sees them on its link (10 ms after the
+/// MP_CAPABLE SYN, within the handshake's first round trip, once the
+/// client's side is established; as the first MP_JOIN SYN crosses; right
+/// after the first ADD_ADDR; at the first DATA_FIN), and at clock times:
+/// once the joins are up, mid-transfer, and near the end of a transfer of
+/// the bundled victims' length (6.8 s unattacked).
+pub const STRIKES: &[&str] = &["mp-capable+10ms", "mp-join", "add-addr", "300ms", "3s", "6.5s", "data-fin"];
 
 /// One cell of the product: where the attacker sat, when it struck,
 /// whether DSS checksums were on, and the row's cell.
@@ -336,11 +396,16 @@ pub struct ProductCell {
 }
 
 /// The matrix over every link of the victim, DSS checksums off and on,
-/// and each strike time: a matrix per point, the cells collected.
+/// and each strike: a matrix per point, the cells collected in the
+/// points' order. Points run on `base.jobs` threads (the simulator's runs
+/// are independent; real-packet runs go one at a time), and a point whose
+/// directory holds the matrix of a run with the same options is read
+/// back instead of run again: an interrupted product resumes where it
+/// stopped.
 pub fn product(base: &Options, strikes: &[String]) -> Result<Vec<ProductCell>, String> {
     let sc = Scenario::from_file(&base.scenario).map_err(|e| e.to_string())?;
     let net = mplab_backend::plugins::resolve(&sc).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
+    let mut points = Vec::new();
     for link in net.links.iter().map(|l| l.name.clone()) {
         for checksum in [false, true] {
             for at in strikes {
@@ -350,20 +415,101 @@ pub fn product(base: &Options, strikes: &[String]) -> Result<Vec<ProductCell>, S
                 opt.sets.push(("transport.mptcp.checksum".into(), checksum.to_string()));
                 opt.out = base.out.join(format!("{link}-checksum-{}-at-{at}", if checksum { "on" } else { "off" }));
                 opt.quiet = true;
-                if !base.quiet {
-                    eprintln!("attack: {link}, checksums {}, at {at} ...", if checksum { "on" } else { "off" });
-                }
-                let rows = matrix(&opt)?;
-                write(&rows, &opt.out).map_err(|e| format!("{}: {e}", opt.out.display()))?;
-                for r in rows {
-                    for c in r.cells {
-                        out.push(ProductCell { link: link.clone(), checksum, at: at.clone(), attack: r.attack, cell: c });
+                points.push((checksum, opt));
+            }
+        }
+    }
+    let real = base.backends.iter().any(|b| b != "sim");
+    let threads = if real { 1 } else { base.jobs.clamp(1, points.len().max(1)) };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: std::sync::Mutex<Vec<Option<Result<Vec<Row>, String>>>> = std::sync::Mutex::new(vec![None; points.len()]);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some((checksum, opt)) = points.get(i) else { break };
+                let key = point_key(opt);
+                let r = match read_point(&opt.out, &key) {
+                    Some(rows) => Ok(rows),
+                    None => {
+                        if !base.quiet {
+                            eprintln!("attack: {}, checksums {}, at {} ...", opt.link, if *checksum { "on" } else { "off" }, opt.at.as_deref().unwrap_or(""));
+                        }
+                        matrix(opt).and_then(|rows| {
+                            write(&rows, &opt.out).and_then(|_| std::fs::write(opt.out.join("point.json"), &key)).map_err(|e| format!("{}: {e}", opt.out.display()))?;
+                            Ok(rows)
+                        })
                     }
+                };
+                if let Ok(mut v) = results.lock() {
+                    v[i] = Some(r);
                 }
+            });
+        }
+    });
+    let results = results.into_inner().map_err(|_| "a product worker panicked".to_string())?;
+    let mut out = Vec::new();
+    for ((checksum, opt), r) in points.iter().zip(results) {
+        let rows = r.unwrap_or_else(|| Err("not run".into()))?;
+        for r in rows {
+            for c in r.cells {
+                out.push(ProductCell { link: opt.link.clone(), checksum: *checksum, at: opt.at.clone().unwrap_or_default(), attack: r.attack, cell: c });
             }
         }
     }
     Ok(out)
+}
+
+/// What makes a product point's matrix the same as an earlier one's: the
+/// victim file and its bytes, the backends, rows, attacker link, strike
+/// and overrides.
+fn point_key(opt: &Options) -> String {
+    let text = std::fs::read_to_string(&opt.scenario).unwrap_or_default();
+    serde_json::json!({
+        "scenario": opt.scenario.display().to_string(),
+        "scenario_text": text,
+        "backends": opt.backends,
+        "rows": opt.rows.iter().map(|k| k.name()).collect::<Vec<_>>(),
+        "link": opt.link,
+        "at": opt.at,
+        "sets": opt.sets,
+    })
+    .to_string()
+}
+
+/// The matrix an earlier run of the same point left in `dir`, if its
+/// options were these.
+fn read_point(dir: &Path, key: &str) -> Option<Vec<Row>> {
+    if std::fs::read_to_string(dir.join("point.json")).ok()? != key {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("attack.json")).ok()?).ok()?;
+    v.as_array()?.iter().map(row_from_json).collect()
+}
+
+fn row_from_json(r: &serde_json::Value) -> Option<Row> {
+    let k = AttackKind::from_name(r["attack"].as_str()?)?;
+    let cells = r["cells"].as_array()?.iter().map(cell_from_json).collect::<Option<Vec<_>>>()?;
+    Some(Row { attack: k.name(), position: k.position().name(), expect: k.expect().name(), requirement: k.requirement(), cells })
+}
+
+fn cell_from_json(c: &serde_json::Value) -> Option<Cell> {
+    let verdict = ["ok", "WEAKER", TCPS_LIMIT, "not mounted", "n/a"].into_iter().find(|v| Some(*v) == c["verdict"].as_str())?;
+    let n = |f: &str| c[f].as_u64().unwrap_or(0);
+    Some(Cell {
+        backend: c["backend"].as_str()?.to_string(),
+        outcome: c["outcome"].as_str()?.to_string(),
+        verdict,
+        completed: c["completed"].as_bool()?,
+        verified: c["verified"].as_bool()?,
+        fallback: c["fallback"].as_bool()?,
+        completion_s: c["completion_s"].as_f64(),
+        baseline_s: c["baseline_s"].as_f64(),
+        forged: n("forged"),
+        touched: n("touched"),
+        syn_acks: n("syn_acks"),
+        resets: n("resets"),
+    })
 }
 
 /// The product's summary: cells per verdict, in all and along each

@@ -149,7 +149,7 @@ fn the_product_over_links_checksums_and_strikes_has_no_weaker_cell() {
     let tmp = Scratch::new("attack-product");
     let scen = repo().join("scenarios/attack-upload.toml");
     let out = tmp.join("p");
-    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--product".as_ref(), "--strikes".as_ref(), "300ms,3s".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--product".as_ref(), "--strikes".as_ref(), "mp-join,3s".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
     assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
     let (h, csv) = read_csv(&out.join("product.csv"));
     assert_eq!(csv.len(), 4 * 2 * 2 * 20);
@@ -158,10 +158,18 @@ fn the_product_over_links_checksums_and_strikes_has_no_weaker_cell() {
         assert!(v == "ok" || v == "not mounted", "{:?}", r);
     }
     let md = std::fs::read_to_string(out.join("product.md")).unwrap();
-    assert!(md.contains("| all | 320 cells |") && md.contains("| strike | 300ms |") && md.contains("| checksums | on |"), "{md}");
+    assert!(md.contains("| all | 320 cells |") && md.contains("| strike | mp-join |") && md.contains("| checksums | on |"), "{md}");
     // Not mounted names why.
     let (a, outcome) = (col(&h, "attack"), col(&h, "outcome"));
     assert!(csv.iter().filter(|r| r[col(&h, "verdict")] == "not mounted").all(|r| !r[outcome].is_empty()), "{:?}", csv.iter().map(|r| &r[a]).collect::<Vec<_>>());
+    // Run again into the same directory on one thread: every point is read
+    // back (each left its matrix and options), and the table is the same
+    // as the one the parallel run wrote.
+    let first = std::fs::read_to_string(out.join("product.csv")).unwrap();
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--product".as_ref(), "--strikes".as_ref(), "mp-join,3s".as_ref(), "--jobs".as_ref(), "1".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(std::fs::read_to_string(out.join("product.csv")).unwrap(), first);
+    assert!(std::fs::read_dir(&out).unwrap().flatten().filter(|e| e.path().is_dir()).all(|e| e.path().join("point.json").exists()));
 }
 
 #[test]
@@ -181,6 +189,12 @@ fn bad_attack_arguments_are_usage_errors() {
     let o = mplab(&tmp.0, &["run".as_ref(), scen.as_os_str(), "--set".as_ref(), "middleboxes=[{ kind = \"attacker\", link = \"wan1\", attack = \"rst-on-path\", direction = \"ab\" }]".as_ref()]);
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("an attacker sees both directions of its link"), "{}", o.stderr);
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--at".as_ref(), "mp-teleport+5ms".as_ref()]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("unknown moment \"mp-teleport\""), "{}", o.stderr);
+    let o = mplab(&tmp.0, &["run".as_ref(), scen.as_os_str(), "--set".as_ref(), "middleboxes=[{ kind = \"attacker\", link = \"wan1\", attack = \"rst-on-path\", after = \"syn\" }]".as_ref()]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("middleboxes[0].after: unknown moment \"syn\""), "{}", o.stderr);
     let o = mplab(&tmp.0, &["attack".as_ref(), "--list".as_ref(), scen.as_os_str()]);
     assert_eq!(o.code, 0);
     assert!(o.stdout.contains("join-stolen-token") && o.stdout.contains("RFC 8684 3.2"), "{}", o.stdout);
@@ -264,4 +278,43 @@ fn during_the_handshake_the_only_subflow_is_as_strong_as_tcp() {
     let f = &s["flows"][0];
     assert_eq!((f["verified"].as_bool(), f["fallback"].as_bool(), f["completed"].as_bool()), (Some(true), Some(true), Some(true)), "{f}");
     assert_eq!(s["attacks"][0]["touched"].as_u64(), Some(1));
+}
+
+/// Strikes tied to protocol moments rather than the clock: on the joined
+/// subflow's link the attacker strikes as the first MP_JOIN SYN crosses
+/// it (and 50 ms after it), the stolen token's join is refused and the
+/// forged mappings change no byte; a moment that never crosses the
+/// attacker's link (the MP_CAPABLE SYN goes over wan1, never wan2) leaves
+/// the row "not mounted", saying why.
+#[test]
+fn strikes_follow_protocol_moments() {
+    let tmp = Scratch::new("attack-moments");
+    let scen = repo().join("scenarios/attack.toml");
+    let rows = "join-stolen-token,dss-overlap";
+    // As the join's SYN crosses wan2 no subflow there is established yet:
+    // nothing to steal or forge on, which the row says.
+    let out = tmp.join("at-join");
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--link".as_ref(), "wan2".as_ref(), "--at".as_ref(), "mp-join".as_ref(), "--rows".as_ref(), rows.as_ref(), "--out".as_ref(), out.as_os_str()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    for (attack, _, verdict, outcome) in verdicts(&out) {
+        assert_eq!((verdict.as_str(), outcome.as_str()), ("not mounted", "no established subflow crossed the attacker's link"), "{attack}");
+    }
+    // 50 ms later the join is up (a 12 ms round trip): the stolen token's
+    // join is refused and the forged mappings change no byte.
+    let out = tmp.join("after-join");
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--link".as_ref(), "wan2".as_ref(), "--at".as_ref(), "mp-join+50ms".as_ref(), "--rows".as_ref(), rows.as_ref(), "--out".as_ref(), out.as_os_str()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    for (attack, _, verdict, outcome) in verdicts(&out) {
+        assert_eq!(verdict, "ok", "{attack}: {outcome}");
+    }
+    // It struck 50 ms after the join's SYN, within the first second, not
+    // at the clock's default 3 s.
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("join-stolen-token/sim/summary.json")).unwrap()).unwrap();
+    let struck = s["attacks"][0]["struck_ns"].as_u64().expect("struck");
+    assert!((50_000_000..1_000_000_000).contains(&struck), "struck at {struck} ns");
+    let out = tmp.join("never");
+    let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--link".as_ref(), "wan2".as_ref(), "--at".as_ref(), "mp-capable".as_ref(), "--rows".as_ref(), "rst-on-path".as_ref(), "--out".as_ref(), out.as_os_str()]);
+    assert_eq!(o.code, 0, "{}\n{}", o.stdout, o.stderr);
+    let v = verdicts(&out);
+    assert_eq!((v[0].2.as_str(), v[0].3.as_str()), ("not mounted", "its moment (the first MP_CAPABLE SYN) never crossed the attacker's link"));
 }

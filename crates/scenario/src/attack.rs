@@ -27,6 +27,57 @@ impl Position {
     }
 }
 
+/// A protocol moment an attacker can strike at, as it first sees it on
+/// its link: the strike is then tied to the connection's life rather than
+/// to the clock, and an attacker on a link the moment never crosses does
+/// not strike at all (the row is "not mounted").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Moment {
+    /// The first SYN with MP_CAPABLE: during the initial handshake.
+    MpCapable,
+    /// The first SYN with MP_JOIN: during the first join's handshake.
+    MpJoin,
+    /// The first ADD_ADDR (not an echo): right after an announcement.
+    AddAddr,
+    /// The first DSS carrying a DATA_FIN: at the end of a direction.
+    DataFin,
+}
+
+impl Moment {
+    pub const ALL: &'static [Moment] = &[Moment::MpCapable, Moment::MpJoin, Moment::AddAddr, Moment::DataFin];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Moment::MpCapable => "mp-capable",
+            Moment::MpJoin => "mp-join",
+            Moment::AddAddr => "add-addr",
+            Moment::DataFin => "data-fin",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Moment> {
+        Moment::ALL.iter().copied().find(|m| m.name() == s)
+    }
+
+    /// Every name, for error messages.
+    pub fn names() -> String {
+        Moment::ALL.iter().map(|m| format!("{:?}", m.name())).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// One attacker as a scenario mounts it: the attack, when it strikes
+/// (`at_ns` after the run's start, or after `after` is first seen on its
+/// link) and how many forged or changed segments where the attack repeats
+/// (None: the attack's default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mount {
+    pub attack: AttackKind,
+    pub at_ns: u64,
+    pub after: Option<Moment>,
+    pub count: Option<u32>,
+}
+
 /// What the RFCs allow the victim to do: the verdict of a row compares the
 /// measured outcome with this.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

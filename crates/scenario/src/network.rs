@@ -13,7 +13,7 @@ use serde::{Serialize, Serializer};
 pub use crate::plugins::fields::PluginTable;
 pub use crate::plugins::Resolved;
 
-pub use crate::attack::AttackKind;
+pub use crate::attack::{AttackKind, Moment, Mount};
 
 pub use crate::vocab::{BufferSplitting, CmtVariant, Direction, EcmpMode, EndpointFlag, JitterDistribution, NodeKind, ResegmentMode, SctpProfile, SctpRtxPolicy, StackProfile, StripOn};
 pub use crate::plugins::transports::Transport;
@@ -740,10 +740,9 @@ pub enum MiddleboxAction {
     /// A layer-4 load balancer for `vip` in front of `backends` (hosts
     /// linked to its router, each holding `vip` on its loopback).
     LoadBalancer { mode: BalancerMode, vip: Ipv4Addr, backends: Vec<String>, table: u64, idle_ns: u64 },
-    /// An attacker on a link, seeing both directions: mounts `attack` at
-    /// `at_ns`; `count`: how many forged or changed segments, where the
-    /// attack repeats (a flood, blind guesses, rewriting); None: its default.
-    Attacker { attack: AttackKind, at_ns: u64, count: Option<u32> },
+    /// An attacker on a link, seeing both directions (the attack, when and
+    /// how often it strikes).
+    Attacker(Mount),
     /// A kind of mplab-backend's middlebox registry (option stripping,
     /// NAT, resegmenting, rewriting, ...).
     Plugin(MiddleboxPlugin),
@@ -774,7 +773,13 @@ impl MiddleboxPlugin {
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum TypedAction<'a> {
     LoadBalancer { mode: BalancerMode, vip: Ipv4Addr, backends: &'a [String], table: u64, idle_ns: u64 },
-    Attacker { attack: AttackKind, at_ns: u64, count: Option<u32> },
+    Attacker {
+        attack: AttackKind,
+        at_ns: u64,
+        count: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        after: Option<Moment>,
+    },
 }
 
 /// `kind` first, then its validated parameters (a plug-in's table as given
@@ -783,7 +788,7 @@ impl Serialize for MiddleboxAction {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             MiddleboxAction::LoadBalancer { mode, vip, backends, table, idle_ns } => TypedAction::LoadBalancer { mode: *mode, vip: *vip, backends, table: *table, idle_ns: *idle_ns }.serialize(s),
-            MiddleboxAction::Attacker { attack, at_ns, count } => TypedAction::Attacker { attack: *attack, at_ns: *at_ns, count: *count }.serialize(s),
+            MiddleboxAction::Attacker(m) => TypedAction::Attacker { attack: m.attack, at_ns: m.at_ns, count: m.count, after: m.after }.serialize(s),
             MiddleboxAction::Plugin(p) => match &p.resolved {
                 Some(r) => r.serialize(s),
                 None => p.table.serialize(s),
@@ -829,7 +834,7 @@ impl MiddleboxAction {
     pub fn kind(&self) -> &str {
         match self {
             MiddleboxAction::LoadBalancer { .. } => "load_balancer",
-            MiddleboxAction::Attacker { .. } => "attacker",
+            MiddleboxAction::Attacker(_) => "attacker",
             MiddleboxAction::Plugin(p) => &p.table.kind,
         }
     }

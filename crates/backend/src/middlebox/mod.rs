@@ -98,8 +98,8 @@ pub fn facts_of(action: &MiddleboxAction) -> Option<MiddleboxFacts> {
 pub fn build<P: ModelPacket + 'static>(action: &MiddleboxAction, net: &Network, place: Place) -> Built<P> {
     match (action, place) {
         (MiddleboxAction::LoadBalancer { mode, vip, backends, table, idle_ns }, Place::Node(n)) => Built::One(Box::new(LoadBalancer::new(net, n, *mode, *vip, backends, *table, *idle_ns))),
-        (&MiddleboxAction::Attacker { attack, at_ns, count }, Place::Link(dir)) => {
-            let [ab, ba] = AttackerBox::pair(Attacker::new(attack, at_ns, count, net.seed, dir / 2));
+        (MiddleboxAction::Attacker(m), Place::Link(dir)) => {
+            let [ab, ba] = AttackerBox::pair(Attacker::new(m, net.seed, dir / 2));
             Built::Pair([Box::new(ab), Box::new(ba)])
         }
         (MiddleboxAction::Plugin(p), _) => match MiddleboxConfig::of(p) {

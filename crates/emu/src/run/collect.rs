@@ -116,7 +116,7 @@ fn attacks(plan: &Plan, e: &Ending, s: &mut Summary) {
     let net = plan.net;
     for (li, r) in &e.report.attacks {
         let attack = net.middleboxes.iter().find_map(|m| match (&m.action, &m.placement) {
-            (MiddleboxAction::Attacker { attack, .. }, Placement::Link { link, .. }) if link == li => Some(attack.name()),
+            (MiddleboxAction::Attacker(m), Placement::Link { link, .. }) if link == li => Some(m.attack.name()),
             _ => None,
         });
         s.attacks.push(AttackSummary { link: net.links[*li].name.clone(), attack: attack.unwrap_or("?").into(), report: r.clone() });

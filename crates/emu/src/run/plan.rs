@@ -135,8 +135,8 @@ impl<'n> Plan<'n> {
             })
             .collect();
         for mb in &net.middleboxes {
-            if let (MiddleboxAction::Attacker { attack, at_ns, count }, Placement::Link { link, .. }) = (&mb.action, &mb.placement) {
-                links[*link].attack = Some((*attack, *at_ns, *count));
+            if let (MiddleboxAction::Attacker(m), Placement::Link { link, .. }) = (&mb.action, &mb.placement) {
+                links[*link].attack = Some(*m);
             }
             if let (MiddleboxAction::Plugin(p), Placement::Link { link, direction, .. }) = (&mb.action, &mb.placement) {
                 // The link emulator strips the option itself; the kinds it

@@ -11,7 +11,7 @@
 
 use super::about::{About, OnKernel};
 use super::fields::{Fields, PluginError};
-use crate::attack::AttackKind;
+use crate::attack::{AttackKind, Moment, Mount};
 use crate::error::Diag;
 use crate::network::{BalancerMode, Direction, MiddleboxAction, MiddleboxPlugin, Placement};
 use crate::schema::MiddleboxSpec;
@@ -65,8 +65,8 @@ pub const REGISTRY: &[MiddleboxEntry] = &[
         facts: MiddleboxFacts {
             about: About {
                 name: "attacker",
-                params: &["attack", "at", "count"],
-                what: "an attacker on a link (both directions) that forges, replays or changes MPTCP segments at `at`: one row of the adversarial matrix (`mplab attack`)",
+                params: &["attack", "at", "after", "count"],
+                what: "an attacker on a link (both directions) that forges, replays or changes MPTCP segments at `at`, or `at` after a protocol moment it sees on its link (`after`: mp-capable, mp-join, add-addr, data-fin): one row of the adversarial matrix (`mplab attack`)",
                 kernel: OnKernel::Runs("in the link emulator, on the frames of that link"),
             },
             on_link: true,
@@ -124,11 +124,16 @@ fn load_balancer(_: &MiddleboxSpec, f: &mut Fields) -> Result<MiddleboxAction, P
 fn attacker(m: &MiddleboxSpec, f: &mut Fields) -> Result<MiddleboxAction, PluginError> {
     let attack: Option<String> = f.get("attack")?;
     let at: Option<crate::Duration> = f.get("at")?;
+    let after: Option<String> = f.get("after")?;
     let count: Option<u64> = f.get("count")?;
     f.finish()?;
     let attack = match attack.as_deref() {
         Some(s) => AttackKind::from_name(s).ok_or_else(|| f.error_at("attack", format!("unknown attack {s:?} ({})", AttackKind::names())))?,
         None => return Err(f.error(format!("kind = \"attacker\" needs `attack` ({})", AttackKind::names()))),
+    };
+    let after = match after.as_deref() {
+        Some(s) => Some(Moment::from_name(s).ok_or_else(|| f.error_at("after", format!("unknown moment {s:?} ({})", Moment::names())))?),
+        None => None,
     };
     // It learns from and forges into both directions of its link.
     if m.direction.is_some_and(|d| d != Direction::Both) {
@@ -137,5 +142,8 @@ fn attacker(m: &MiddleboxSpec, f: &mut Fields) -> Result<MiddleboxAction, Plugin
     if count.is_some_and(|c| c == 0 || c > 1_000_000) {
         return Err(f.error_at("count", "must be between 1 and 1000000"));
     }
-    Ok(MiddleboxAction::Attacker { attack, at_ns: at.map_or(3_000_000_000, |d| d.as_nanos()), count: count.map(|c| c as u32) })
+    // Tied to a moment, `at` is the delay after it (none by default);
+    // otherwise the time from the run's start (3 s by default).
+    let at_ns = at.map_or(if after.is_some() { 0 } else { 3_000_000_000 }, |d| d.as_nanos());
+    Ok(MiddleboxAction::Attacker(Mount { attack, at_ns, after, count: count.map(|c| c as u32) }))
 }

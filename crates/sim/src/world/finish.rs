@@ -29,7 +29,7 @@ impl World {
         self.balancer_summaries(&mut s);
         for (link, r) in self.boxes.attack_reports() {
             let attack = self.net.middleboxes.iter().find_map(|m| match (&m.action, &m.placement) {
-                (network::MiddleboxAction::Attacker { attack, .. }, network::Placement::Link { link: l, .. }) if *l == link => Some(attack.name()),
+                (network::MiddleboxAction::Attacker(m), network::Placement::Link { link: l, .. }) if *l == link => Some(m.attack.name()),
                 _ => None,
             });
             s.attacks.push(mplab_backend::results::AttackSummary { link: self.net.links[link].name.clone(), attack: attack.unwrap_or("?").into(), report: r });

@@ -24,7 +24,9 @@ pub(crate) struct AttackCmd {
     /// The link the attacker sits on.
     #[arg(long, default_value = "wan1")]
     link: String,
-    /// When the attacker strikes (default 3s).
+    /// When the attacker strikes: a time from the start (default 3s), a
+    /// protocol moment it sees on its link (mp-capable, mp-join, add-addr,
+    /// data-fin) or a delay after one (mp-join+50ms).
     #[arg(long)]
     at: Option<String>,
     /// Sets a scenario field before the attacker is added, as `mplab run
@@ -37,9 +39,15 @@ pub(crate) struct AttackCmd {
     /// .json; exits 1 on any cell where mplab's stack is weaker.
     #[arg(long)]
     product: bool,
-    /// Strike times of --product, comma-separated.
-    #[arg(long, default_value = "10ms,300ms,3s,6.5s")]
-    strikes: String,
+    /// Strikes of --product, comma-separated, each as --at takes it
+    /// (default: mp-capable+10ms, mp-join, add-addr, 300ms, 3s, 6.5s,
+    /// data-fin).
+    #[arg(long)]
+    strikes: Option<String>,
+    /// Threads for --product on the simulator (default: the machine's
+    /// cores); real-packet backends run one point at a time.
+    #[arg(long)]
+    jobs: Option<usize>,
     /// Output directory (default results/attack-<scenario name>).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -156,7 +164,7 @@ pub(crate) fn load_cmd(c: LoadCmd, quiet: bool) -> ExitCode {
 
 /// `mplab attack`.
 pub(crate) fn attack_cmd(c: AttackCmd, quiet: bool) -> ExitCode {
-    let AttackCmd { scenario, backends, rows, link, at, sets, product, strikes, out, list } = c;
+    let AttackCmd { scenario, backends, rows, link, at, sets, product, strikes, jobs, out, list } = c;
     if list {
         for k in mplab_scenario::attack::AttackKind::ALL {
             let _ = writeln!(std::io::stdout(), "{:<22} {:<9} {:<9} {}", k.name(), k.position().name(), k.expect().name(), k.requirement());
@@ -171,6 +179,10 @@ pub(crate) fn attack_cmd(c: AttackCmd, quiet: bool) -> ExitCode {
     if let Some(b) = backends.iter().find(|b| !["sim", "kernel", "userspace"].contains(&b.as_str())) {
         return fail("attack", run::RunError::Usage(format!("unknown backend {b:?} (sim, kernel, userspace)")));
     }
+    let strikes: Vec<String> = strikes.as_deref().map_or(attack::STRIKES.join(","), str::to_string).split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    if let Some(e) = at.iter().chain(&strikes).find_map(|t| attack::strike_fields(t).err()) {
+        return fail("attack", run::RunError::Usage(e));
+    }
     let stem = scenario.file_stem().map_or("scenario".into(), |s| s.to_string_lossy().into_owned());
     let out = out.unwrap_or_else(|| PathBuf::from("results").join(format!("attack-{stem}")));
     let mut kv = Vec::new();
@@ -178,9 +190,9 @@ pub(crate) fn attack_cmd(c: AttackCmd, quiet: bool) -> ExitCode {
         let Some((k, v)) = s.split_once('=') else { return fail("attack", run::RunError::Usage(format!("--set {s:?}: want KEY=VALUE"))) };
         kv.push((k.trim().to_string(), v.trim().to_string()));
     }
-    let opt = attack::Options { scenario, backends, rows, link, at, sets: kv, out: out.clone(), quiet };
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let opt = attack::Options { scenario, backends, rows, link, at, sets: kv, out: out.clone(), quiet, jobs };
     if product {
-        let strikes: Vec<String> = strikes.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
         return match attack::product(&opt, &strikes) {
             Ok(cells) => {
                 let _ = write!(std::io::stdout(), "{}", attack::render_product(&cells));
