@@ -26,11 +26,14 @@ pub struct Reassembly {
     ooo: Vec<Range<u64>>,
     /// Start of the out-of-order range that grew most recently (first SACK block).
     recent: Option<u64>,
+    /// The sum of `ooo`'s lengths, kept as it changes: drivers ask for it
+    /// on every segment.
+    held: u64,
 }
 
 impl Reassembly {
     pub fn new(nxt: u64) -> Self {
-        Reassembly { nxt, ooo: Vec::new(), recent: None }
+        Reassembly { nxt, ooo: Vec::new(), recent: None, held: 0 }
     }
 
     /// The next in-order offset expected.
@@ -44,7 +47,7 @@ impl Reassembly {
 
     /// Bytes held out of order above `nxt`.
     pub fn ooo_bytes(&self) -> u64 {
-        self.ooo.iter().map(|r| r.end - r.start).sum()
+        self.held
     }
 
     /// Highest offset received so far (in order or not).
@@ -65,6 +68,7 @@ impl Reassembly {
             let mut n = 0;
             while n < self.ooo.len() && self.ooo[n].start <= new_nxt {
                 new_nxt = new_nxt.max(self.ooo[n].end);
+                self.held -= self.ooo[n].end - self.ooo[n].start;
                 n += 1;
             }
             self.ooo.drain(..n);
@@ -83,11 +87,13 @@ impl Reassembly {
         while last < self.ooo.len() && self.ooo[last].start <= end {
             let x = &self.ooo[last];
             covered |= x.start <= start && x.end >= end;
+            self.held -= x.end - x.start;
             merged.start = merged.start.min(x.start);
             merged.end = merged.end.max(x.end);
             last += 1;
         }
         self.recent = Some(merged.start);
+        self.held += merged.end - merged.start;
         self.ooo.splice(first..last, core::iter::once(merged));
         Inserted { advanced: 0, out_of_order: true, had_holes, duplicate: covered }
     }
@@ -169,6 +175,7 @@ mod tests {
             }
             let expect = have.iter().position(|b| !b).unwrap() as u64;
             prop_assert_eq!(r.nxt(), expect);
+            prop_assert_eq!(r.ooo_bytes(), r.ooo.iter().map(|x| x.end - x.start).sum::<u64>());
             for w in r.ooo.windows(2) {
                 prop_assert!(w[0].end < w[1].start);
             }

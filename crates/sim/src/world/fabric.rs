@@ -70,6 +70,7 @@ pub(super) struct NodeRt {
 impl World {
     // ---- links -----------------------------------------------------------
 
+    #[inline(always)]
     pub(super) fn schedule_link(&mut self, link: usize, dir: usize) {
         if let Some(t) = self.links[link].dirs[dir].next_wakeup() {
             let w = &mut self.wakes[2 * link + dir].at;
@@ -97,6 +98,7 @@ impl World {
     }
 
     /// Returns to the pool what a link will never deliver.
+    #[inline(always)]
     pub(super) fn reclaim(&mut self, link: usize, dir: usize) {
         self.links[link].dirs[dir].take_discarded(&mut self.dropped);
         for h in self.dropped.drain(..) {
@@ -107,6 +109,7 @@ impl World {
     /// Puts a packet on the link behind `iface` of `node`, through the
     /// node's boxes (as it leaves) and the link direction's. Like a Linux
     /// interface counter (and tcpdump), only what the queue accepted counts.
+    #[inline(always)]
     pub(super) fn transmit(&mut self, node: usize, out: Egress, h: Hop) {
         let (link, dir, iface) = (out.link as usize, out.dir as usize, out.iface as usize);
         if self.boxes.on_node(node) {
@@ -119,6 +122,7 @@ impl World {
         self.onto_link(node, iface, link, dir, h);
     }
 
+    #[inline(always)]
     fn onto_link(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
         if self.boxes.on_link(2 * link + dir) {
             for h in self.through_boxes(h, Place::Link(2 * link + dir), Hook::Link) {
@@ -138,6 +142,7 @@ impl World {
         h.set_size_ttl(p.size, h.ttl());
     }
 
+    #[inline(always)]
     pub(super) fn offer(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
         let l = &mut self.links[link];
         if l.dirs[dir].duplicates(&mut l.rng[dir]) {
@@ -151,6 +156,7 @@ impl World {
         self.offer_one(node, iface, link, dir, h);
     }
 
+    #[inline(always)]
     fn offer_one(&mut self, node: usize, iface: usize, link: usize, dir: usize, h: Hop) {
         let l = &mut self.links[link];
         let at = l.radio.as_mut().map_or(self.now, |r| Instant(r.offer_at(self.now.0)));
@@ -218,6 +224,7 @@ impl World {
         o == node as u32 || (o == super::SHARED && self.shared.contains(&(node as u32, idx)))
     }
 
+    #[inline(always)]
     fn deliver_or_forward(&mut self, node: usize, mut h: Hop) {
         if h.dst_idx != NO_ADDR && self.owns(node, h.dst_idx) {
             self.deliver_local(node, h.id);
@@ -243,6 +250,7 @@ impl World {
     /// Chooses the egress interface (policy routing by source on hosts,
     /// ECMP per flow on routers, by salted hash or remembered random
     /// choice) and transmits.
+    #[inline]
     pub(super) fn route_out(&mut self, node: usize, policy_src: Option<Ipv4Addr>, h: Hop) {
         let (flow_hash, dst_idx, id) = (h.flow_hash(), h.dst_idx, h.id);
         // A middlebox here may have chosen the interface (a balancer's

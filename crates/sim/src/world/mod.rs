@@ -312,6 +312,7 @@ impl World {
         stop >= self.end
     }
 
+    #[inline(always)]
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::LinkWake { link, dir } => self.link_wake(link as usize, dir as usize),
