@@ -5,7 +5,7 @@
 use core::ops::Range;
 use core::time::Duration;
 
-use super::{sndbuf, Connection, Event, Handshake, Origin, PmView};
+use super::{sndbuf, Alone, Connection, Event, Handshake, Origin, PmView};
 use crate::tcp;
 use crate::time::Instant;
 
@@ -56,6 +56,7 @@ impl Connection {
                 if !self.rejoins.is_empty() {
                     self.rejoin_established(now, idx);
                 }
+                self.timers.alone = Alone::No;
             }
             let s = &mut self.subflows[idx];
             if self.cfg.snd_autotune && s.tcp.is_established() {
@@ -119,7 +120,7 @@ impl Connection {
             self.pm.on_established(&v, &mut out);
             self.apply(out);
         }
-        if !self.reset && !self.subflows.is_empty() && self.subflows.iter().all(|s| s.is_closed()) && !self.all_done() {
+        if !self.reset && !self.subflows.is_empty() && self.subflows.iter().all(|s| s.is_closed()) && !self.all_done() && !self.may_wait_for_a_subflow(now) {
             self.reset = true;
             self.events.push_back(Event::Reset);
         }

@@ -240,12 +240,31 @@ struct Timers {
     /// scheduling pass found it (Linux's `timer_ival`, set by
     /// `mptcp_subflow_get_send` and kept until the next pass).
     timer_ival: Option<Duration>,
+    /// With re-creation: every subflow failed while the connection ran,
+    /// and it waits for one to come back (`rejoin.rs`).
+    alone: Alone,
+}
+
+/// A connection's wait without subflows (break before make).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Alone {
+    /// A subflow is up, or none has failed yet.
+    #[default]
+    No,
+    /// Every subflow failed; the connection waits until then.
+    Until(Instant),
+    /// The wait is over: the connection ends when no attempt is left.
+    Over,
 }
 
 impl Timers {
     /// The earliest deadline (ADD_ADDR resends are the signalling's).
     fn next(&self) -> Option<Instant> {
-        self.fin_resend.into_iter().chain(self.data_rto.map(|(t, _)| t)).min()
+        let alone = match self.alone {
+            Alone::Until(t) => Some(t),
+            _ => None,
+        };
+        self.fin_resend.into_iter().chain(self.data_rto.map(|(t, _)| t)).chain(alone).min()
     }
 }
 
@@ -502,6 +521,12 @@ impl Connection {
 
     pub fn checksums(&self) -> bool {
         self.checksum && self.fb.reason.is_none()
+    }
+
+    /// Every subflow failed and the connection waits for one to come back
+    /// (re-creation's break before make, `rejoin.rs`).
+    pub fn waits_for_a_subflow(&self) -> bool {
+        !self.reset && self.timers.alone != Alone::No
     }
 
     pub fn was_reset(&self) -> bool {

@@ -23,7 +23,7 @@
 use core::time::Duration;
 use std::net::{IpAddr, SocketAddr};
 
-use super::{Connection, RemoteAddr};
+use super::{Alone, Connection, RemoteAddr};
 use crate::time::Instant;
 
 /// When re-creation runs: the first wait and the longest.
@@ -77,6 +77,32 @@ impl Connection {
                 r.up_at = None;
             }
             None => self.rejoins.push(Rejoin { local, remote, backup, due: Some(now + b.first), backoff: b.first, sub: None, up_at: None }),
+        }
+    }
+
+    /// Every subflow is closed while the connection runs: with re-creation
+    /// it goes on without one for `rejoin.max` (break before make), as
+    /// long as this end (a client) plans to open one again or the peer (a
+    /// server) may; after that, or without re-creation, it is reset. A
+    /// subflow fully established again ends the wait.
+    pub(super) fn may_wait_for_a_subflow(&mut self, now: Instant) -> bool {
+        let Some(b) = self.cfg.rejoin else { return false };
+        if !self.established || self.closing || self.fb.reason.is_some() {
+            return false;
+        }
+        if self.client && !self.rejoins.iter().any(|r| r.due.is_some() || r.sub.is_some()) {
+            return false;
+        }
+        match self.timers.alone {
+            Alone::No => {
+                self.timers.alone = Alone::Until(now + b.max);
+                true
+            }
+            Alone::Until(t) if now < t => true,
+            _ => {
+                self.timers.alone = Alone::Over;
+                false
+            }
         }
     }
 

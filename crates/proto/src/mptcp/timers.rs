@@ -5,7 +5,7 @@
 use core::ops::Range;
 use core::time::Duration;
 
-use super::{subflow, Connection, Handshake, Subflow};
+use super::{subflow, Alone, Connection, Handshake, Subflow};
 use crate::time::Instant;
 
 /// What the Linux profile's connection-level timer resends at once: one
@@ -112,6 +112,10 @@ impl Connection {
                 let r = self.data_rto_range();
                 self.retransmit_head_on(p, r);
             }
+        }
+        if matches!(self.timers.alone, Alone::Until(t) if t <= now) {
+            // Checked again below: the connection ends if no attempt is open.
+            self.timers.alone = Alone::Over;
         }
         if self.rejoin_deadline().is_some_and(|t| t <= now) {
             self.run_rejoins(now);

@@ -225,7 +225,7 @@ impl<'a> Net<'a> {
                     s.handle_timeout(self.now);
                 }
             }
-            let done = |c: &Connection| c.subflows().iter().all(|s| s.tcp.is_finished());
+            let done = |c: &Connection| c.subflows().iter().all(|s| s.tcp.is_finished()) && !c.waits_for_a_subflow();
             if done(&self.client) && self.server.as_ref().is_some_and(done) {
                 return;
             }

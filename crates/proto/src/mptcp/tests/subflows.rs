@@ -308,6 +308,78 @@ fn a_reset_subflow_is_opened_again_after_its_backoff() {
     assert_eq!(n.client.subflows().iter().filter(|s| s.local.ip() == ip(2, 1)).count(), 1);
 }
 
+/// The receiver resets every subflow mid-transfer at once (as it does on
+/// DSS checksum failures when a box rewrites the payload on the only path
+/// the subflows share). With mplab's profile neither end tears the
+/// connection down: it waits without subflows (break before make), the
+/// client opens them again after the backoff and every byte arrives in
+/// place. With Linux's profile nothing comes back and the transfer stops.
+fn reset_every_subflow_mid_transfer(profile: Profile) -> Net<'static> {
+    let locals = [ip(1, 1), ip(2, 1)];
+    let mut n = Net::new(&locals, &[ip(9, 1)], "fullmesh", 10, 10);
+    n.client = Connection::connect(cfg(&locals, "fullmesh").with_profile(profile), SocketAddr::new(locals[0], 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    n.server_cfg = n.server_cfg.clone().with_profile(profile);
+    n.to_send = 3_000_000;
+    n.run(500);
+    let s = n.server.as_mut().expect("server");
+    assert_eq!(s.subflows.iter().filter(|x| x.tcp.is_established()).count(), 2, "both subflows carry data");
+    for j in 0..s.subflows.len() {
+        s.subflows[j].reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
+        s.subflows[j].tcp.abort();
+        s.changed(j);
+    }
+    n.run(60_000);
+    n
+}
+
+#[test]
+fn a_connection_whose_every_subflow_was_reset_waits_and_they_come_back() {
+    let n = reset_every_subflow_mid_transfer(Profile::Mplab);
+    assert_eq!(n.received, 3_000_000, "every byte");
+    assert_eq!(n.misplaced, 0);
+    assert!(!n.client.was_reset() && !n.server.as_ref().unwrap().was_reset());
+    assert_eq!(n.client.stats().subflows_recreated, 2, "both subflows opened again, and they held");
+    assert!(n.client.subflows().iter().filter(|s| !s.is_closed()).count() >= 1);
+
+    let n = reset_every_subflow_mid_transfer(Profile::Linux);
+    assert!(n.received < 3_000_000, "Linux's profile does not come back: {} bytes", n.received);
+    assert_eq!(n.client.stats().subflows_recreated, 0);
+    assert!(n.client.was_reset(), "the client's connection ends with its last subflow");
+}
+
+/// Nothing comes back (the server reset every subflow and then became
+/// unreachable): the client's attempts go unanswered, and once the last
+/// one has given up, later than `rejoin.max` after the connection lost
+/// its subflows, the client resets the connection instead of trying for
+/// ever; the server, which never sees a join, resets it too after its own
+/// wait.
+#[test]
+fn a_connection_without_subflows_gives_up_after_the_backoff_cap() {
+    let locals = [ip(1, 1), ip(2, 1)];
+    let mut n = Net::new(&locals, &[ip(9, 1)], "fullmesh", 10, 10);
+    let mut c = cfg(&locals, "fullmesh");
+    c.rejoin = Some(RejoinBackoff { first: Duration::from_secs(1), max: Duration::from_secs(4) });
+    n.client = Connection::connect(c, SocketAddr::new(locals[0], 40000), SocketAddr::new(ip(9, 1), 5001), 1, Instant(0));
+    n.to_send = 3_000_000;
+    n.run(500);
+    let s = n.server.as_mut().expect("server");
+    for j in 0..s.subflows.len() {
+        s.subflows[j].reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
+        s.subflows[j].tcp.abort();
+        s.changed(j);
+    }
+    // The RSTs go out; from then on nothing reaches the server.
+    n.run(520);
+    assert!(n.client.subflows().iter().all(|s| s.is_closed()), "the client saw both RSTs");
+    assert!(n.client.waits_for_a_subflow() && n.server().waits_for_a_subflow());
+    n.drop = Box::new(|x| x.to_server);
+    n.run(600_000);
+    assert!(n.client.was_reset(), "the client gave up");
+    assert!(n.server().was_reset(), "so did the server");
+    let attempts = n.client.stats().subflows_recreated;
+    assert!((2..=4).contains(&attempts), "{attempts} attempts");
+}
+
 /// A peer that refuses every join: the attempts back off from 1 s,
 /// doubling to the cap, so the effort stays one SYN per cap.
 #[test]
