@@ -46,6 +46,10 @@ pub struct Touch {
 /// A forged join SYN that got no reply is sent again, as a host's SYN is:
 /// a forgery lost in a full queue is not a victim that kept silent.
 const SYN_RETRY_NS: u64 = 1_000_000_000;
+/// A flood's SYNs leave one every 100 µs (10,000 a second), as a flooding
+/// tool paces them: all at once they would only overflow the queue of the
+/// attacker's link and never reach the host.
+const FLOOD_GAP_NS: u64 = 100_000;
 const SYN_RETRIES: u8 = 3;
 
 /// A forged join SYN waiting for its reply: sent again at `at`.
@@ -161,6 +165,8 @@ pub struct Attacker {
     /// NAT rebinding: the subflow's client end and its new port.
     rebind: Option<((Ipv4Addr, u16), u16)>,
     retry: Option<SynRetry>,
+    /// When a flood's next SYN may leave.
+    next_flood_ns: u64,
     report: AttackReport,
 }
 
@@ -197,6 +203,7 @@ impl Attacker {
             budget: count,
             rebind: None,
             retry: None,
+            next_flood_ns: 0,
             report,
         }
     }
@@ -213,7 +220,7 @@ impl Attacker {
     /// waiting, or the strike is due.
     pub fn next_deadline(&self, dir: usize) -> Option<Instant> {
         if !self.out[dir].is_empty() {
-            return Some(Instant::ZERO);
+            return Some(if self.kind == AttackKind::JoinSynFlood { Instant(self.next_flood_ns) } else { Instant::ZERO });
         }
         if let Some(r) = self.retry.as_ref().filter(|r| r.syn.dir == dir) {
             return Some(r.at);
@@ -232,6 +239,12 @@ impl Attacker {
             self.strike(now);
         }
         self.retry_syn(now, dir);
+        if self.kind == AttackKind::JoinSynFlood {
+            if now.as_nanos() < self.next_flood_ns {
+                return None;
+            }
+            self.next_flood_ns = now.as_nanos() + FLOOD_GAP_NS;
+        }
         let f = self.out[dir].pop_front()?;
         self.report.forged += 1;
         Some(f)
@@ -671,6 +684,22 @@ mod tests {
         let ack = a.poll_forged(Instant(11), 0).expect("third ACK");
         assert!(matches!(ack.seg.tcp.options.mptcp().next(), Some(MptcpOption::MpJoin(MpJoin::Ack { .. }))));
         assert_eq!(a.report().syn_acks, 1);
+    }
+
+    /// A join SYN flood leaves at the flooding tool's pace, one SYN every
+    /// `FLOOD_GAP_NS`, not all in one burst that a full queue would drop.
+    #[test]
+    fn a_syn_flood_is_paced() {
+        let mut a = Attacker::new(&Mount { attack: AttackKind::JoinSynFlood, at_ns: 10, after: None, count: Some(3) }, 1, 0);
+        handshake(&mut a);
+        assert!(a.poll_forged(Instant(10), 0).is_some(), "the first SYN at the strike");
+        assert!(a.poll_forged(Instant(10), 0).is_none(), "not two at once");
+        assert_eq!(a.next_deadline(0), Some(Instant(10 + FLOOD_GAP_NS)));
+        assert!(a.poll_forged(Instant(10 + FLOOD_GAP_NS - 1), 0).is_none());
+        assert!(a.poll_forged(Instant(10 + FLOOD_GAP_NS), 0).is_some());
+        assert!(a.poll_forged(Instant(10 + 2 * FLOOD_GAP_NS), 0).is_some());
+        assert!(a.poll_forged(Instant(10 + 3 * FLOOD_GAP_NS), 0).is_none(), "three in all");
+        assert_eq!(a.report().forged, 3);
     }
 
     #[test]
