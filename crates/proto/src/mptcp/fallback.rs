@@ -8,6 +8,7 @@ use mplab_wire::mptcp::tcprst_reason;
 use mplab_wire::{MptcpOption, TcpHeader};
 
 use super::{Connection, Event, Fallback, Handshake, Origin, OPTIONLESS_ACKS_TO_FALL_BACK};
+use crate::tcp;
 use crate::time::Instant;
 
 impl Connection {
@@ -45,9 +46,15 @@ impl Connection {
     /// Whether the connection may fall back to plain TCP on subflow `i`:
     /// it is the initial subflow, the only one alive (a late segment on
     /// one already reset says nothing of the one carrying the data now),
-    /// and nothing has been sent out of the stream's order.
+    /// and nothing has been sent out of the stream's order. A join of
+    /// ours whose SYN nothing answered yet does not count: the peer holds
+    /// no subflow there that could carry data, and the fallback gives it
+    /// up (Linux keeps `allow_infinite_fallback` until a join completes).
+    /// A join the peer opened counts as soon as its SYN arrived: the peer
+    /// may already send on it.
     pub(super) fn fallback_possible_on(&self, i: usize) -> bool {
-        self.fb.allowed && self.alive_subflows() == 1 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed()
+        let others = self.subflows.iter().enumerate().filter(|&(k, s)| k != i && !s.is_closed() && s.tcp.state() != tcp::State::SynSent).count();
+        self.fb.allowed && others == 0 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed()
     }
 
     pub(super) fn on_missing_mapping(&mut self, i: usize) {
@@ -139,7 +146,15 @@ impl Connection {
     /// data, or segments without MPTCP options on a subflow that carried
     /// DSS. Where the connection may fall back (RFC 8684 3.7), it does.
     pub(super) fn check_peer_fallback(&mut self, i: usize, h: &TcpHeader, payload_len: u32) {
-        let optionless = self.subflows[i].saw_dss && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.fallback_possible_on(i);
+        // The peer speaks MPTCP on this subflow if it sent a DSS there; a
+        // peer that never did (a box strips option 30 from before its
+        // first DSS) shows it reads the subflow as plain TCP when it
+        // acknowledges bytes this end sent under a mapping without a
+        // DATA_ACK.
+        let sf = &self.subflows[i];
+        let acked = i64::from(h.ack.wrapping_sub(sf.tcp.iss().wrapping_add(1)) as i32);
+        let acks_mapped = sf.tx.front().is_some_and(|m| acked > m.sub as i64);
+        let optionless = (sf.saw_dss || acks_mapped) && !h.syn() && !h.rst() && h.ack_flag() && !h.options.has_mptcp() && self.fallback_possible_on(i);
         // A copy of bytes already received carries no news either: it counts
         // as an ACK (a forged duplicate without options must not make the
         // connection fall back; RFC 8684 3.7 is about data to be mapped).

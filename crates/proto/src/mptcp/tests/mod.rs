@@ -67,6 +67,11 @@ struct Net<'a> {
     to_send: u64,
     received: u64,
     misplaced: u64,
+    /// A download: bytes the server has still to write, and what the
+    /// client read of them (in order) and found misplaced.
+    down: u64,
+    down_received: u64,
+    down_misplaced: u64,
     refused: Vec<JoinRefused>,
     /// Forget what changed before every poll: every transmit pass and
     /// every timer query sweeps all subflows (the reference the change
@@ -109,6 +114,9 @@ impl<'a> Net<'a> {
             to_send: 0,
             received: 0,
             misplaced: 0,
+            down: 0,
+            down_received: 0,
+            down_misplaced: 0,
             refused: Vec::new(),
             full_passes: false,
             skew: None,
@@ -152,9 +160,16 @@ impl<'a> Net<'a> {
             let r = s.recv(u64::MAX);
             assert_eq!(r.start, self.received, "reads are contiguous");
             self.received = r.end;
-            if s.peer_closed() {
+            let n = s.send(self.down);
+            self.down -= n;
+            if s.peer_closed() && self.down == 0 {
                 s.close();
             }
+        }
+        let r = self.client.recv(u64::MAX);
+        if !r.is_empty() {
+            assert_eq!(r.start, self.down_received, "reads are contiguous");
+            self.down_received = r.end;
         }
     }
 
@@ -190,7 +205,11 @@ impl<'a> Net<'a> {
             }
         } else {
             let payload = self.client.needs_payload().then_some(&bytes[..]);
-            self.client.handle_segment(self.now, t.remote, t.local, &t.header, len, payload);
+            if let Some(r) = self.client.handle_segment(self.now, t.remote, t.local, &t.header, len, payload) {
+                if r.start != t.data.start && len > 0 {
+                    self.down_misplaced += 1;
+                }
+            }
         }
     }
 

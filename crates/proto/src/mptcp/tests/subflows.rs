@@ -118,6 +118,66 @@ fn stripped_mp_capable_falls_back_to_tcp_and_completes() {
     assert_eq!(n.client.subflows().len(), 1);
 }
 
+/// A box strips every MPTCP option from a download once the handshake
+/// is done (the attack matrix's strip-mid-connection, struck at the
+/// server's first segment after it): the client, seeing data without a
+/// mapping on its only subflow, falls back; the server never saw a DSS
+/// from it, but the client's ACKs of mapped data come without a DATA_ACK,
+/// so it falls back too, and the stream goes on in place. (The server
+/// once stayed with MPTCP and sent its data again at the data level on
+/// that subflow, which the client took as new bytes.)
+#[test]
+fn a_download_whose_options_vanish_after_the_handshake_falls_back_at_both_ends() {
+    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 10);
+    n.down = 2_000_000;
+    let mut client_segments = 0;
+    n.mangle = Box::new(move |h, from_client| {
+        if h.syn() {
+            return;
+        }
+        if from_client {
+            client_segments += 1;
+            if client_segments == 1 {
+                return; // the third ACK, with the keys
+            }
+        }
+        h.options.clear_mptcp();
+    });
+    n.run(60_000);
+    assert_eq!(n.down_received, 2_000_000, "every byte");
+    assert_eq!(n.down_misplaced, 0);
+    assert_eq!(n.client.fallback(), Some(Fallback::NoMapping));
+    assert_eq!(n.server().fallback(), Some(Fallback::NoMapping));
+}
+
+/// The same with a join of the client's still opening (its SYN gets no
+/// answer: the second path is dead): the client falls back all the same
+/// and gives the join up, as Linux does until a join completes, instead of
+/// resetting the one subflow that carries the data.
+#[test]
+fn a_join_still_opening_does_not_keep_the_only_subflow_from_falling_back() {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+    n.down = 2_000_000;
+    n.drop = Box::new(|x| (if x.to_server { x.t.local.ip() } else { x.t.remote.ip() }) == ip(2, 1));
+    // The first segment each way after the handshake keeps its options
+    // (the client learns the server holds its keys and opens the join).
+    let mut seen = [0, 0];
+    n.mangle = Box::new(move |h, from_client| {
+        if h.syn() {
+            return;
+        }
+        seen[usize::from(from_client)] += 1;
+        if seen[usize::from(from_client)] > 1 {
+            h.options.clear_mptcp();
+        }
+    });
+    n.run(60_000);
+    assert_eq!(n.down_received, 2_000_000, "every byte");
+    assert_eq!(n.down_misplaced, 0);
+    assert_eq!(n.client.fallback(), Some(Fallback::NoMapping));
+    assert!(n.client.subflows().len() >= 2, "the join was opened");
+}
+
 #[test]
 fn a_dead_path_is_left_and_its_data_reinjected() {
     let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
