@@ -77,16 +77,20 @@ fn extra_sets(k: AttackKind) -> Vec<(String, String)> {
 
 fn run_on(opt: &Options, backend: &str, attack: Option<AttackKind>, dir: &Path) -> Result<Summary, String> {
     let mut sc = Scenario::from_file(&opt.scenario).map_err(|e| e.to_string())?;
-    let mut sets: Vec<(String, String)> = opt.sets.clone();
+    sc.set_all(opt.sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
     if let Some(k) = attack {
         let at = match &opt.at {
             Some(t) => strike_fields(t)?,
             None => String::new(),
         };
-        sets.push(("middleboxes".into(), format!("[{{ kind = \"attacker\", link = {:?}, attack = {:?}{at} }}]", opt.link, k.name())));
+        // The attacker joins the victim's own boxes (a firewall that
+        // strips options stays in place).
+        let n = sc.spec().middleboxes.len();
+        let attacker = format!("{{ kind = \"attacker\", link = {:?}, attack = {:?}{at} }}", opt.link, k.name());
+        let mut sets = vec![if n == 0 { ("middleboxes".to_string(), format!("[{attacker}]")) } else { (format!("middleboxes.{n}"), attacker) }];
         sets.extend(extra_sets(k));
+        sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
     }
-    sc.set_all(sets.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(|e| e.to_string())?;
     let net = mplab_backend::plugins::resolve(&sc).map_err(|e| e.to_string())?;
     let r = match backend {
         "sim" => run::simulate(&sc, net, dir, false, None),
@@ -140,10 +144,10 @@ fn victims(s: &Summary) -> Vec<&mplab_sim::results::FlowSummary> {
 /// The verdict of one run against the row's expectation: each victim
 /// flow judged against its own baseline time, the worst of them kept
 /// (named by its flow when there are several).
-fn judge(k: AttackKind, backend: &str, s: &Summary, baselines: &[Option<f64>]) -> Cell {
+fn judge(k: AttackKind, backend: &str, s: &Summary, baselines: &[Baseline]) -> Cell {
     let flows = victims(s);
     if flows.len() <= 1 {
-        return judge_flow(k, backend, s, flows.first().copied(), baselines.first().copied().flatten());
+        return judge_flow(k, backend, s, flows.first().copied(), baselines.first().copied());
     }
     let rank = |v: &str| match v {
         "WEAKER" => 3,
@@ -151,7 +155,7 @@ fn judge(k: AttackKind, backend: &str, s: &Summary, baselines: &[Option<f64>]) -
         "ok" => 1,
         _ => 0,
     };
-    let cells = flows.iter().enumerate().map(|(i, f)| (f.name.clone(), judge_flow(k, backend, s, Some(f), baselines.get(i).copied().flatten())));
+    let cells = flows.iter().enumerate().map(|(i, f)| (f.name.clone(), judge_flow(k, backend, s, Some(f), baselines.get(i).copied())));
     let (name, mut worst) = cells.max_by_key(|(_, c)| rank(c.verdict)).expect("two flows or more");
     if rank(worst.verdict) > 0 {
         worst.outcome = format!("{name}: {}", worst.outcome);
@@ -159,8 +163,19 @@ fn judge(k: AttackKind, backend: &str, s: &Summary, baselines: &[Option<f64>]) -
     worst
 }
 
+/// What a victim flow did without the attacker: its completion time,
+/// and whether it fell back to TCP all the same (a path that strips
+/// MPTCP's option): only a fallback the attack caused counts against it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Baseline {
+    pub time_s: Option<f64>,
+    pub fell_back: bool,
+}
+
 /// The verdict for one victim flow `f` of the run.
-fn judge_flow(k: AttackKind, backend: &str, s: &Summary, f: Option<&mplab_sim::results::FlowSummary>, baseline: Option<f64>) -> Cell {
+fn judge_flow(k: AttackKind, backend: &str, s: &Summary, f: Option<&mplab_sim::results::FlowSummary>, base: Option<Baseline>) -> Cell {
+    let baseline = base.and_then(|b| b.time_s);
+    let fell_back_anyway = base.is_some_and(|b| b.fell_back);
     let a = s.attacks.first().map(|a| &a.report);
     let (completed, verified, fallback, ct) = f.map_or((false, false, false, None), |f| (f.completed, f.verified, f.fallback, f.completion_time_s));
     let mut c = Cell {
@@ -208,7 +223,7 @@ fn judge_flow(k: AttackKind, backend: &str, s: &Summary, f: Option<&mplab_sim::r
         what.push("transfer not completed".to_string());
     }
     if fallback {
-        what.push("fell back to TCP".to_string());
+        what.push(if fell_back_anyway { "fell back to TCP, as without the attacker" } else { "fell back to TCP" }.to_string());
     }
     if to_fake {
         what.push(format!("opened a subflow to the forged address ({} SYNs)", a.syns_to_fake_addr));
@@ -222,6 +237,10 @@ fn judge_flow(k: AttackKind, backend: &str, s: &Summary, f: Option<&mplab_sim::r
     what.push(time);
     c.outcome = what.join("; ");
     let intact = completed && verified;
+    // Plain TCP from the start: the attacker on its path is an attacker
+    // against TCP (RFC 8684 5).
+    let plain_tcp = fallback && fell_back_anyway;
+    let fallback = fallback && !fell_back_anyway;
     let ok = match k.expect() {
         Expect::Refused => intact && a.resets > 0 && !fallback,
         Expect::Ignored => intact && !fallback && !to_fake && !slowed,
@@ -229,6 +248,9 @@ fn judge_flow(k: AttackKind, backend: &str, s: &Summary, f: Option<&mplab_sim::r
     };
     c.verdict = if ok {
         "ok"
+    } else if plain_tcp && k.position() == mplab_scenario::attack::Position::OnPath {
+        c.outcome = format!("{}; plain TCP: the connection fell back without the attacker (RFC 8684 3.7), and what an on-path attacker does to TCP is TCP's to miss (RFC 8684 5)", c.outcome);
+        TCPS_LIMIT
     } else if tcps_limit(k, f, changed, fallback) {
         c.outcome = format!("{}; the only subflow: {}", c.outcome, k.tcp_limit().unwrap_or_default());
         TCPS_LIMIT
@@ -268,7 +290,7 @@ pub fn matrix(opt: &Options) -> Result<Vec<Row>, String> {
             eprintln!("attack: baseline on {b} ...");
         }
         let s = run_on(opt, b, None, &opt.out.join("baseline").join(b));
-        baselines.push(s.map_or(Vec::new(), |s| victims(&s).iter().map(|f| f.completion_time_s).collect::<Vec<_>>()));
+        baselines.push(s.map_or(Vec::new(), |s| victims(&s).iter().map(|f| Baseline { time_s: f.completion_time_s, fell_back: f.fallback }).collect::<Vec<_>>()));
     }
     let mut rows = Vec::new();
     for &k in &opt.rows {
@@ -287,7 +309,7 @@ pub fn matrix(opt: &Options) -> Result<Vec<Row>, String> {
                     verified: false,
                     fallback: false,
                     completion_s: None,
-                    baseline_s: base.first().copied().flatten(),
+                    baseline_s: base.first().and_then(|b| b.time_s),
                     forged: 0,
                     touched: 0,
                     syn_acks: 0,

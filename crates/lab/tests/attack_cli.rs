@@ -172,6 +172,29 @@ fn the_product_over_links_checksums_and_strikes_has_no_weaker_cell() {
     assert!(std::fs::read_dir(&out).unwrap().flatten().filter(|e| e.path().is_dir()).all(|e| e.path().join("point.json").exists()));
 }
 
+/// The whole default product (every link, checksums off and on, the
+/// seven default strikes) on each bundled victim: no WEAKER cell, and the
+/// fallback-prone victim's TCP's-limit cells are the on-path rows against
+/// a connection that fell back without the attacker.
+#[test]
+fn the_full_product_on_every_bundled_victim_has_no_weaker_cell() {
+    let tmp = Scratch::new("attack-victims");
+    for victim in ["attack", "attack-upload", "attack-uneven", "attack-both", "attack-fallback"] {
+        let scen = repo().join(format!("scenarios/{victim}.toml"));
+        let out = tmp.join(victim);
+        let o = mplab(&tmp.0, &["attack".as_ref(), scen.as_os_str(), "--product".as_ref(), "--out".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        assert_eq!(o.code, 0, "{victim}: {}\n{}", o.stdout, o.stderr);
+        let (h, csv) = read_csv(&out.join("product.csv"));
+        assert_eq!(csv.len(), 4 * 2 * 7 * 20, "{victim}");
+        assert!(csv.iter().all(|r| r[col(&h, "verdict")] != "WEAKER"), "{victim}");
+        if victim == "attack-fallback" {
+            let limits: Vec<_> = csv.iter().filter(|r| r[col(&h, "verdict")] == "TCP's limit").collect();
+            assert!(!limits.is_empty());
+            assert!(limits.iter().all(|r| r[col(&h, "outcome")].contains("fell back without the attacker")), "{limits:?}");
+        }
+    }
+}
+
 #[test]
 fn bad_attack_arguments_are_usage_errors() {
     let tmp = Scratch::new("attack-bad");

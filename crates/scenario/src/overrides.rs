@@ -10,8 +10,10 @@
 //!
 //! Missing tables and keys are created (`transport.mptcp.subflows` works on
 //! a file without `[transport]`); typos in key names are then caught by the
-//! schema's `deny_unknown_fields` and reported against the `--set`. Array
-//! elements are never created: `links.5.rate` on a file with two links is an
+//! schema's `deny_unknown_fields` and reported against the `--set`. An
+//! array grows only by a whole element set at its length
+//! (`middleboxes.2={ kind = "nat", node = "fw" }` on a file with two
+//! boxes appends a third); `links.5.rate` on a file with two links is an
 //! error.
 
 use crate::error::{parse_path, render_path, Seg};
@@ -79,6 +81,10 @@ pub(crate) fn apply(doc: &mut toml::Table, path: &str, value: &str) -> Result<Ov
             }
             (toml::Value::Array(a), Seg::Index(i)) => {
                 let len = a.len();
+                if last && *i == len {
+                    a.push(parse_value(value));
+                    return Ok(Override { arg: format!("{path}={value}"), segs });
+                }
                 let Some(item) = a.get_mut(*i) else {
                     return Err((shown, format!("{here} has {len} entries; index {i} is out of range")));
                 };
@@ -127,6 +133,17 @@ mod tests {
         assert_eq!(d["links"][0]["delay"].as_str(), Some("5ms"));
         assert_eq!(d["duration"].as_str(), Some("10s"));
         assert_eq!(d["transport"]["mptcp"]["subflows"].as_integer(), Some(4));
+    }
+
+    #[test]
+    fn a_whole_element_at_the_end_appends() {
+        let mut d = doc();
+        apply(&mut d, "links.1", "{ a = \"p\", b = \"q\" }").unwrap();
+        assert_eq!(d["links"].as_array().map(|a| a.len()), Some(2));
+        assert_eq!(d["links"][1]["a"].as_str(), Some("p"));
+        assert_eq!(d["links"][0]["rate"].as_str(), Some("10Mbit"), "the first is kept");
+        assert!(apply(&mut d, "links.2.rate", "1Mbit").is_err(), "a field of an element that does not exist");
+        assert!(apply(&mut d, "links.4", "{}").is_err(), "only at the end");
     }
 
     #[test]
