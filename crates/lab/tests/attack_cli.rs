@@ -228,11 +228,7 @@ fn bad_attack_arguments_are_usage_errors() {
 /// attacker. Root only (CI is root); about two minutes.
 #[test]
 fn a_few_attacks_against_linux_and_mplab_on_real_packets() {
-    if !support::netns::is_root() {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI must run this test as root");
-        }
-        eprintln!("skipped: needs root");
+    if !support::netns::root_or_skip() {
         return;
     }
     let tmp = Scratch::new("attack-real");
@@ -256,11 +252,7 @@ fn a_few_attacks_against_linux_and_mplab_on_real_packets() {
 /// recorded beside it (docs/security.md), not judged.
 #[test]
 fn a_strike_at_a_protocol_moment_on_real_packets() {
-    if !support::netns::is_root() {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI must run this test as root");
-        }
-        eprintln!("skipped: needs root");
+    if !support::netns::root_or_skip() {
         return;
     }
     let tmp = Scratch::new("attack-real-moment");

@@ -11,6 +11,19 @@ pub fn is_root() -> bool {
     Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0\n")).unwrap_or(false)
 }
 
+/// Whether a test that needs root runs: yes as root; skipped (false) off
+/// CI without it; a failure in CI, which must run every test as root.
+pub fn root_or_skip() -> bool {
+    if is_root() {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("CI must run this test as root");
+    }
+    eprintln!("skipped: needs root");
+    false
+}
+
 pub fn have(cmd: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {cmd}")).stdout(Stdio::null()).status().map(|s| s.success()).unwrap_or(false)
 }
