@@ -31,7 +31,7 @@ pub struct Options {
     pub sets: Vec<(String, String)>,
     pub out: PathBuf,
     pub quiet: bool,
-    /// Threads for `--product` on the simulator.
+    /// Points of `--product` run at once.
     pub jobs: usize,
 }
 
@@ -419,8 +419,8 @@ pub struct ProductCell {
 
 /// The matrix over every link of the victim, DSS checksums off and on,
 /// and each strike: a matrix per point, the cells collected in the
-/// points' order. Points run on `base.jobs` threads (the simulator's runs
-/// are independent; real-packet runs go one at a time), and a point whose
+/// points' order. Points run on `base.jobs` threads (every run is
+/// independent: a real-packet run has namespaces of its own), and a point whose
 /// directory holds the matrix of a run with the same options is read
 /// back instead of run again: an interrupted product resumes where it
 /// stopped.
@@ -441,8 +441,7 @@ pub fn product(base: &Options, strikes: &[String]) -> Result<Vec<ProductCell>, S
             }
         }
     }
-    let real = base.backends.iter().any(|b| b != "sim");
-    let threads = if real { 1 } else { base.jobs.clamp(1, points.len().max(1)) };
+    let threads = base.jobs.clamp(1, points.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<Vec<Option<Result<Vec<Row>, String>>>> = std::sync::Mutex::new(vec![None; points.len()]);
     std::thread::scope(|s| {
