@@ -70,6 +70,9 @@ pub struct MptcpConfig {
     /// A subflow that was reset or timed out is opened again after this
     /// backoff ([`Profile::recreates_subflows`]); None: never (Linux).
     pub rejoin: Option<super::RejoinBackoff>,
+    /// No subflow is opened or accepted once either DATA_FIN is on its way
+    /// ([`Profile::joins_only_while_established`]).
+    pub joins_only_while_established: bool,
 }
 
 impl Default for MptcpConfig {
@@ -97,6 +100,7 @@ impl Default for MptcpConfig {
             pm_id_order: false,
             deny_join_initial: false,
             rejoin: Profile::Mplab.recreates_subflows(),
+            joins_only_while_established: false,
         }
     }
 }
@@ -115,6 +119,7 @@ impl MptcpConfig {
         self.subflows_share_snd_buf = p.subflows_share_a_set_send_buffer();
         self.write_wakeup_third = p.wakes_writer_at_a_third();
         self.pm_id_order = p.walks_endpoints_in_id_order();
+        self.joins_only_while_established = p.joins_only_while_established();
         // A backoff the scenario set stays; the profile says whether.
         self.rejoin = p.recreates_subflows().map(|d| self.rejoin.unwrap_or(d));
         p.apply_to_tcp(&mut self.tcp);

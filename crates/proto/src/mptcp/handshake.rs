@@ -124,8 +124,13 @@ impl Connection {
                         (Some(MpJoin::Ack { hmac }), Some(rk)) => crypto::mac_eq(&crypto::join_ack_hmac(rk.key, self.local.key, remote_nonce, local_nonce), &hmac),
                         _ => false,
                     };
+                    let prohibited = ok && !self.may_add_subflows();
                     let s = &mut self.subflows[i];
-                    if ok {
+                    if prohibited {
+                        self.stats.joins_refused += 1;
+                        s.reset_reason = Some(tcprst_reason::ADMIN_PROHIBITED);
+                        s.tcp.abort();
+                    } else if ok {
                         s.handshake = Handshake::Established;
                         // The fourth ACK goes once TCP is ESTABLISHED, below.
                         self.fb.allowed = false;
@@ -178,9 +183,19 @@ impl Connection {
         }
     }
 
+    /// Whether a subflow may be opened or a join accepted now: with
+    /// `joins_only_while_established` (Linux) only while neither DATA_FIN
+    /// is on its way (the msk in TCP_ESTABLISHED, `mptcp_is_fully_established`).
+    pub(super) fn may_add_subflows(&self) -> bool {
+        !self.cfg.joins_only_while_established || !(self.fin_queued || self.fin_received)
+    }
+
     pub(super) fn open_subflow(&mut self, local_ip: IpAddr, remote: RemoteAddr, backup: bool) {
         let Some(rk) = self.remote else { return };
         let _ = rk;
+        if !self.may_add_subflows() {
+            return;
+        }
         let port = 32768 + (splitmix(&mut self.rng) % 28000) as u16;
         let local = SocketAddr::new(local_ip, port);
         let iss = splitmix(&mut self.rng) as u32;

@@ -57,6 +57,21 @@ impl Profile {
         }
     }
 
+    /// Whether subflows are opened and joins accepted only while the
+    /// connection is established at the data level: not once this end's
+    /// application closed its sending side (DATA_FIN queued) or the peer's
+    /// DATA_FIN arrived. Linux: `__mptcp_subflow_connect` and
+    /// `mptcp_can_accept_new_subflow` (net/mptcp/subflow.c) both ask
+    /// `mptcp_is_fully_established`, which wants the msk in
+    /// TCP_ESTABLISHED; a responder then resets the join at its third ACK
+    /// (MPTCP_RST_EPROHIBIT). A sized upload whose bytes all fit in the
+    /// send buffer closes at once and stays on its first subflow. mplab:
+    /// until both DATA_FINs are through, so that the tail of a transfer
+    /// still spreads over every path.
+    pub fn joins_only_while_established(self) -> bool {
+        self == Profile::Linux
+    }
+
     /// The scheduler `scheduler = "default"` means: minRTT in mplab;
     /// Linux's `mptcp_subflow_get_send` (least linger time) in Linux.
     pub fn default_scheduler(self) -> &'static str {

@@ -110,6 +110,10 @@ fn linux_profile_marks_a_dead_subflow_stale_by_retransmission_periods() {
     n.client.cfg = n.client.cfg.clone().with_profile(Profile::Linux);
     n.client.cfg.snd_autotune = false;
     n.to_send = 4_000_000;
+    // A writer that closes only at the end: closed at once, the whole
+    // 4 MB in the buffer, the connection would never join (Linux opens no
+    // subflow once its DATA_FIN is queued).
+    n.keep_open = true;
     n.drop = Box::new(move |s| {
         let c = if s.to_server { s.t.local.ip() } else { s.t.remote.ip() };
         c == ip(2, 1) && s.now >= Instant(1000 * MS)
@@ -121,6 +125,7 @@ fn linux_profile_marks_a_dead_subflow_stale_by_retransmission_periods() {
             stale_at = Some(ms);
         }
     }
+    n.keep_open = false;
     n.run(60_000);
     assert_eq!(n.received, 4_000_000);
     assert_eq!(n.misplaced, 0);
@@ -129,4 +134,59 @@ fn linux_profile_marks_a_dead_subflow_stale_by_retransmission_periods() {
     let at = stale_at.expect("the dead subflow became stale");
     assert!(at < 4_000, "stale at {at} ms");
     assert!(dead.stale_count >= n.client.cfg.stale_after);
+}
+
+/// An upload whose bytes all fit in the send buffer: the application
+/// writes them and closes at once, before the connection is established
+/// at the data level. Linux opens no subflow once its DATA_FIN is queued
+/// (the msk has left TCP_ESTABLISHED): the transfer stays on its first
+/// subflow. mplab's profile still joins and spreads the tail.
+#[test]
+fn an_upload_closed_before_it_is_established_stays_on_its_first_subflow_under_linux() {
+    for linux in [false, true] {
+        let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+        n.client.cfg.joins_only_while_established = linux;
+        n.server_cfg.joins_only_while_established = linux;
+        n.to_send = 2_000_000;
+        n.run(30_000);
+        assert_eq!(n.received, 2_000_000);
+        assert_eq!(n.misplaced, 0);
+        let opened = n.client.subflows().len();
+        let per = bytes_on(&n.client);
+        if linux {
+            assert_eq!(opened, 1, "no join once the DATA_FIN is queued: {per:?}");
+        } else {
+            assert!(opened == 2 && per.iter().all(|&b| b > 0), "mplab joins all the same: {per:?}");
+        }
+    }
+}
+
+/// The responder's side: a join whose third ACK arrives after the peer's
+/// DATA_FIN is reset, administratively prohibited, as Linux's
+/// `subflow_syn_recv_sock` does when `mptcp_can_accept_new_subflow` says
+/// no (MPTCP_RST_EPROHIBIT); the download goes on over the first
+/// subflow. The client here still opens joins (mplab's rule) and closes
+/// its sending side at once.
+#[test]
+fn a_join_after_the_peers_data_fin_is_refused_at_its_third_ack() {
+    for linux in [false, true] {
+        let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 10);
+        n.server_cfg.joins_only_while_established = linux;
+        n.down = 2_000_000;
+        n.run(30_000);
+        assert_eq!(n.down_received, 2_000_000);
+        assert_eq!(n.down_misplaced, 0);
+        let server = n.server();
+        let joins: Vec<_> = server.subflows().iter().filter(|s| s.is_join()).collect();
+        assert!(!joins.is_empty(), "the client's join reached the server");
+        if linux {
+            // The client (mplab's) opens its join again after each reset.
+            assert!(joins.iter().all(|j| j.reset_reason == Some(mplab_wire::mptcp::tcprst_reason::ADMIN_PROHIBITED)));
+            assert_eq!(server.stats().joins_refused, joins.len() as u64);
+            assert_eq!(bytes_on(server).iter().filter(|&&b| b > 0).count(), 1, "{:?}", bytes_on(server));
+        } else {
+            assert_eq!(server.stats().joins_refused, 0);
+            assert!(joins.len() == 1 && bytes_on(server).iter().all(|&b| b > 0), "{:?}", bytes_on(server));
+        }
+    }
 }
