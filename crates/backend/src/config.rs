@@ -198,6 +198,12 @@ fn set_socket_buffers(c: &mut TcpConfig, t: &network::TcpConfig, p: mptcp::Profi
     if let Some(b) = t.rcv_buf {
         c.rcv_buf = p.receive_window_set_by_application(b);
         c.window_scale_space = p.window_scale_space(Some(c.rcv_buf));
+        // Whole segments of the MSS less the timestamp option, as Linux's
+        // `tcp_openreq_init_rwin` rounds.
+        let seg = u64::from(c.mss) - if c.timestamps { 12 } else { 0 };
+        if let Some(r) = p.initial_receive_threshold(c.rcv_buf, seg) {
+            c.initial_rcv_ssthresh = r;
+        }
     }
 }
 
@@ -447,7 +453,23 @@ mod tests {
             assert_eq!((c.tcp.snd_buf, c.tcp.rcv_buf, c.tcp.window_scale_space), (snd, rcv, scale_space), "{profile} subflows");
             let t = flow_tcp_end_config(&n, tcp, tcp.to).unwrap();
             assert_eq!((t.snd_buf, t.rcv_buf, t.window_scale_space, t.round_window_to_mss), (snd, rcv, scale_space, profile == "linux"), "{profile} TCP");
+            // A 39 KB window is offered whole under the default threshold.
+            assert_eq!(t.initial_rcv_ssthresh, mplab_proto::tcp::INITIAL_RCV_SSTHRESH);
         }
+    }
+
+    /// A receive buffer the application set is offered whole from the
+    /// first ACK under the `linux` profile (Linux's first `rcv_ssthresh`
+    /// is the set buffer's window in whole segments), where the default
+    /// buffer's window starts at 64 KiB and grows.
+    #[test]
+    fn a_large_receive_buffer_set_by_the_application_is_offered_at_once() {
+        let toml = "name = \"t\"\nduration = \"1s\"\n[topology]\nkind = \"parallel\"\npaths = 2\nrate = \"10Mbit\"\ndelay = \"10ms\"\n[transport.tcp]\nrcv_buf = \"1388KB\"\n[transport.mptcp]\npath_manager = \"fullmesh\"\nprofile = \"linux\"\n[[flows]]\nfrom = \"client\"\nto = \"server\"\ntransport = \"mptcp\"\napp = \"bulk\"\n";
+        let n = mplab_scenario::Scenario::from_str(toml, "t.toml").unwrap_or_else(|e| panic!("{e}")).resolve().unwrap_or_else(|e| panic!("{e}"));
+        let f = &n.flows[0];
+        let c = mptcp_config(&n, f, f.to, Ipv4Addr::new(10, 0, 0, 1)).unwrap();
+        let t = c.tcp.initial_rcv_ssthresh;
+        assert!(t > 1_300_000 && t <= c.tcp.rcv_buf && t % 1448 == 0, "{t} of a {} window", c.tcp.rcv_buf);
     }
 
     #[test]

@@ -213,6 +213,15 @@ fn judge_flow(k: AttackKind, backend: &str, s: &Summary, f: Option<&mplab_sim::r
     // Not verified with bytes delivered: some were not the sender's, or not
     // where it put them; with none, the connection ended before any.
     let changed = !verified && delivered > 0;
+    // Nothing to judge completion against: the victim did not complete
+    // without the attacker either (on real packets, a host too loaded to
+    // carry the transfer in time, such as many product points at once on
+    // a small machine). Changed bytes are judged all the same.
+    if base.is_some_and(|b| b.time_s.is_none()) && !completed && !changed {
+        c.outcome = format!("{}; the transfer did not complete without the attacker either: nothing to judge against", ct.map_or("never completed".to_string(), |t| format!("done in {t:.2} s")));
+        c.verdict = "n/a";
+        return c;
+    }
     let mut what = Vec::new();
     if changed {
         what.push("CHANGED OR MISPLACED BYTES DELIVERED".to_string());
@@ -587,4 +596,33 @@ pub fn write_product(cells: &[ProductCell], out: &Path) -> std::io::Result<()> {
     std::fs::write(out.join("product.csv"), csv)?;
     std::fs::write(out.join("product.json"), serde_json::to_string_pretty(cells).unwrap_or_default())?;
     std::fs::write(out.join("product.md"), render_product(cells))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mplab_backend::attack::AttackReport;
+    use mplab_backend::results::{AttackSummary, FlowSummary};
+
+    fn run(completed: bool, verified: bool) -> Summary {
+        let flow = FlowSummary { name: "dl".into(), transport: "mptcp".into(), completed, verified, bytes_delivered: 1000, completion_time_s: completed.then_some(7.0), ..Default::default() };
+        let report = AttackReport { struck_ns: Some(3_000_000_000), forged: 1, ..Default::default() };
+        Summary { flows: vec![flow], attacks: vec![AttackSummary { link: "wan1".into(), attack: "rst-off-path".into(), report }], ..Default::default() }
+    }
+
+    /// A victim that did not complete without the attacker cannot be
+    /// judged on completion ("n/a", saying why); one that did is, and a
+    /// changed byte is WEAKER whatever the baseline did.
+    #[test]
+    fn an_incomplete_baseline_leaves_completion_unjudged() {
+        let k = AttackKind::RstOffPath;
+        let never = Baseline { time_s: None, fell_back: false };
+        let done = Baseline { time_s: Some(6.8), fell_back: false };
+        let c = judge(k, "userspace", &run(false, true), &[never]);
+        assert_eq!(c.verdict, "n/a", "{}", c.outcome);
+        assert!(c.outcome.contains("did not complete without the attacker"), "{}", c.outcome);
+        assert_eq!(judge(k, "userspace", &run(false, true), &[done]).verdict, "WEAKER");
+        assert_eq!(judge(k, "userspace", &run(false, false), &[never]).verdict, "WEAKER");
+        assert_eq!(judge(k, "userspace", &run(true, true), &[done]).verdict, "ok");
+    }
 }

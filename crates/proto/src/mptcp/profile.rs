@@ -216,6 +216,22 @@ impl Profile {
         }
     }
 
+    /// Where the receive threshold starts when the application set the
+    /// receive buffer and its window is `window` bytes: Linux offers the
+    /// whole window at once (`tcp_select_initial_window` makes the first
+    /// `rcv_wnd`, hence `rcv_ssthresh`, the buffer's space rounded down to
+    /// whole segments), so a 1.4 MB SO_RCVBUF is a 1.4 MB window from the
+    /// first ACK, where the default buffer starts at 64 KiB and grows.
+    /// A window below the default threshold is offered whole either way
+    /// (the threshold stays where it was, above the free space).
+    /// `None`: the threshold is not used (mplab advertises the free space).
+    pub fn initial_receive_threshold(self, window: u64, mss: u64) -> Option<u64> {
+        match self {
+            Profile::Linux => Some((window - window % mss.max(1)).max(crate::tcp::INITIAL_RCV_SSTHRESH)),
+            Profile::Mplab => None,
+        }
+    }
+
     /// The buffer a connection's window-scale shift is chosen for (the
     /// SYN fixes it), given the window of a receive buffer the application
     /// set, if it did: `None` leaves it to the receive buffer. Linux

@@ -87,7 +87,17 @@ pub struct TcpConfig {
     /// free space (Linux's `__tcp_select_window`), so a sender held by the
     /// window sends full-sized segments. Off (mplab): the free space.
     pub round_window_to_mss: bool,
+    /// Where the receive threshold of `grow_window_gradually` starts
+    /// (Linux's first `rcv_ssthresh`, the window `tcp_select_initial_window`
+    /// offers): 64 KiB in whole segments for the default buffer; a buffer
+    /// the application set (SO_RCVBUF) is offered whole from the start.
+    pub initial_rcv_ssthresh: u64,
 }
+
+/// Where Linux's rcv_ssthresh starts with the default receive buffer: the
+/// initial window, 64 KiB rounded down to whole segments of 1448 bytes
+/// (65160, as the kernel's SYN-ACKs here advertise).
+pub const INITIAL_RCV_SSTHRESH: u64 = 45 * 1448;
 
 impl Default for TcpConfig {
     fn default() -> Self {
@@ -118,6 +128,7 @@ impl Default for TcpConfig {
             linux_rtt_variation: false,
             window_scale_space: None,
             round_window_to_mss: false,
+            initial_rcv_ssthresh: INITIAL_RCV_SSTHRESH,
         }
     }
 }

@@ -51,7 +51,7 @@ use mplab_wire::{TcpHeader, TcpOptions};
 use crate::cc::{CcState, CongestionControl, Coupling, PathState};
 use crate::time::Instant;
 
-pub use config::TcpConfig;
+pub use config::{TcpConfig, INITIAL_RCV_SSTHRESH};
 pub use timer_clock::TimerClock;
 use reassembly::Reassembly;
 use rtt::RttEstimator;
@@ -138,11 +138,6 @@ enum AckDue {
     At(Instant),
     Now,
 }
-
-/// Where Linux's rcv_ssthresh starts: the initial window, 64 KiB rounded
-/// down to whole segments of 1448 bytes (65160, as the kernel's SYN-ACKs
-/// here advertise).
-const INITIAL_RCV_SSTHRESH: u64 = 45 * 1448;
 
 /// The least time between two ACKs answering data-less segments outside
 /// the receive window (Linux's net.ipv4.tcp_invalid_ratelimit default).
@@ -277,6 +272,7 @@ fn now_ms(now: Instant) -> u32 {
 }
 impl Connection {
     fn new(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, state: State) -> Connection {
+        let rcv_ssthresh = cfg.initial_rcv_ssthresh;
         let cc = cfg.cc.build();
         let mut rtt = RttEstimator::new(cfg.initial_rto, cfg.min_rto);
         if cfg.linux_rtt_variation {
@@ -347,7 +343,7 @@ impl Connection {
             fin_received: false,
             ack_due: AckDue::None,
             window_cap: None,
-            rcv_ssthresh: INITIAL_RCV_SSTHRESH,
+            rcv_ssthresh,
             unacked_segments: 0,
             ts_recent: 0,
             rcv_rtt: None,
