@@ -183,6 +183,7 @@ impl MpQuicEndpoint {
             subflows: &subflows,
             limits: self.limits,
             id_order: false,
+            closing: false,
         };
         let mut out = Vec::new();
         f(self.pm.as_mut(), &view, &mut out);

@@ -193,9 +193,7 @@ impl Connection {
     pub(super) fn open_subflow(&mut self, local_ip: IpAddr, remote: RemoteAddr, backup: bool) {
         let Some(rk) = self.remote else { return };
         let _ = rk;
-        if !self.may_add_subflows() {
-            return;
-        }
+        debug_assert!(self.may_add_subflows(), "the path manager and the rejoins open no subflow while the connection closes");
         let port = 32768 + (splitmix(&mut self.rng) % 28000) as u16;
         let local = SocketAddr::new(local_ip, port);
         let iss = splitmix(&mut self.rng) as u32;

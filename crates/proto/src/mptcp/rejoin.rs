@@ -165,7 +165,7 @@ impl Connection {
     /// once an address is gone; else tried again after the backoff.
     pub(super) fn run_rejoins(&mut self, now: Instant) {
         self.probe_idle_subflows(now);
-        if self.closing || self.reset || self.fb.reason.is_some() {
+        if self.closing || self.reset || self.fb.reason.is_some() || !self.may_add_subflows() {
             self.rejoins.clear();
             return;
         }

@@ -49,7 +49,7 @@ impl Connection {
         let tuples: Vec<_> = self.subflows.iter().filter(|s| !s.is_closed()).map(|s| (s.local, s.remote)).collect();
         let remotes = self.join_remotes();
         let locals = self.live_locals();
-        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits, id_order: self.cfg.pm_id_order };
+        let v = PmView { client: self.client, locals: &locals, remotes: &remotes, subflows: &tuples, limits: self.cfg.limits, id_order: self.cfg.pm_id_order, closing: !self.may_add_subflows() };
         self.pm.on_add_addr(&v, r, &mut out);
         self.apply(out);
     }

@@ -72,6 +72,10 @@ pub struct PmView<'a> {
     /// order subflows are opened in is the order Linux's scheduler breaks
     /// ties in (`scheduler/linux.rs`).
     pub id_order: bool,
+    /// The connection is closing and the profile adds no subflow then
+    /// (the `linux` profile once either DATA_FIN is on its way: Linux's
+    /// msk has left ESTABLISHED): [`room`] is none.
+    pub closing: bool,
 }
 
 impl PmView<'_> {
@@ -120,8 +124,11 @@ pub(crate) fn announce_signal(v: &PmView, out: &mut Vec<PmAction>) {
 }
 
 /// Whether the limit leaves room for one more subflow beyond those open
-/// and those `out` already opens.
+/// and those `out` already opens (none while the connection closes).
 pub(crate) fn room(v: &PmView, out: &[PmAction]) -> bool {
+    if v.closing {
+        return false;
+    }
     let opening = out.iter().filter(|a| matches!(a, PmAction::Open { .. })).count() as u32;
     v.extra_subflows() + opening < v.limits.subflows
 }

@@ -48,6 +48,9 @@ impl PathManager for NDiffPorts {
             return;
         }
         for _ in v.subflows.len() as u32..self.n {
+            if v.closing {
+                break;
+            }
             out.push(PmAction::Open { local: l.ip(), remote: *r, backup: false });
         }
     }

@@ -13,7 +13,7 @@ fn fullmesh_pairs_every_local_with_every_remote() {
     let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
     let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
     let subflows = [(sa(1, 1000), sa(9, 80))];
-    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: false };
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: false, closing: false };
     let mut out = vec![];
     FullMesh.on_established(&v, &mut out);
     assert_eq!(out, vec![PmAction::Open { local: ip(2), remote: remotes[0], backup: false }]);
@@ -27,7 +27,7 @@ fn limits_cap_extra_subflows() {
     let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2)), LocalAddr::plain(2, ip(3))];
     let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
     let subflows = [(sa(1, 1000), sa(9, 80))];
-    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 0 }, id_order: false };
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 0 }, id_order: false, closing: false };
     let mut out = vec![];
     FullMesh.on_established(&v, &mut out);
     assert_eq!(out.len(), 1);
@@ -41,7 +41,7 @@ fn a_capped_mesh_spreads_over_unused_interfaces_first() {
     let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
     let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
     let subflows = [(sa(1, 1000), sa(9, 80))];
-    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 1 }, id_order: false };
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 1, add_addr_accepted: 1 }, id_order: false, closing: false };
     let mut out = vec![];
     let announced = RemoteAddr { id: 1, addr: sa(8, 80) };
     FullMesh.on_add_addr(&v, announced, &mut out);
@@ -62,7 +62,7 @@ fn id_order_joins_an_announced_address_from_the_first_interface_first() {
     let locals = [LocalAddr::plain(0, ip(1)), LocalAddr::plain(1, ip(2))];
     let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
     let subflows = [(sa(1, 1000), sa(9, 80))];
-    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: true };
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: true, closing: false };
     let announced = RemoteAddr { id: 1, addr: sa(8, 80) };
     let mut out = vec![];
     FullMesh.on_add_addr(&v, announced, &mut out);
@@ -78,7 +78,7 @@ fn ndiffports_opens_n_minus_one_more() {
     let locals = [LocalAddr::plain(0, ip(1))];
     let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
     let subflows = [(sa(1, 1000), sa(9, 80))];
-    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 0 }, id_order: false };
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 0 }, id_order: false, closing: false };
     let mut out = vec![];
     NDiffPorts { n: 4 }.on_established(&v, &mut out);
     assert_eq!(out.len(), 3);
@@ -89,7 +89,7 @@ fn default_joins_an_announced_address_within_limits() {
     let locals = [LocalAddr::plain(0, ip(1))];
     let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
     let subflows = [(sa(1, 1000), sa(9, 80))];
-    let mut v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 2, add_addr_accepted: 2 }, id_order: false };
+    let mut v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 2, add_addr_accepted: 2 }, id_order: false, closing: false };
     let mut out = vec![];
     Endpoints.on_add_addr(&v, RemoteAddr { id: 1, addr: sa(8, 80) }, &mut out);
     assert_eq!(out.len(), 1);
@@ -131,7 +131,7 @@ fn laminar_endpoints_are_used_once_per_announced_address() {
     let (b, c, d) = (RemoteAddr { id: 1, addr: sa(8, 80) }, RemoteAddr { id: 2, addr: sa(7, 80) }, RemoteAddr { id: 3, addr: sa(6, 80) });
     let open = |local: IpAddr, remote: RemoteAddr| PmAction::Open { local, remote, backup: false };
     let subflows = vec![(sa(1, 1000), sa(9, 80))];
-    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: lim, id_order: true };
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: lim, id_order: true, closing: false };
     let mut out = vec![];
     Endpoints.on_add_addr(&v, b, &mut out);
     assert_eq!(out, vec![open(ip(2), b)], "C(b) - S(b), not the initial address");
@@ -148,7 +148,7 @@ fn laminar_endpoints_are_used_once_per_announced_address() {
     // Only the initial address is laminar: the mode is on, nothing is free.
     let locals = [LocalAddr { laminar: true, ..LocalAddr::plain(0, ip(1)) }, LocalAddr::plain(1, ip(2))];
     let subflows = vec![(sa(1, 1000), sa(9, 80))];
-    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: lim, id_order: true };
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: lim, id_order: true, closing: false };
     let mut out = vec![];
     Endpoints.on_add_addr(&v, b, &mut out);
     assert_eq!(out, vec![]);
@@ -164,4 +164,25 @@ fn laminar_endpoints_are_used_once_per_announced_address() {
     let mut out = vec![];
     Endpoints.on_add_addr(&v, b, &mut out);
     assert_eq!(out, vec![]);
+}
+
+/// A closing connection (the `linux` profile once a DATA_FIN is on its
+/// way) leaves no room: no manager opens a subflow.
+#[test]
+fn no_manager_opens_a_subflow_while_the_connection_closes() {
+    let locals = [LocalAddr::plain(0, ip(1)), LocalAddr { subflow: true, ..LocalAddr::plain(1, ip(2)) }];
+    let remotes = [RemoteAddr { id: 0, addr: sa(9, 80) }];
+    let subflows = [(sa(1, 1000), sa(9, 80))];
+    let v = PmView { client: true, locals: &locals, remotes: &remotes, subflows: &subflows, limits: Limits { subflows: 8, add_addr_accepted: 8 }, id_order: false, closing: true };
+    let announced = RemoteAddr { id: 1, addr: sa(8, 80) };
+    let managers: Vec<Box<dyn PathManager>> = vec![Box::new(FullMesh), Box::new(Endpoints), Box::new(NDiffPorts { n: 4 })];
+    for mut pm in managers {
+        let mut out = vec![];
+        pm.on_established(&v, &mut out);
+        pm.on_add_addr(&v, announced, &mut out);
+        assert!(out.is_empty(), "{}: {out:?}", pm.name());
+        let mut out = vec![];
+        pm.on_established(&PmView { closing: false, ..v }, &mut out);
+        assert!(out.iter().any(|a| matches!(a, PmAction::Open { .. })), "{} opens when not closing", pm.name());
+    }
 }
