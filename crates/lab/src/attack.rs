@@ -504,7 +504,7 @@ pub fn product(base: &Options, strikes: &[String]) -> Result<Vec<ProductCell>, S
     let mut out = Vec::new();
     for ((checksum, opt), r) in points.iter().zip(results) {
         let mut rows = r.unwrap_or_else(|| Err("not run".into()))?;
-        if threads > 1 && recheck_alone(opt, &mut rows, threads)? {
+        if threads > 1 && recheck_alone(opt, &mut rows, threads, base.quiet)? {
             write(&rows, &opt.out).map_err(|e| format!("{}: {e}", opt.out.display()))?;
         }
         for r in rows {
@@ -527,7 +527,7 @@ const ALONE: &str = "alone: ";
 /// baseline and nothing else running; its cell replaces the first, which
 /// the outcome keeps. A changed byte is never judged again. Returns
 /// whether a cell was replaced.
-fn recheck_alone(opt: &Options, rows: &mut [Row], threads: usize) -> Result<bool, String> {
+fn recheck_alone(opt: &Options, rows: &mut [Row], threads: usize, quiet: bool) -> Result<bool, String> {
     let mut replaced = false;
     for r in rows.iter_mut() {
         for c in r.cells.iter_mut().filter(|c| c.verdict == "WEAKER" && c.timing && c.backend != "sim" && !c.outcome.starts_with(ALONE)) {
@@ -536,7 +536,7 @@ fn recheck_alone(opt: &Options, rows: &mut [Row], threads: usize) -> Result<bool
             one.rows = vec![k];
             one.backends = vec![c.backend.clone()];
             one.out = opt.out.join("alone").join(k.name());
-            if !opt.quiet {
+            if !quiet {
                 eprintln!("attack: {} on {} at {} {} again, alone (slowed at {threads} points at once) ...", k.name(), c.backend, opt.link, opt.at.as_deref().unwrap_or(""));
             }
             let again = matrix(&one)?.into_iter().next().and_then(|r| r.cells.into_iter().next()).ok_or("no cell from a recheck")?;

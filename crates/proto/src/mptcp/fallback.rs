@@ -64,9 +64,20 @@ impl Connection {
         if self.fallback_possible_on(i) {
             self.fall_back(Fallback::NoMapping);
         } else {
-            let s = &mut self.subflows[i];
-            s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
-            s.tcp.abort();
+            self.subflows[i].reset(tcprst_reason::MIDDLEBOX_INTERFERENCE);
+        }
+    }
+
+    /// A mapping that disagrees with one received before (RFC 8684 3.3).
+    /// As Linux (`subflow_check_data_avail`, MAPPING_INVALID): the
+    /// connection falls back where it still may, else the subflow is reset
+    /// (MPTCP_RST_EMPTCP); the data level sends its bytes again on another.
+    pub(super) fn on_invalid_mapping(&mut self, i: usize) {
+        self.changed_all();
+        if self.fallback_possible_on(i) {
+            self.fall_back(Fallback::NoMapping);
+        } else {
+            self.subflows[i].reset(tcprst_reason::MPTCP_SPECIFIC);
         }
     }
 
@@ -78,9 +89,7 @@ impl Connection {
             self.fall_back(Fallback::Checksum);
             self.subflows[i].tcp.ack_now();
         } else {
-            let s = &mut self.subflows[i];
-            s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
-            s.tcp.abort();
+            self.subflows[i].reset(tcprst_reason::MIDDLEBOX_INTERFERENCE);
         }
     }
 
@@ -246,9 +255,7 @@ impl Connection {
         // data.
         if !self.fallback_possible_on(i) {
             self.changed_all();
-            let s = &mut self.subflows[i];
-            s.reset_reason = Some(tcprst_reason::MIDDLEBOX_INTERFERENCE);
-            s.tcp.abort();
+            self.subflows[i].reset(tcprst_reason::MIDDLEBOX_INTERFERENCE);
         } else {
             self.fall_back(Fallback::NoMapping);
         }

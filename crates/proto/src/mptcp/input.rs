@@ -181,9 +181,18 @@ impl Connection {
             self.subflows[i].handshake = Handshake::Established;
         }
         let failures = self.stats.checksum_failures;
-        self.on_dss(now, i, d, sub_range.clone(), payload);
+        let valid = self.on_dss(now, i, d, sub_range.clone(), payload);
         if let (Some(w), Some(a)) = (wnd, d.data_ack) {
             self.advance_wnd_end(self.data_ack_offset(a.value, a.wide), w);
+        }
+        if !valid {
+            // The subflow was reset with what it held unread, or the
+            // connection fell back on it.
+            if self.fb.reason.is_some() {
+                return ControlFlow::Break(self.finish_input_after_fallback(now, i, sub_range.clone()));
+            }
+            self.after_input(now);
+            return ControlFlow::Break(None);
         }
         if self.stats.checksum_failures > failures && self.fb.reason.is_none() {
             // Bytes whose checksum failed are not placed: the driver
@@ -375,7 +384,10 @@ impl Connection {
         self.wnd_end.saturating_sub(self.data_una)
     }
 
-    pub(super) fn on_dss(&mut self, now: Instant, i: usize, d: &Dss, sub_range: Option<Range<u64>>, payload: Option<&[u8]>) {
+    /// A segment's DSS: its DATA_ACK, then its mapping. False when the
+    /// mapping is invalid: it disagrees with one received before on where
+    /// a subflow byte goes (`on_invalid_mapping`).
+    pub(super) fn on_dss(&mut self, now: Instant, i: usize, d: &Dss, sub_range: Option<Range<u64>>, payload: Option<&[u8]>) -> bool {
         if let Some(a) = d.data_ack {
             let off = self.data_ack_offset(a.value, a.wide);
             // Acceptable: within what we sent (plus the DATA_FIN).
@@ -387,10 +399,10 @@ impl Connection {
                 self.subflows[i].handshake = Handshake::Established;
             }
         }
-        let Some(m) = d.mapping else { return };
+        let Some(m) = d.mapping else { return true };
         if m.is_infinite() {
             self.on_infinite_mapping(i);
-            return;
+            return true;
         }
         let dsn = self.expand_dsn(m.dsn, m.dsn_wide);
         let mut len = m.data_len as u64;
@@ -402,9 +414,16 @@ impl Connection {
             }
         }
         if len == 0 || m.ssn == 0 {
-            return; // DATA_FIN alone
+            return true; // DATA_FIN alone
         }
         let sub = self.sub_off_of_ssn(i, m.ssn);
+        let map = subflow::RxMap { sub, dsn, len };
+        if self.subflows[i].rx_disagrees(&map) {
+            // Checked before the checksum, as Linux does.
+            self.stats.invalid_mappings += 1;
+            self.on_invalid_mapping(i);
+            return false;
+        }
         if self.checksum && m.checksum.is_none() {
             // RFC 8684 3.3: with checksums negotiated a mapping without one
             // is not behaving as negotiated; Linux treats it as an invalid
@@ -413,7 +432,7 @@ impl Connection {
             // fallback on the only subflow, else the subflow is reset.
             self.stats.checksum_failures += 1;
             self.on_checksum_failure(i, dsn);
-            return;
+            return true;
         }
         if let (Some(c), Some(r), Some(p)) = (m.checksum, sub_range.as_ref(), payload) {
             // Verifiable here when this segment holds the whole mapping
@@ -425,12 +444,13 @@ impl Connection {
                 if !crypto::dss_checksum_ok(dsn, m.ssn, m.data_len, &p[at..at + len as usize], c) {
                     self.stats.checksum_failures += 1;
                     self.on_checksum_failure(i, dsn);
-                    return;
+                    return true;
                 }
             }
         }
         let _ = now;
-        self.subflows[i].add_rx(subflow::RxMap { sub, dsn, len });
+        self.subflows[i].add_rx(map);
+        true
     }
 
     /// Moves in-order subflow data into the connection's reassembly.

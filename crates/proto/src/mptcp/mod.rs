@@ -157,6 +157,10 @@ pub struct MptcpStats {
     /// Segments with payload no mapping covers (a box merged segments or
     /// stripped a DSS): the subflow was reset, or the connection fell back.
     pub unmapped_data: u64,
+    /// Mappings that disagreed with one received before on where a
+    /// subflow byte goes in the data stream: the subflow was reset, or the
+    /// connection fell back.
+    pub invalid_mappings: u64,
     pub reinjected_bytes: u64,
     pub add_addr_sent: u64,
     pub add_addr_received: u64,

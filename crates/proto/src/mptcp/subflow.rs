@@ -162,6 +162,18 @@ impl Subflow {
         self.tcp.is_closed()
     }
 
+    /// Resets the subflow with MP_TCPRST `reason`, throwing away what it
+    /// holds unread (Linux's subflow reset purges the receive queue): a
+    /// mapping arriving later on the closed subflow would otherwise place
+    /// bytes that failed their check, or that no mapping placed, in the
+    /// data stream without their payload ever being handed over.
+    pub fn reset(&mut self, reason: u8) {
+        self.reset_reason = Some(reason);
+        self.tcp.abort();
+        let unread = self.tcp.readable();
+        let _ = self.tcp.recv(unread);
+    }
+
     /// The data-level placement of send-stream offset `sub`, and how many
     /// bytes from there stay in the same mapping.
     pub fn tx_lookup(&self, sub: u64) -> Option<(u64, u64)> {
@@ -220,6 +232,18 @@ impl Subflow {
             return;
         }
         self.rx.insert(i, m);
+    }
+
+    /// Whether mapping `m` puts a subflow byte somewhere else in the data
+    /// stream than a mapping received before does (RFC 8684 3.3: each
+    /// subflow byte has one place; Linux's `get_mapping_status` takes a
+    /// new mapping over the current one only if it is the same). Mappings
+    /// are at most 64 KiB long, so only those starting less than that
+    /// before `m` can overlap it.
+    pub fn rx_disagrees(&self, m: &RxMap) -> bool {
+        let end = m.sub + m.len;
+        let from = self.rx.partition_point(|x| x.sub + u64::from(u16::MAX) < m.sub);
+        self.rx.range(from..).take_while(|x| x.sub < end).any(|x| m.sub < x.sub + x.len && x.dsn.wrapping_sub(x.sub) != m.dsn.wrapping_sub(m.sub))
     }
 
     /// The received mapping starting last at or before `sub` (`rx` is

@@ -83,6 +83,12 @@ struct Net<'a> {
     log: Vec<String>,
     /// The client keeps the connection open once it wrote everything.
     keep_open: bool,
+    /// The server's data-level bytes as a driver holds them (`Some`: kept
+    /// and checked): the first copy placed at an offset wins, and every
+    /// byte the application reads must have been placed and be the
+    /// stream's; `changed` counts those that were not.
+    ring: Option<std::collections::HashMap<u64, u8>>,
+    changed: u64,
 }
 
 fn cfg(locals: &[IpAddr], pm: &str) -> MptcpConfig {
@@ -122,6 +128,18 @@ impl<'a> Net<'a> {
             skew: None,
             log: Vec::new(),
             keep_open: false,
+            ring: None,
+            changed: 0,
+        }
+    }
+
+    /// The driver's copy of a segment's payload to where the server placed
+    /// it (from the payload's first byte; the first copy wins).
+    fn place(&mut self, r: &Range<u64>, payload: &[u8]) {
+        if let Some(ring) = self.ring.as_mut() {
+            for (k, &b) in payload.iter().enumerate().take((r.end - r.start) as usize) {
+                ring.entry(r.start + k as u64).or_insert(b);
+            }
         }
     }
 
@@ -160,6 +178,13 @@ impl<'a> Net<'a> {
             let r = s.recv(u64::MAX);
             assert_eq!(r.start, self.received, "reads are contiguous");
             self.received = r.end;
+            if let Some(ring) = self.ring.as_mut() {
+                for off in r {
+                    if ring.remove(&off) != Some(pattern(off)) {
+                        self.changed += 1;
+                    }
+                }
+            }
             let n = s.send(self.down);
             self.down -= n;
             if s.peer_closed() && self.down == 0 {
@@ -202,6 +227,7 @@ impl<'a> Net<'a> {
                 if r.start != t.data.start && len > 0 {
                     self.misplaced += 1;
                 }
+                self.place(&r, &bytes);
             }
         } else {
             let payload = self.client.needs_payload().then_some(&bytes[..]);

@@ -12,7 +12,12 @@ fn forged(s: &Connection, seq: u32, opts: &[MptcpOption]) -> (SocketAddr, Socket
 }
 
 fn forged_acking(s: &Connection, seq: u32, ack: u32, opts: &[MptcpOption]) -> (SocketAddr, SocketAddr, TcpHeader) {
-    let sf = &s.subflows()[0];
+    forged_acking_on(s, 0, seq, ack, opts)
+}
+
+/// [`forged_acking`] on subflow `j`.
+fn forged_acking_on(s: &Connection, j: usize, seq: u32, ack: u32, opts: &[MptcpOption]) -> (SocketAddr, SocketAddr, TcpHeader) {
+    let sf = &s.subflows()[j];
     let mut h = TcpHeader { src_port: sf.remote.port(), dst_port: sf.local.port(), seq, ack, flags: mplab_wire::tcp::flags::ACK, window: 1000, urgent: 0, options: Default::default() };
     for o in opts {
         h.options.push_mptcp(o.clone()).unwrap();
@@ -196,31 +201,80 @@ fn lost_handshake_acks_are_answered_again_until_one_gets_through() {
 /// An on-path attacker's in-window segment at the receiver's RCV.NXT under
 /// a forged mapping (`dsn_shift` from the data the receiver expects), as
 /// next to the receiver of an upload (the attack matrix's dss-overlap and
-/// dss-out-of-window, checksums off): its bytes take subflow sequence space
-/// the genuine segment needed (the first copy wins at the TCP level). The
-/// genuine segment's mapping starts at the same subflow byte: it still maps
-/// the bytes after the forged ones, and the data level sends the rest
-/// again. Returns the server after a transfer that must end.
-fn forged_mapping_at_rcv_nxt(profile: Profile, dsn_shift: i64) -> Connection {
-    let mut n = Net::new(&[ip(1, 1)], &[ip(9, 1)], "default", 10, 100);
+/// dss-out-of-window, and dss-bad-checksum with `checksum`): its bytes take
+/// subflow sequence space the genuine segment needed (the first copy wins
+/// at the TCP level). With `inside` the attacker strikes where a genuine
+/// mapping received earlier already covers RCV.NXT (mplab's sender maps
+/// two segments at once without checksums): the two mappings disagree on
+/// those subflow bytes. The server's driver is modelled byte by byte:
+/// every byte the application reads must have been placed and be the
+/// sender's. Returns the server after a transfer that must end.
+fn forged_mapping_at_rcv_nxt(profile: Profile, dsn_shift: i64, checksum: Option<u16>, inside: bool) -> Connection {
+    let mut n = Net::new(&[ip(1, 1), ip(2, 1)], &[ip(9, 1)], "fullmesh", 10, 100);
     n.client.cfg = n.client.cfg.clone().with_profile(profile);
     n.server_cfg = n.server_cfg.clone().with_profile(profile);
+    if checksum.is_some() {
+        n.client.cfg.checksum = true;
+        n.server_cfg.checksum = true;
+    }
+    n.ring = Some(Default::default());
     n.to_send = 20_000_000;
-    n.run(500);
+    // The joined subflow (the connection has another, so a subflow that
+    // goes wrong is reset rather than the connection falling back).
+    let j = 1;
+    if inside {
+        // Two consecutive segments in flight on it, one mapping each: the
+        // first's mapping is made to cover both (as mplab's sender maps
+        // two segments at once without checksums on real packets) and the
+        // second is lost. The server's RCV.NXT then sits inside the
+        // mapping the first brought, as it did when the attacker struck.
+        n.run(497);
+        let mapping = |t: &Transmit| t.header.options.mptcp().find_map(|o| if let MptcpOption::Dss(Dss { mapping: Some(m), .. }) = o { Some(*m) } else { None });
+        let mut ours: Vec<usize> = (0..n.wire.len()).filter(|&k| n.wire[k].to_server && n.wire[k].t.header.src_port != 40000 && !n.wire[k].t.data.is_empty()).collect();
+        ours.sort_by_key(|&k| n.wire[k].at);
+        let pair = ours.windows(2).find_map(|w| {
+            let (a, b) = (&n.wire[w[0]].t, &n.wire[w[1]].t);
+            let len = (a.data.end - a.data.start) as u32;
+            let (ma, mb) = (mapping(a)?, mapping(b)?);
+            (a.header.seq.wrapping_add(len) == b.header.seq && ma.dsn.wrapping_add(u64::from(ma.data_len)) == mb.dsn && ma.data_len as u32 == len).then_some((w[0], w[1], mb.data_len))
+        });
+        let (first, second, more) = pair.expect("two consecutive segments in flight on the joined subflow");
+        let arrives = n.wire[first].at;
+        let mut h = n.wire[first].t.header.clone();
+        let Some(MptcpOption::Dss(mut d)) = h.options.mptcp().find(|o| matches!(o, MptcpOption::Dss(_))).copied() else { unreachable!() };
+        if let Some(m) = d.mapping.as_mut() {
+            m.data_len += more;
+        }
+        h.options.clear_mptcp();
+        h.options.push_mptcp(MptcpOption::Dss(d)).unwrap();
+        n.wire[first].t.header = h;
+        n.wire.remove(second);
+        n.run(arrives.as_nanos() / MS + 1);
+    } else {
+        n.run(500);
+    }
+    let sf = &n.server().subflows()[j];
+    assert_eq!(sf.rx_covers(sf.tcp.rcv_nxt()) && sf.tcp.readable() == 0, inside, "{profile:?}: no such moment");
     let now = n.now;
     let key = n.client.local_key();
     let s = n.server.as_mut().unwrap();
-    let sf = &s.subflows()[0];
+    let sf = &s.subflows()[j];
     let (seq, ack, ssn) = (sf.tcp.rcv_nxt_seq(), sf.tcp.snd_una_seq(), sf.tcp.rcv_nxt() as u32 + 1);
-    let dsn = mplab_wire::crypto::idsn(key).wrapping_add(1).wrapping_add(s.received_bytes()).wrapping_add_signed(dsn_shift);
-    let dss = MptcpOption::Dss(Dss { data_ack: None, mapping: Some(mplab_wire::DssMapping { dsn, dsn_wide: true, ssn, data_len: 1000, checksum: None }), data_fin: false });
-    let (local, remote, h) = forged_acking(s, seq, ack, &[dss]);
+    // Relative to the data the server acknowledges (its in-order point),
+    // as the attacker reads it from a DATA_ACK.
+    let data_acked = s.received_bytes() - s.ooo_bytes();
+    let dsn = mplab_wire::crypto::idsn(key).wrapping_add(1).wrapping_add(data_acked).wrapping_add_signed(dsn_shift);
+    let dss = MptcpOption::Dss(Dss { data_ack: None, mapping: Some(mplab_wire::DssMapping { dsn, dsn_wide: true, ssn, data_len: 1000, checksum }), data_fin: false });
+    let (local, remote, h) = forged_acking_on(s, j, seq, ack, &[dss]);
     let payload = vec![0xa5u8; 1000];
     let p = s.needs_payload().then_some(&payload[..]);
-    s.handle_segment(now, local, remote, &h, 1000, p);
+    if let Some(r) = s.handle_segment(now, local, remote, &h, 1000, p) {
+        n.place(&r, &payload);
+    }
     n.run(60_000);
     assert_eq!(n.received, 20_000_000, "{profile:?}: client {} server {}", n.client.debug_line(), n.server().debug_line());
     assert_eq!(n.misplaced, 0);
+    assert_eq!(n.changed, 0, "{profile:?}, inside {inside}, checksum {checksum:?}: bytes read that were not the sender's or never placed");
     n.server.take().unwrap()
 }
 
@@ -231,7 +285,28 @@ fn forged_mapping_at_rcv_nxt(profile: Profile, dsn_shift: i64) -> Connection {
 #[test]
 fn a_forged_mapping_over_received_data_costs_only_its_bytes() {
     for profile in [Profile::Mplab, Profile::Linux] {
-        forged_mapping_at_rcv_nxt(profile, -1000);
+        forged_mapping_at_rcv_nxt(profile, -1000, None, false);
+    }
+}
+
+/// Inside a genuine mapping received before (the attack matrix's upload
+/// victim, attacker on the joined subflow's link at 300 ms, on real
+/// packets): before, the receiver kept both mappings, placed the forged
+/// bytes where the forged one said (data it had: nothing) and then read
+/// them out of the subflow under the genuine one, so 1000 bytes counted
+/// as received were never placed and the application read zeros. A
+/// mapping that disagrees with one received before on a subflow byte is
+/// invalid (RFC 8684 3.3; Linux's `get_mapping_status`): the subflow is
+/// reset with what it holds unread, and the data level sends it again.
+/// With checksums on (one mapping per segment), a forged mapping that
+/// fails its checksum, or comes without one, places nothing either.
+#[test]
+fn a_forged_mapping_inside_a_genuine_one_places_nothing() {
+    for profile in [Profile::Mplab, Profile::Linux] {
+        let s = forged_mapping_at_rcv_nxt(profile, -1000, None, true);
+        assert_eq!(s.stats().invalid_mappings, 1, "{profile:?}");
+        forged_mapping_at_rcv_nxt(profile, 0, Some(0x1234), false);
+        forged_mapping_at_rcv_nxt(profile, -1000, Some(0x1234), false);
     }
 }
 
@@ -240,7 +315,7 @@ fn a_forged_mapping_over_received_data_costs_only_its_bytes() {
 #[test]
 fn data_mapped_beyond_the_receive_window_is_dropped() {
     for profile in [Profile::Mplab, Profile::Linux] {
-        let s = forged_mapping_at_rcv_nxt(profile, 1 << 40);
+        let s = forged_mapping_at_rcv_nxt(profile, 1 << 40, None, false);
         assert_eq!(s.stats().data_outside_window, 1000, "{profile:?}");
     }
 }
