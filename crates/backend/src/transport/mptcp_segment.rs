@@ -26,8 +26,45 @@ pub(crate) fn addrs(pkt: &Packet) -> (SocketAddr, SocketAddr) {
     (SocketAddr::new(pkt.dst.into(), pkt.tcp.dst_port), SocketAddr::new(pkt.src.into(), pkt.tcp.src_port))
 }
 
+/// The data-level bytes some segment's payload was placed at, as far as
+/// the connection has them in order: the simulator stores no payload, so
+/// this is how it sees the connection count bytes as received that no
+/// payload was handed over for (the application would read whatever the
+/// buffer held there; on real packets, zeros).
+#[derive(Debug, Default)]
+pub(crate) struct PlacedBytes {
+    /// Every byte below is placed.
+    upto: u64,
+    /// Placed ranges above `upto` (start -> end), disjoint or not.
+    ahead: std::collections::BTreeMap<u64, u64>,
+    reported: bool,
+}
+
+impl PlacedBytes {
+    fn place(&mut self, r: &core::ops::Range<u64>) {
+        if r.end > self.upto {
+            let e = self.ahead.entry(r.start.max(self.upto)).or_insert(r.end);
+            *e = (*e).max(r.end);
+        }
+        while let Some((&start, &end)) = self.ahead.first_key_value() {
+            if start > self.upto {
+                break;
+            }
+            self.upto = self.upto.max(end);
+            self.ahead.pop_first();
+        }
+    }
+
+    /// Whether the connection holds in order a byte nothing placed (once).
+    fn unplaced(&mut self, in_order: u64) -> bool {
+        let first = in_order > self.upto && !self.reported;
+        self.reported |= first;
+        first
+    }
+}
+
 /// A segment for connection `conn`; `scratch` holds regenerated payloads.
-pub(crate) fn on_packet(conn: &mut Connection, scratch: &mut Vec<u8>, now: Instant, pkt: &Packet) -> Progress {
+pub(crate) fn on_packet(conn: &mut Connection, scratch: &mut Vec<u8>, placed_bytes: &mut PlacedBytes, now: Instant, pkt: &Packet) -> Progress {
     let (local, remote) = addrs(pkt);
     let payload = if conn.needs_payload() && pkt.payload_len > 0 {
         scratch.resize(pkt.payload_len as usize, 0);
@@ -65,7 +102,11 @@ pub(crate) fn on_packet(conn: &mut Connection, scratch: &mut Vec<u8>, now: Insta
     let discarded = conn.stats().checksum_failures > failures && conn.fallback().is_none();
     // Bytes the connection already held stay as they were (the first
     // copy wins): only a segment that brought new bytes can change any.
-    let corrupted = pkt.corrupted && placed.is_some_and(|r| !r.is_empty()) && !discarded && brought_new;
+    let corrupted = pkt.corrupted && placed.as_ref().is_some_and(|r| !r.is_empty()) && !discarded && brought_new;
+    if let Some(r) = placed.as_ref().filter(|r| !r.is_empty() && pkt.payload_len > 0) {
+        placed_bytes.place(&(r.start..r.end.min(r.start + u64::from(pkt.payload_len))));
+    }
+    let misplaced = misplaced || placed_bytes.unplaced(conn.received_bytes() - conn.ooo_bytes());
     while let Some(e) = conn.poll_event() {
         let _: Event = e;
     }

@@ -19,6 +19,7 @@ pub struct StreamEndpoint {
     conn: StreamConn,
     /// Regenerated payloads for MPTCP's DSS checksums.
     scratch: Vec<u8>,
+    placed: mp::PlacedBytes,
 }
 
 fn v4(a: SocketAddr) -> Ipv4Addr {
@@ -30,7 +31,7 @@ fn v4(a: SocketAddr) -> Ipv4Addr {
 
 impl StreamEndpoint {
     fn new(conn: StreamConn) -> StreamEndpoint {
-        StreamEndpoint { conn, scratch: Vec::new() }
+        StreamEndpoint { conn, scratch: Vec::new(), placed: Default::default() }
     }
 
     pub fn tcp_connect(cfg: TcpConfig, local: SocketAddr, remote: SocketAddr, iss: u32, now: Instant) -> StreamEndpoint {
@@ -66,7 +67,7 @@ impl AsStreamConn for StreamEndpoint {
 impl Endpoint for StreamEndpoint {
     fn on_packet(&mut self, now: Instant, pkt: &Packet) -> Progress {
         let conn = match &mut self.conn {
-            StreamConn::Mptcp(c) => return mp::on_packet(c, &mut self.scratch, now, pkt),
+            StreamConn::Mptcp(c) => return mp::on_packet(c, &mut self.scratch, &mut self.placed, now, pkt),
             StreamConn::Tcp { c, .. } => c,
         };
         let placed = conn.handle_segment(now, &pkt.tcp, pkt.payload_len);
