@@ -163,3 +163,23 @@ pub(crate) fn set_addr_in_service(conn: &mut Connection, addr: Ipv4Addr, in_serv
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::PlacedBytes;
+
+    /// Bytes placed out of order count once the gap before them is placed;
+    /// an in-order point beyond what was placed is reported, once.
+    #[test]
+    fn an_in_order_byte_nothing_placed_is_reported_once() {
+        let mut p = PlacedBytes::default();
+        p.place(&(0..1000));
+        p.place(&(2000..3000));
+        assert!(!p.unplaced(1000));
+        p.place(&(500..2000));
+        assert!(!p.unplaced(3000), "the gap was filled");
+        p.place(&(3000..3500));
+        assert!(p.unplaced(4500), "3500..4500 counted in order, never placed");
+        assert!(!p.unplaced(4500), "reported once");
+    }
+}
