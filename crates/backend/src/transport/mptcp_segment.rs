@@ -42,6 +42,11 @@ pub(crate) struct PlacedBytes {
 
 impl PlacedBytes {
     fn place(&mut self, r: &core::ops::Range<u64>) {
+        // In order, nothing ahead: the common case, once per segment.
+        if r.start <= self.upto && self.ahead.is_empty() {
+            self.upto = self.upto.max(r.end);
+            return;
+        }
         if r.end > self.upto {
             let e = self.ahead.entry(r.start.max(self.upto)).or_insert(r.end);
             *e = (*e).max(r.end);

@@ -57,27 +57,29 @@ impl Connection {
         self.fb.allowed && others == 0 && self.subflows[i].origin == Origin::Initial && !self.subflows[i].is_closed()
     }
 
+    /// Payload no mapping places (RFC 8684 3.7): either way the unmapped
+    /// bytes are not taken.
     pub(super) fn on_missing_mapping(&mut self, i: usize) {
-        self.changed_all();
-        // Where it may not fall back, Linux resets the subflow too
-        // (MPTCP_RST_EMPTCP): either way the unmapped bytes are not taken.
-        if self.fallback_possible_on(i) {
-            self.fall_back(Fallback::NoMapping);
-        } else {
-            self.subflows[i].reset(tcprst_reason::MIDDLEBOX_INTERFERENCE);
-        }
+        self.fall_back_or_reset(i, tcprst_reason::MIDDLEBOX_INTERFERENCE);
     }
 
-    /// A mapping that disagrees with one received before (RFC 8684 3.3).
-    /// As Linux (`subflow_check_data_avail`, MAPPING_INVALID): the
-    /// connection falls back where it still may, else the subflow is reset
-    /// (MPTCP_RST_EMPTCP); the data level sends its bytes again on another.
+    /// A mapping that disagrees with one received before (RFC 8684 3.3),
+    /// as Linux's MAPPING_INVALID (`subflow_check_data_avail`, reset
+    /// reason MPTCP_RST_EMPTCP); the data level sends the subflow's bytes
+    /// again on another.
     pub(super) fn on_invalid_mapping(&mut self, i: usize) {
+        self.fall_back_or_reset(i, tcprst_reason::MPTCP_SPECIFIC);
+    }
+
+    /// The connection falls back on subflow `i` where it still may, else
+    /// that subflow is reset with `reason` (Linux does the same for a
+    /// missing and an invalid mapping).
+    fn fall_back_or_reset(&mut self, i: usize, reason: u8) {
         self.changed_all();
         if self.fallback_possible_on(i) {
             self.fall_back(Fallback::NoMapping);
         } else {
-            self.subflows[i].reset(tcprst_reason::MPTCP_SPECIFIC);
+            self.subflows[i].reset(reason);
         }
     }
 

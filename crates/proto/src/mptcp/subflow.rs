@@ -220,12 +220,9 @@ impl Subflow {
         }
         let i = self.rx.partition_point(|x| x.sub < m.sub);
         if let Some(x) = self.rx.get(i).filter(|x| x.sub == m.sub).copied() {
-            // A mapping for bytes already mapped: the first one holds for
-            // them (the bytes it covers may already be placed). A longer
-            // one maps the bytes after it, as Linux validates the next
-            // mapping once the current one is consumed
-            // (`get_mapping_status`): a forged short mapping then costs
-            // only its own bytes, which the data level sends again.
+            // A mapping for bytes already mapped, and agreeing with it (one
+            // that disagrees is refused before, `rx_disagrees`): a longer
+            // one adds the bytes after the first.
             if m.len > x.len {
                 self.add_rx(RxMap { sub: m.sub + x.len, dsn: m.dsn.wrapping_add(x.len), len: m.len - x.len });
             }
